@@ -1,0 +1,47 @@
+# affidavit -- the two commands a newcomer needs are `make demo` and `make test`.
+# Both install what is missing first (Debian packages, Python packages into .venv), idempotently.
+
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+VPY := $(VENV)/bin/python
+AFD := $(VENV)/bin/affidavit
+STAMP_DEPS := $(VENV)/.deps-stamp
+CBUILD := build/c
+
+.PHONY: all deps build test test-c test-py demo bench clean
+
+all: build
+
+# System packages (compiler, pkg-config) and the virtual environment with pinned Python tools.
+$(STAMP_DEPS): requirements-dev.txt scripts/install-deps.sh
+	bash scripts/install-deps.sh
+	test -x $(VPY) || $(PYTHON) -m venv $(VENV)
+	$(VPY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+deps: $(STAMP_DEPS)
+
+# The package (engine executable + extension + Python modules) into .venv, and the C unit tests.
+build: deps
+	$(VPY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps \
+	  -Cbuild-dir=build/py .
+	@test -f $(CBUILD)/build.ninja || PATH=$(CURDIR)/$(VENV)/bin:$$PATH meson setup $(CBUILD) -Dpython=false >/dev/null
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH ninja -C $(CBUILD) >/dev/null
+
+test-c: build
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH meson test -C $(CBUILD) --print-errorlogs
+
+test-py: build
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VPY) -m pytest tests -q
+
+test: test-c test-py
+
+demo: build
+	@PATH=$(CURDIR)/$(VENV)/bin:$$PATH bash scripts/demo.sh
+
+bench: build
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VPY) bench/bench.py
+
+clean:
+	rm -rf build

@@ -1,0 +1,560 @@
+/* cmds.c -- sample, explore and replay: runs dispatched to the pool, counted, and reported.
+ *
+ * Every number printed here is a count of runs that were executed, or a statistic computed from
+ * such counts (stats.h). A run is "failed" when the test failed, errored, hung or crashed; a skip
+ * or a run stopped at the step limit is neither a pass nor a failure and is reported separately. */
+#include "cmds.h"
+#include "afd.h"
+#include "out.h"
+#include "pool.h"
+#include "sched.h"
+#include "stats.h"
+#include "token.h"
+#include "trace.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int is_failure(int outcome)
+{
+    return outcome == AFD_OUT_FAIL || outcome == AFD_OUT_ERROR || outcome == AFD_OUT_HANG ||
+           outcome == AFD_OUT_CRASH;
+}
+
+static void error_line(const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "affidavit: error: ");
+    fprintf(stderr, fmt, a, b);
+    fputc('\n', stderr);
+}
+
+/* What every command accumulates over its runs. */
+typedef struct tally {
+    uint64_t runs, failed, no_loop, by_outcome[AFD_OUT__COUNT];
+    uint64_t *steps, *wall; /* Owned arrays of `runs` entries. */
+    uint64_t cap;
+    uint32_t flags_union;
+    uint64_t first_digest;
+    int digests_differ;
+    char *first_failure;  /* Owned. */
+    int first_failure_outcome;
+} tally;
+
+static void tally_finish(tally *t)
+{
+    free(t->steps);
+    free(t->wall);
+    free(t->first_failure);
+}
+
+static int tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
+{
+    if (t->runs == t->cap) {
+        uint64_t ncap = t->cap ? t->cap * 2 : 64;
+        uint64_t *s = realloc(t->steps, ncap * sizeof *s);
+        if (!s)
+            return AFD_ENOMEM;
+        t->steps = s;
+        uint64_t *w = realloc(t->wall, ncap * sizeof *w);
+        if (!w)
+            return AFD_ENOMEM;
+        t->wall = w;
+        t->cap = ncap;
+    }
+    int loops = 0;
+    for (uint32_t i = 0; tr && i < tr->n_events; i++)
+        loops += tr->events[i].kind == AFD_EV_LOOP;
+    t->steps[t->runs] = tr ? tr->steps : 0;
+    t->wall[t->runs] = res->wall_ns;
+    uint64_t digest = tr ? afd_trace_digest(tr) : 0;
+    if (t->runs == 0)
+        t->first_digest = digest;
+    else if (digest != t->first_digest)
+        t->digests_differ = 1;
+    t->runs++;
+    if (res->outcome < AFD_OUT__COUNT)
+        t->by_outcome[res->outcome]++;
+    if (tr)
+        t->flags_union |= tr->flags;
+    if (!loops && (res->outcome == AFD_OUT_PASS || res->outcome == AFD_OUT_FAIL))
+        t->no_loop++;
+    if (is_failure(res->outcome)) {
+        t->failed++;
+        if (!t->first_failure) {
+            t->first_failure = strdup(res->failure ? res->failure : "");
+            t->first_failure_outcome = res->outcome;
+        }
+    }
+    return 0;
+}
+
+static void json_outcomes(afd_buf *o, const tally *t)
+{
+    afd_buf_printf(o, "\"outcomes\": {");
+    for (int k = 0; k < AFD_OUT__COUNT; k++)
+        afd_buf_printf(o, "%s\"%s\": %" PRIu64, k ? ", " : "", afd_outcome_name(k), t->by_outcome[k]);
+    afd_buf_printf(o, "}");
+}
+
+static void json_uncontrolled(afd_buf *o, uint32_t flags)
+{
+    afd_buf_printf(o, "\"uncontrolled\": [");
+    int n = 0;
+    if (flags & AFD_TRACE_THREADS)
+        afd_buf_printf(o, "%s\"threads\"", n++ ? ", " : "");
+    if (flags & AFD_TRACE_REAL_IO)
+        afd_buf_printf(o, "%s\"real-io\"", n++ ? ", " : "");
+    if (flags & AFD_TRACE_REAL_WAIT)
+        afd_buf_printf(o, "%s\"real-time-wait\"", n++ ? ", " : "");
+    afd_buf_printf(o, "]");
+}
+
+static const char *uncontrolled_words(uint32_t flags)
+{
+    if (flags & AFD_TRACE_THREADS)
+        return "threads calling back into the loop";
+    if (flags & AFD_TRACE_REAL_IO)
+        return "real file descriptors (sockets, pipes)";
+    if (flags & AFD_TRACE_REAL_WAIT)
+        return "waits on real time (I/O, executors, or a wait nothing could end)";
+    return NULL;
+}
+
+static const char *find_python(const afd_cli *cli, char *buf, size_t len)
+{
+    if (cli->python)
+        return cli->python;
+    const char *env = getenv("AFFIDAVIT_PYTHON");
+    if (env && *env)
+        return env;
+    ssize_t n = readlink("/proc/self/exe", buf, len - 16);
+    if (n > 0) {
+        buf[n] = 0;
+        char *slash = strrchr(buf, '/');
+        if (slash) {
+            const char *names[] = {"python3", "python"};
+            for (int i = 0; i < 2; i++) {
+                snprintf(slash + 1, len - (size_t)(slash + 1 - buf), "%s", names[i]);
+                if (access(buf, X_OK) == 0)
+                    return buf;
+            }
+        }
+    }
+    return "python3";
+}
+
+static int start_pool(const afd_cli *cli, afd_pool **pool)
+{
+    char pybuf[4096];
+    afd_pool_opts o = {
+        .python = find_python(cli, pybuf, sizeof pybuf),
+        .nodeid = cli->nodeid,
+        .workers = cli->workers,
+        .timeout_ms = (uint32_t)(cli->timeout_s * 1000.0),
+        .max_steps = cli->max_steps,
+        .startup_ms = 120000,
+    };
+    char err[1024] = "";
+    int rc = afd_pool_new(pool, &o, err, sizeof err);
+    if (rc < 0) {
+        if (afd_interrupted)
+            return AFD_EXIT_INTERRUPTED;
+        error_line("%s%s", err, "");
+        return rc == AFD_EIO || rc == AFD_EINVAL ? AFD_EXIT_USAGE : AFD_EXIT_INTERNAL;
+    }
+    return 0;
+}
+
+/* Runs make(i) for i in [first, first + n) on the pool, calling take() for each result in
+ * completion order. Stops submitting when take() returns nonzero or the time budget is spent.
+ * Returns 0, or AFD_EIO if interrupted. */
+typedef int (*make_fn)(void *ctx, uint64_t i, uint8_t *mode, char **token);
+typedef int (*take_fn)(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr);
+
+static int run_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make,
+                     take_fn take, void *ctx, afd_progress *prog, tally *t)
+{
+    uint64_t next = first, end = first + n, done = 0;
+    uint64_t deadline = seconds > 0 ? now_ns() + (uint64_t)(seconds * 1e9) : 0;
+    int stop = 0;
+    for (;;) {
+        while (!stop && next < end && afd_pool_idle(pool) > 0) {
+            if (deadline && now_ns() >= deadline) {
+                stop = 1;
+                break;
+            }
+            uint8_t mode;
+            char *token = NULL;
+            int rc = make(ctx, next, &mode, &token);
+            if (rc < 0)
+                return rc;
+            rc = afd_pool_submit(pool, next, mode, token ? token : "");
+            free(token);
+            if (rc < 0)
+                break;
+            next++;
+        }
+        if (afd_pool_busy(pool) == 0)
+            break;
+        afd_run_result res;
+        int rc = afd_pool_next(pool, &res);
+        if (rc == AFD_EINVAL)
+            break;
+        if (rc < 0)
+            return rc;
+        afd_trace tr;
+        int have = res.trace_len && afd_trace_decode(&tr, res.trace, res.trace_len) == 0;
+        if (tally_add(t, &res, have ? &tr : NULL) < 0) {
+            afd_run_result_finish(&res);
+            if (have)
+                afd_trace_finish(&tr);
+            return AFD_ENOMEM;
+        }
+        if (take(ctx, res.run_id, &res, have ? &tr : NULL))
+            stop = 1;
+        done++;
+        afd_progress_update(prog, t->runs, n, t->failed);
+        afd_run_result_finish(&res);
+        if (have)
+            afd_trace_finish(&tr);
+        if (deadline && now_ns() >= deadline)
+            stop = 1;
+    }
+    (void)done;
+    return 0;
+}
+
+static int report_no_loop(const afd_cli *cli, const tally *t)
+{
+    if (t->runs && t->no_loop == t->runs) {
+        error_line("%s ran no asyncio event loop: affidavit controls asyncio's loop (is the test async?)%s",
+                   cli->nodeid, "");
+        return 1;
+    }
+    return 0;
+}
+
+static int interrupted_exit(const tally *t)
+{
+    fprintf(stderr, "affidavit: interrupted after %" PRIu64 " runs (%" PRIu64 " failed)\n", t->runs, t->failed);
+    return AFD_EXIT_INTERRUPTED;
+}
+
+/* ---- sample ---- */
+
+static int make_natural(void *ctx, uint64_t i, uint8_t *mode, char **token)
+{
+    *mode = AFD_MODE_NATURAL;
+    *token = NULL;
+    return 0;
+}
+
+static int take_none(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+{
+    return 0;
+}
+
+int afd_cmd_sample(const afd_cli *cli)
+{
+    afd_pool *pool;
+    int rc = start_pool(cli, &pool);
+    if (rc)
+        return rc;
+    tally t = {0};
+    afd_progress prog;
+    afd_progress_init(&prog, "sample");
+    rc = run_batch(pool, 0, cli->n, 0, make_natural, take_none, NULL, &prog, &t);
+    afd_progress_done(&prog);
+    afd_pool_free(pool);
+    if (rc == AFD_EIO) {
+        rc = interrupted_exit(&t);
+        tally_finish(&t);
+        return rc;
+    }
+    if (rc < 0 || report_no_loop(cli, &t)) {
+        tally_finish(&t);
+        return rc < 0 ? AFD_EXIT_INTERNAL : AFD_EXIT_USAGE;
+    }
+    double lo, hi, med_steps = 0, med_wall = 0;
+    afd_stats_wilson(t.failed, t.runs, &lo, &hi);
+    afd_stats_median_u64(t.steps, t.runs, &med_steps);
+    afd_stats_median_u64(t.wall, t.runs, &med_wall);
+    double rate = t.runs ? (double)t.failed / (double)t.runs : 0;
+    afd_buf o;
+    afd_buf_init(&o);
+    if (cli->json) {
+        afd_buf_printf(&o, "{\"nodeid\": ");
+        afd_json_str(&o, cli->nodeid);
+        afd_buf_printf(&o, ", \"runs\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"rate\": ", t.runs, t.failed);
+        afd_json_num(&o, rate);
+        afd_buf_printf(&o, ", \"ci95\": [");
+        afd_json_num(&o, lo);
+        afd_buf_printf(&o, ", ");
+        afd_json_num(&o, hi);
+        afd_buf_printf(&o, "], \"median_steps\": ");
+        afd_json_num(&o, med_steps);
+        afd_buf_printf(&o, ", \"median_wall_ms\": ");
+        afd_json_num(&o, med_wall / 1e6);
+        afd_buf_printf(&o, ", ");
+        json_outcomes(&o, &t);
+        afd_buf_printf(&o, ", \"failure\": ");
+        afd_json_str(&o, t.first_failure ? t.first_failure : "");
+        afd_buf_printf(&o, "}\n");
+    } else {
+        afd_buf_printf(&o, "%s: %" PRIu64 " natural runs, %" PRIu64 " failed (%.1f%%, 95%% CI %.1f%%-%.1f%%)\n",
+                       cli->nodeid, t.runs, t.failed, 100 * rate, 100 * lo, 100 * hi);
+        afd_buf_printf(&o, "  median %.0f steps, %.2f ms per run\n", med_steps, med_wall / 1e6);
+        if (t.first_failure)
+            afd_buf_printf(&o, "  first failure (%s): %s\n", afd_outcome_name(t.first_failure_outcome), t.first_failure);
+    }
+    fwrite(o.data, 1, o.len, stdout);
+    afd_buf_finish(&o);
+    rc = t.failed ? AFD_EXIT_FAILURE : AFD_EXIT_CLEAN;
+    tally_finish(&t);
+    return rc;
+}
+
+/* ---- explore ---- */
+
+typedef struct explore_ctx {
+    uint64_t seed;
+    int only;
+    uint32_t est_steps;
+    uint64_t best_index; /* lowest failing run index, UINT64_MAX if none */
+    char *best_token;
+    char *best_failure;
+    int best_outcome;
+    char *last_error;
+} explore_ctx;
+
+static int make_portfolio(void *vctx, uint64_t i, uint8_t *mode, char **token)
+{
+    explore_ctx *c = vctx;
+    afd_schedule s;
+    int rc = afd_sched_portfolio(&s, c->seed, i, c->est_steps, c->only);
+    if (rc < 0)
+        return rc;
+    rc = afd_token_encode(&s, token);
+    afd_schedule_finish(&s);
+    *mode = AFD_MODE_CONTROLLED;
+    return rc;
+}
+
+static int take_explore(void *vctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+{
+    explore_ctx *c = vctx;
+    if (i == 0 && tr)
+        c->est_steps = tr->steps > 0 ? (uint32_t)(tr->steps > UINT32_MAX ? UINT32_MAX : tr->steps) : 1;
+    if (!is_failure(res->outcome))
+        return 0;
+    if (i < c->best_index && tr) {
+        c->best_index = i;
+        free(c->best_token);
+        free(c->best_failure);
+        c->best_token = strdup(tr->token);
+        c->best_failure = strdup(res->failure ? res->failure : "");
+        c->best_outcome = res->outcome;
+    }
+    return 1;
+}
+
+int afd_cmd_explore(const afd_cli *cli)
+{
+    explore_ctx c = {.seed = cli->seed, .only = -1, .est_steps = 1, .best_index = UINT64_MAX};
+    if (cli->strategy && strcmp(cli->strategy, "portfolio") != 0) {
+        c.only = afd_strategy_parse(cli->strategy);
+        if (c.only < 0) {
+            error_line("unknown strategy '%s' (choose zero, jitter, pct or portfolio)%s", cli->strategy, "");
+            return AFD_EXIT_USAGE;
+        }
+    }
+    afd_pool *pool;
+    int rc = start_pool(cli, &pool);
+    if (rc)
+        return rc;
+    tally t = {0};
+    afd_progress prog;
+    afd_progress_init(&prog, "explore");
+    /* Run 0 alone first: it is the deterministic baseline, and its step count sets pct's range. */
+    rc = run_batch(pool, 0, 1, 0, make_portfolio, take_explore, &c, &prog, &t);
+    if (rc == 0 && c.best_index == UINT64_MAX && cli->n > 1 && !(t.no_loop == t.runs))
+        rc = run_batch(pool, 1, cli->n - 1, cli->seconds, make_portfolio, take_explore, &c, &prog, &t);
+    afd_progress_done(&prog);
+    afd_pool_free(pool);
+    if (rc == AFD_EIO) {
+        rc = interrupted_exit(&t);
+        goto out;
+    }
+    if (rc < 0) {
+        error_line("%s%s", afd_strerror(rc), "");
+        rc = AFD_EXIT_INTERNAL;
+        goto out;
+    }
+    if (report_no_loop(cli, &t)) {
+        rc = AFD_EXIT_USAGE;
+        goto out;
+    }
+    int found = c.best_index != UINT64_MAX;
+    afd_buf o;
+    afd_buf_init(&o);
+    char *desc = NULL;
+    if (found) {
+        afd_schedule s;
+        if (afd_token_decode(&s, c.best_token) == 0) {
+            desc = afd_schedule_describe(&s);
+            afd_schedule_finish(&s);
+        }
+    }
+    if (cli->json) {
+        afd_buf_printf(&o, "{\"nodeid\": ");
+        afd_json_str(&o, cli->nodeid);
+        afd_buf_printf(&o, ", \"found\": %s, \"token\": ", found ? "true" : "false");
+        if (found)
+            afd_json_str(&o, c.best_token);
+        else
+            afd_buf_printf(&o, "null");
+        afd_buf_printf(&o, ", \"runs\": %" PRIu64 ", \"failure\": ", t.runs);
+        if (found)
+            afd_json_str(&o, c.best_failure);
+        else
+            afd_buf_printf(&o, "null");
+        afd_buf_printf(&o, ", \"outcome\": ");
+        afd_json_str(&o, found ? afd_outcome_name(c.best_outcome) : "pass");
+        afd_buf_printf(&o, ", \"schedule\": ");
+        afd_json_str(&o, desc ? desc : "");
+        afd_buf_printf(&o, ", \"failing_run\": ");
+        if (found)
+            afd_buf_printf(&o, "%" PRIu64, c.best_index + 1);
+        else
+            afd_buf_printf(&o, "null");
+        afd_buf_printf(&o, ", ");
+        json_outcomes(&o, &t);
+        afd_buf_printf(&o, "}\n");
+    } else if (found) {
+        afd_buf_printf(&o, "%s: failing schedule found at run %" PRIu64 " of %" PRIu64 " (%s)\n", cli->nodeid,
+                       c.best_index + 1, t.runs, desc ? desc : "?");
+        afd_buf_printf(&o, "  %s: %s\n", afd_outcome_name(c.best_outcome), c.best_failure);
+        afd_buf_printf(&o, "  token:  %s\n", c.best_token);
+        afd_buf_printf(&o, "  replay: affidavit replay %s %s\n", c.best_token, cli->nodeid);
+    } else {
+        afd_buf_printf(&o, "%s: no failing schedule in %" PRIu64 " runs\n", cli->nodeid, t.runs);
+    }
+    fwrite(o.data, 1, o.len, stdout);
+    afd_buf_finish(&o);
+    free(desc);
+    rc = found ? AFD_EXIT_FAILURE : AFD_EXIT_CLEAN;
+out:
+    free(c.best_token);
+    free(c.best_failure);
+    tally_finish(&t);
+    return rc;
+}
+
+/* ---- replay ---- */
+
+static int make_replay(void *vctx, uint64_t i, uint8_t *mode, char **token)
+{
+    *mode = AFD_MODE_CONTROLLED;
+    *token = strdup((const char *)vctx);
+    return *token ? 0 : AFD_ENOMEM;
+}
+
+int afd_cmd_replay(const afd_cli *cli)
+{
+    afd_schedule s;
+    int rc = afd_token_decode(&s, cli->token);
+    if (rc < 0) {
+        error_line("invalid token: %s%s", afd_strerror(rc), "");
+        return AFD_EXIT_USAGE;
+    }
+    char *desc = afd_schedule_describe(&s);
+    afd_schedule_finish(&s);
+    /* Re-encode so that whitespace or case the user's terminal added does not reach the trace. */
+    char *canon = NULL;
+    if (afd_token_decode(&s, cli->token) == 0) {
+        afd_token_encode(&s, &canon);
+        afd_schedule_finish(&s);
+    }
+    afd_pool *pool;
+    rc = start_pool(cli, &pool);
+    if (rc) {
+        free(desc);
+        free(canon);
+        return rc;
+    }
+    tally t = {0};
+    afd_progress prog;
+    afd_progress_init(&prog, "replay");
+    rc = run_batch(pool, 0, cli->n, 0, make_replay, take_none, canon ? canon : (char *)cli->token, &prog, &t);
+    afd_progress_done(&prog);
+    afd_pool_free(pool);
+    if (rc == AFD_EIO) {
+        rc = interrupted_exit(&t);
+        goto out;
+    }
+    if (rc < 0) {
+        error_line("%s%s", afd_strerror(rc), "");
+        rc = AFD_EXIT_INTERNAL;
+        goto out;
+    }
+    if (report_no_loop(cli, &t)) {
+        rc = AFD_EXIT_USAGE;
+        goto out;
+    }
+    int identical = t.runs > 0 && !t.digests_differ;
+    afd_buf o;
+    afd_buf_init(&o);
+    if (cli->json) {
+        afd_buf_printf(&o, "{\"nodeid\": ");
+        afd_json_str(&o, cli->nodeid);
+        afd_buf_printf(&o, ", \"runs\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"identical_traces\": %s, \"digest\": ",
+                       t.runs, t.failed, identical ? "true" : "false");
+        if (identical)
+            afd_buf_printf(&o, "\"%016" PRIx64 "\"", t.first_digest);
+        else
+            afd_buf_printf(&o, "null");
+        afd_buf_printf(&o, ", \"schedule\": ");
+        afd_json_str(&o, desc ? desc : "");
+        afd_buf_printf(&o, ", \"failure\": ");
+        afd_json_str(&o, t.first_failure ? t.first_failure : "");
+        afd_buf_printf(&o, ", ");
+        json_outcomes(&o, &t);
+        afd_buf_printf(&o, ", ");
+        json_uncontrolled(&o, t.flags_union);
+        afd_buf_printf(&o, "}\n");
+    } else {
+        afd_buf_printf(&o, "%s: replayed %s %" PRIu64 " times: %" PRIu64 " failed, %" PRIu64 " passed; traces %s\n",
+                       cli->nodeid, desc ? desc : "schedule", t.runs, t.failed, t.by_outcome[AFD_OUT_PASS],
+                       identical ? "identical" : "differ");
+        if (t.first_failure)
+            afd_buf_printf(&o, "  %s: %s\n", afd_outcome_name(t.first_failure_outcome), t.first_failure);
+        if (identical)
+            afd_buf_printf(&o, "  trace digest %016" PRIx64 "\n", t.first_digest);
+    }
+    fwrite(o.data, 1, o.len, stdout);
+    afd_buf_finish(&o);
+    if (t.failed && t.failed < t.runs) {
+        const char *why = uncontrolled_words(t.flags_union);
+        fprintf(stderr, "affidavit: replay is not deterministic (%" PRIu64 "/%" PRIu64 " failed)%s%s\n", t.failed,
+                t.runs, why ? "; uncontrolled source: " : "", why ? why : "");
+        rc = AFD_EXIT_ABSTAIN;
+    } else {
+        rc = t.failed ? AFD_EXIT_FAILURE : AFD_EXIT_CLEAN;
+    }
+out:
+    free(desc);
+    free(canon);
+    tally_finish(&t);
+    return rc;
+}

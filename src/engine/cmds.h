@@ -1,0 +1,36 @@
+/* cmds.h -- the engine's commands: sample, explore, replay. */
+#ifndef AFD_ENGINE_CMDS_H
+#define AFD_ENGINE_CMDS_H
+
+#include <stdint.h>
+
+/* Exit codes (DESIGN.md). */
+enum {
+    AFD_EXIT_CLEAN = 0,     /* no failure found within the budget */
+    AFD_EXIT_FAILURE = 1,   /* a failure was seen / reproduced */
+    AFD_EXIT_USAGE = 2,     /* bad arguments or a test that cannot be run */
+    AFD_EXIT_INTERNAL = 3,
+    AFD_EXIT_ABSTAIN = 4,   /* a failure was seen but could not be controlled */
+    AFD_EXIT_INTERRUPTED = 130
+};
+
+typedef struct afd_cli {
+    const char *cmd;
+    const char *nodeid;
+    const char *token;
+    const char *python;
+    const char *strategy; /* NULL: portfolio */
+    int json;
+    int workers;
+    uint64_t n;        /* sample/replay runs, explore max runs */
+    double seconds;    /* explore time budget (0: none) */
+    double timeout_s;  /* per-run time budget */
+    uint64_t max_steps;
+    uint64_t seed;
+} afd_cli;
+
+int afd_cmd_sample(const afd_cli *cli);
+int afd_cmd_explore(const afd_cli *cli);
+int afd_cmd_replay(const afd_cli *cli);
+
+#endif

@@ -1,0 +1,161 @@
+/* main.c -- the affidavit command line: parse, validate, dispatch.
+ *
+ * Every usage problem is one line on stderr and exit code 2; nothing is started before the
+ * arguments are known to be good. */
+#include "cmds.h"
+#include "pool.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "usage: affidavit COMMAND [options]\n"
+    "\n"
+    "commands:\n"
+    "  sample NODEID [-n 50]            natural runs: how often does the test fail?\n"
+    "  explore NODEID [--strategy S] [--runs 500] [--seconds S] [--seed N]\n"
+    "                                   controlled schedules until one fails; prints its token\n"
+    "  replay TOKEN NODEID [-n 10]      run one schedule again, n times\n"
+    "\n"
+    "options (every command):\n"
+    "  --json            machine-readable output on stdout\n"
+    "  --workers N       parallel workers (default: one per core)\n"
+    "  --timeout S       per-run time budget in seconds (default 10); past it a run is a hang\n"
+    "  --max-steps N     per-run step limit (default 1000000)\n"
+    "  --python PATH     the interpreter that runs the test (default: beside affidavit, then python3)\n"
+    "\n"
+    "strategies: zero, jitter, pct, portfolio (default)\n"
+    "exit codes: 0 no failure, 1 failure, 2 usage error, 3 internal error, 4 abstained\n";
+
+static int bad(const char *msg, const char *arg)
+{
+    fprintf(stderr, "affidavit: error: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
+    fprintf(stderr, "(run 'affidavit --help' for usage)\n");
+    return AFD_EXIT_USAGE;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    if (!s || !*s || *s == '-')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_pos_double(const char *s, double *out)
+{
+    if (!s || !*s)
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end || !(v > 0) || v > 1e7)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    afd_cli cli = {0};
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    cli.workers = ncpu > 0 ? (int)ncpu : 1;
+    cli.timeout_s = 10;
+    cli.max_steps = 1000000;
+    if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        fputs(usage, argc < 2 ? stderr : stdout);
+        return argc < 2 ? AFD_EXIT_USAGE : 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        puts("affidavit 0.1.0");
+        return 0;
+    }
+    cli.cmd = argv[1];
+    int is_sample = !strcmp(cli.cmd, "sample"), is_explore = !strcmp(cli.cmd, "explore"),
+        is_replay = !strcmp(cli.cmd, "replay");
+    if (!is_sample && !is_explore && !is_replay)
+        return bad("unknown command", cli.cmd);
+    cli.n = is_sample ? 50 : is_explore ? 500 : 10;
+    const char *pos[2] = {NULL, NULL};
+    int npos = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--json")) {
+            cli.json = 1;
+        } else if (!strcmp(a, "-n") || (!strcmp(a, "--runs"))) {
+            if (parse_u64(v, &cli.n) < 0 || cli.n == 0)
+                return bad("expected a positive number of runs after", a);
+            i++;
+        } else if (!strcmp(a, "--seconds")) {
+            if (!is_explore)
+                return bad("--seconds applies to explore", NULL);
+            if (parse_pos_double(v, &cli.seconds) < 0)
+                return bad("expected a positive number of seconds after", a);
+            i++;
+        } else if (!strcmp(a, "--timeout")) {
+            if (parse_pos_double(v, &cli.timeout_s) < 0)
+                return bad("expected a positive number of seconds after", a);
+            i++;
+        } else if (!strcmp(a, "--workers")) {
+            uint64_t w;
+            if (parse_u64(v, &w) < 0 || w == 0 || w > 256)
+                return bad("expected a number of workers (1-256) after", a);
+            cli.workers = (int)w;
+            i++;
+        } else if (!strcmp(a, "--max-steps")) {
+            if (parse_u64(v, &cli.max_steps) < 0 || cli.max_steps == 0)
+                return bad("expected a positive step limit after", a);
+            i++;
+        } else if (!strcmp(a, "--seed")) {
+            if (parse_u64(v, &cli.seed) < 0)
+                return bad("expected a non-negative integer seed after", a);
+            i++;
+        } else if (!strcmp(a, "--strategy")) {
+            if (!is_explore)
+                return bad("--strategy applies to explore", NULL);
+            if (!v)
+                return bad("expected a strategy after", a);
+            cli.strategy = v;
+            i++;
+        } else if (!strcmp(a, "--python")) {
+            if (!v)
+                return bad("expected an interpreter path after", a);
+            cli.python = v;
+            i++;
+        } else if (a[0] == '-' && a[1]) {
+            return bad("unknown option", a);
+        } else {
+            if (npos == 2)
+                return bad("unexpected argument", a);
+            pos[npos++] = a;
+        }
+    }
+    if (is_replay) {
+        if (npos != 2)
+            return bad("replay needs a token and a node id: affidavit replay TOKEN NODEID", NULL);
+        cli.token = pos[0];
+        cli.nodeid = pos[1];
+    } else {
+        if (npos != 1)
+            return bad(is_sample ? "sample needs one node id: affidavit sample NODEID"
+                                 : "explore needs one node id: affidavit explore NODEID",
+                       NULL);
+        cli.nodeid = pos[0];
+    }
+    if (cli.n > 10000000)
+        return bad("too many runs", NULL);
+    afd_install_signal_handlers();
+    setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+    int rc = is_sample ? afd_cmd_sample(&cli) : is_explore ? afd_cmd_explore(&cli) : afd_cmd_replay(&cli);
+    fflush(stdout);
+    return rc;
+}

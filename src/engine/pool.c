@@ -1,0 +1,434 @@
+/* pool.c -- spawning, feeding and reaping the fork-server workers.
+ *
+ * Each worker is `python -m affidavit.worker NODEID`, started in its own process group with
+ * PR_SET_PDEATHSIG so that it cannot outlive the engine, and with PYTHONHASHSEED fixed so that
+ * every worker (and so every replay) hashes strings alike. The engine polls all result pipes at
+ * once and reassembles frames incrementally. Workload: hundreds of results per second. */
+#include "pool.h"
+#include "afd.h"
+#include "trace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+volatile int afd_interrupted;
+
+static void on_signal(int sig)
+{
+    afd_interrupted = sig;
+}
+
+void afd_install_signal_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal; /* no SA_RESTART: poll() must return EINTR */
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
+typedef struct worker {
+    pid_t pid;
+    int req_fd;  /* write end of the worker's stdin */
+    int res_fd;  /* read end of the worker's stdout */
+    int log_fd;  /* the worker's stderr, for a message if it dies before HELLO */
+    afd_framer framer;
+    int busy;
+    uint64_t run_id;
+    uint64_t deadline_ns; /* engine-side guard in case the worker itself stops answering */
+} worker;
+
+struct afd_pool {
+    afd_pool_opts opts;
+    worker *w; /* Owned array of opts.workers. */
+    char *nodeid, *python, *hash_seed; /* Owned, from the first HELLO. */
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int spawn(afd_pool *self, worker *w)
+{
+    int in[2], out[2];
+    memset(w, 0, sizeof *w);
+    w->req_fd = w->res_fd = w->log_fd = -1;
+    afd_framer_init(&w->framer);
+    if (pipe2(in, O_CLOEXEC) < 0)
+        return AFD_EIO;
+    if (pipe2(out, O_CLOEXEC) < 0) {
+        close(in[0]);
+        close(in[1]);
+        return AFD_EIO;
+    }
+    char tmpl[] = "/tmp/affidavit-worker-XXXXXX";
+    int log = mkstemp(tmpl);
+    if (log >= 0)
+        unlink(tmpl);
+    pid_t engine = getpid();
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != engine)
+            _exit(127);
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        dup2(in[0], 0);
+        dup2(out[1], 1);
+        if (log >= 0)
+            dup2(log, 2);
+        if (!getenv("PYTHONHASHSEED"))
+            setenv("PYTHONHASHSEED", "0", 1);
+        setenv("PYTHONDONTWRITEBYTECODE", "1", 0);
+        execlp(self->opts.python, self->opts.python, "-m", "affidavit.worker", self->opts.nodeid, (char *)NULL);
+        fprintf(stderr, "cannot run %s: %s\n", self->opts.python, strerror(errno));
+        _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    if (pid < 0) {
+        close(in[1]);
+        close(out[0]);
+        if (log >= 0)
+            close(log);
+        return AFD_EIO;
+    }
+    w->pid = pid;
+    w->req_fd = in[1];
+    w->res_fd = out[0];
+    w->log_fd = log;
+    return 0;
+}
+
+static void reap(worker *w, int graceful)
+{
+    if (w->pid > 0) {
+        if (graceful && w->req_fd >= 0) {
+            afd_buf b;
+            afd_buf_init(&b);
+            afd_proto_put_quit(&b);
+            afd_proto_write_all(w->req_fd, b.data, b.len);
+            afd_buf_finish(&b);
+        }
+        kill(-w->pid, SIGKILL);
+        kill(w->pid, SIGKILL);
+        while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        w->pid = 0;
+    }
+    if (w->req_fd >= 0)
+        close(w->req_fd);
+    if (w->res_fd >= 0)
+        close(w->res_fd);
+    if (w->log_fd >= 0)
+        close(w->log_fd);
+    w->req_fd = w->res_fd = w->log_fd = -1;
+    afd_framer_finish(&w->framer);
+}
+
+/* The last non-empty line the worker wrote to stderr. */
+static void last_log_line(worker *w, char *err, size_t errlen)
+{
+    if (w->log_fd < 0 || errlen == 0)
+        return;
+    char buf[8192];
+    off_t end = lseek(w->log_fd, 0, SEEK_END);
+    off_t start = end > (off_t)sizeof buf - 1 ? end - (off_t)sizeof buf + 1 : 0;
+    ssize_t n = pread(w->log_fd, buf, sizeof buf - 1, start);
+    if (n <= 0)
+        return;
+    buf[n] = 0;
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\r'))
+        buf[--n] = 0;
+    char *line = strrchr(buf, '\n');
+    line = line ? line + 1 : buf;
+    if (*line)
+        snprintf(err, errlen, "%s", line);
+}
+
+/* Reads what is available on w's result pipe into its framer. Returns 0, or AFD_EOF when the
+ * worker has closed it (it died). */
+static int pump(worker *w)
+{
+    uint8_t buf[65536];
+    for (;;) {
+        ssize_t n = read(w->res_fd, buf, sizeof buf);
+        if (n > 0) {
+            if (afd_framer_feed(&w->framer, buf, (size_t)n) < 0)
+                return AFD_ENOMEM;
+            if ((size_t)n < sizeof buf)
+                return 0;
+            continue;
+        }
+        if (n == 0)
+            return AFD_EOF;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN)
+            return 0;
+        return AFD_EIO;
+    }
+}
+
+/* Waits until w's HELLO arrives. */
+static int await_hello(afd_pool *self, worker *w, char *err, size_t errlen)
+{
+    uint64_t deadline = now_ns() + (uint64_t)self->opts.startup_ms * 1000000ULL;
+    for (;;) {
+        uint8_t type;
+        const uint8_t *payload;
+        size_t len;
+        int r = afd_framer_next(&w->framer, &type, &payload, &len);
+        if (r < 0 || (r == 1 && type != AFD_MSG_HELLO)) {
+            snprintf(err, errlen, "the worker sent a malformed greeting");
+            return AFD_EPROTO;
+        }
+        if (r == 1) {
+            afd_hello h;
+            int rc = afd_proto_get_hello(&h, payload, len);
+            if (rc < 0) {
+                snprintf(err, errlen, "the worker sent a malformed greeting");
+                return rc;
+            }
+            if (h.error[0]) {
+                snprintf(err, errlen, "%s", h.error);
+                afd_hello_finish(&h);
+                return AFD_EINVAL;
+            }
+            if (!self->nodeid) {
+                self->nodeid = strdup(h.nodeid);
+                self->python = strdup(h.python);
+                self->hash_seed = strdup(h.hash_seed);
+            }
+            afd_hello_finish(&h);
+            return 0;
+        }
+        uint64_t now = now_ns();
+        if (afd_interrupted) {
+            snprintf(err, errlen, "interrupted");
+            return AFD_EIO;
+        }
+        if (now >= deadline) {
+            snprintf(err, errlen, "the worker did not finish collecting %s within %u s", self->opts.nodeid,
+                     self->opts.startup_ms / 1000);
+            return AFD_EIO;
+        }
+        struct pollfd p = {.fd = w->res_fd, .events = POLLIN};
+        int pr = poll(&p, 1, (int)((deadline - now) / 1000000ULL) + 1);
+        if (pr < 0 && errno != EINTR)
+            return AFD_EIO;
+        if (pr > 0 && pump(w) == AFD_EOF) {
+            /* Died before greeting: whatever it printed last is the best message there is. */
+            err[0] = 0;
+            while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+            w->pid = 0;
+            last_log_line(w, err, errlen);
+            if (!err[0])
+                snprintf(err, errlen, "the worker (%s -m affidavit.worker) exited before it was ready",
+                         self->opts.python);
+            return AFD_EIO;
+        }
+    }
+}
+
+int afd_pool_new(afd_pool **out, const afd_pool_opts *opts, char *err, size_t errlen)
+{
+    *out = NULL;
+    afd_pool *self = calloc(1, sizeof *self);
+    if (!self)
+        return AFD_ENOMEM;
+    self->opts = *opts;
+    if (self->opts.workers < 1)
+        self->opts.workers = 1;
+    if (!self->opts.startup_ms)
+        self->opts.startup_ms = 120000;
+    self->w = calloc((size_t)self->opts.workers, sizeof *self->w);
+    if (!self->w) {
+        free(self);
+        return AFD_ENOMEM;
+    }
+    for (int i = 0; i < self->opts.workers; i++)
+        self->w[i].req_fd = self->w[i].res_fd = self->w[i].log_fd = -1;
+    int rc = 0;
+    /* Start one worker and wait for it first: a bad node id is then reported once, quickly. */
+    rc = spawn(self, &self->w[0]);
+    if (rc == 0)
+        rc = await_hello(self, &self->w[0], err, errlen);
+    for (int i = 1; rc == 0 && i < self->opts.workers; i++)
+        rc = spawn(self, &self->w[i]);
+    for (int i = 1; rc == 0 && i < self->opts.workers; i++)
+        rc = await_hello(self, &self->w[i], err, errlen);
+    if (rc < 0) {
+        if (!err[0])
+            snprintf(err, errlen, "%s", afd_strerror(rc));
+        afd_pool_free(self);
+        return rc;
+    }
+    *out = self;
+    return 0;
+}
+
+void afd_pool_free(afd_pool *self)
+{
+    if (!self)
+        return;
+    for (int i = 0; i < self->opts.workers; i++)
+        reap(&self->w[i], 1);
+    free(self->w);
+    free(self->nodeid);
+    free(self->python);
+    free(self->hash_seed);
+    free(self);
+}
+
+const char *afd_pool_nodeid(const afd_pool *self) { return self->nodeid ? self->nodeid : ""; }
+const char *afd_pool_python(const afd_pool *self) { return self->python ? self->python : ""; }
+const char *afd_pool_hash_seed(const afd_pool *self) { return self->hash_seed ? self->hash_seed : ""; }
+
+int afd_pool_idle(const afd_pool *self)
+{
+    int n = 0;
+    for (int i = 0; i < self->opts.workers; i++)
+        n += self->w[i].pid > 0 && !self->w[i].busy;
+    return n;
+}
+
+int afd_pool_busy(const afd_pool *self)
+{
+    int n = 0;
+    for (int i = 0; i < self->opts.workers; i++)
+        n += self->w[i].busy;
+    return n;
+}
+
+int afd_pool_submit(afd_pool *self, uint64_t run_id, uint8_t mode, const char *token)
+{
+    for (int i = 0; i < self->opts.workers; i++) {
+        worker *w = &self->w[i];
+        if (w->pid <= 0 || w->busy)
+            continue;
+        afd_run_req req = {
+            .run_id = run_id,
+            .mode = mode,
+            .timeout_ms = self->opts.timeout_ms,
+            .max_steps = self->opts.max_steps,
+            .token = (char *)token,
+        };
+        afd_buf b;
+        afd_buf_init(&b);
+        afd_proto_put_run(&b, &req);
+        int rc = b.err ? b.err : afd_proto_write_all(w->req_fd, b.data, b.len);
+        afd_buf_finish(&b);
+        w->busy = 1;
+        w->run_id = run_id;
+        w->deadline_ns = now_ns() + ((uint64_t)self->opts.timeout_ms + 30000ULL) * 1000000ULL;
+        /* A failed write means the worker died; afd_pool_next will see its EOF and report it. */
+        (void)rc;
+        return 0;
+    }
+    return AFD_EFULL;
+}
+
+/* A result for a run whose worker died or stopped answering; the worker is replaced. */
+static int worker_lost(afd_pool *self, worker *w, afd_run_result *res, const char *why)
+{
+    char msg[600];
+    char last[400] = "";
+    last_log_line(w, last, sizeof last);
+    snprintf(msg, sizeof msg, "crash: the worker %s%s%s", why, last[0] ? ": " : "", last);
+    memset(res, 0, sizeof *res);
+    res->run_id = w->run_id;
+    res->outcome = AFD_OUT_CRASH;
+    res->status = -1;
+    res->failure = strdup(msg);
+    reap(w, 0);
+    char err[256] = "";
+    if (spawn(self, w) == 0 && await_hello(self, w, err, sizeof err) < 0)
+        reap(w, 0);
+    return res->failure ? 0 : AFD_ENOMEM;
+}
+
+int afd_pool_next(afd_pool *self, afd_run_result *res)
+{
+    memset(res, 0, sizeof *res);
+    for (;;) {
+        if (afd_interrupted)
+            return AFD_EIO;
+        int nfds = 0;
+        struct pollfd pfd[256];
+        int idx[256];
+        uint64_t now = now_ns();
+        for (int i = 0; i < self->opts.workers && nfds < 256; i++) {
+            worker *w = &self->w[i];
+            if (!w->busy)
+                continue;
+            uint8_t type;
+            const uint8_t *payload;
+            size_t len;
+            int r = afd_framer_next(&w->framer, &type, &payload, &len);
+            if (r == 1 && type == AFD_MSG_RESULT) {
+                int rc = afd_proto_get_result(res, payload, len);
+                w->busy = 0;
+                if (rc < 0)
+                    return worker_lost(self, w, res, "sent a malformed result");
+                return 0;
+            }
+            if (r != 0)
+                return worker_lost(self, w, res, "sent a malformed frame");
+            if (now > w->deadline_ns) {
+                w->busy = 0;
+                return worker_lost(self, w, res, "stopped answering");
+            }
+            pfd[nfds].fd = w->res_fd;
+            pfd[nfds].events = POLLIN;
+            idx[nfds++] = i;
+        }
+        if (nfds == 0)
+            return AFD_EINVAL;
+        int pr = poll(pfd, (nfds_t)nfds, 1000);
+        if (pr < 0) {
+            if (errno == EINTR)
+                continue;
+            return AFD_EIO;
+        }
+        for (int k = 0; k < nfds; k++) {
+            if (!(pfd[k].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            worker *w = &self->w[idx[k]];
+            int rc = pump(w);
+            if (rc == AFD_EOF) {
+                /* A complete result may still sit in the framer; only then is the loss real. */
+                uint8_t type;
+                const uint8_t *payload;
+                size_t len;
+                if (afd_framer_next(&w->framer, &type, &payload, &len) == 1 && type == AFD_MSG_RESULT) {
+                    int r2 = afd_proto_get_result(res, payload, len);
+                    w->busy = 0;
+                    reap(w, 0);
+                    char err[256] = "";
+                    if (spawn(self, w) == 0 && await_hello(self, w, err, sizeof err) < 0)
+                        reap(w, 0);
+                    return r2;
+                }
+                w->busy = 0;
+                return worker_lost(self, w, res, "died");
+            }
+        }
+    }
+}

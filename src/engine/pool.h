@@ -1,0 +1,46 @@
+/* pool.h -- the engine's workers: one fork server per core, fed run requests over pipes.
+ *
+ * The pool owns every worker process and every pipe. Results come back in completion order;
+ * each carries its run id. A worker that dies is replaced and its run is reported as a crash;
+ * when the pool is freed (or the engine is interrupted) every worker and, through their
+ * PR_SET_PDEATHSIG, every child is gone before the engine exits. */
+#ifndef AFD_ENGINE_POOL_H
+#define AFD_ENGINE_POOL_H
+
+#include "proto.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct afd_pool afd_pool;
+
+typedef struct afd_pool_opts {
+    const char *python;  /* Borrowed: the interpreter that runs `-m affidavit.worker`. */
+    const char *nodeid;  /* Borrowed. */
+    int workers;
+    uint32_t timeout_ms; /* per run */
+    uint64_t max_steps;
+    uint32_t startup_ms; /* how long collection may take */
+} afd_pool_opts;
+
+/* Starts the workers and waits for each one's HELLO. On failure returns a negative code and
+ * writes a one-line message (the worker's own, e.g. pytest's "not found") into err. */
+int afd_pool_new(afd_pool **out, const afd_pool_opts *opts, char *err, size_t errlen);
+void afd_pool_free(afd_pool *self); /* Accepts NULL. Stops and reaps every worker. */
+/* The node id as collected and the worker's Python and hash seed (borrowed). */
+const char *afd_pool_nodeid(const afd_pool *self);
+const char *afd_pool_python(const afd_pool *self);
+const char *afd_pool_hash_seed(const afd_pool *self);
+int afd_pool_idle(const afd_pool *self);
+int afd_pool_busy(const afd_pool *self);
+/* Sends a run to an idle worker (AFD_EFULL when none is idle). token is copied into the frame. */
+int afd_pool_submit(afd_pool *self, uint64_t run_id, uint8_t mode, const char *token);
+/* Waits for the next result (initialized here; the caller finishes it). Returns 0, or AFD_EINVAL
+ * when nothing is in flight, or AFD_EIO when interrupted (afd_interrupted() is then set). */
+int afd_pool_next(afd_pool *self, afd_run_result *res);
+
+/* Set by SIGINT/SIGTERM; every wait in the engine checks it. */
+extern volatile int afd_interrupted;
+void afd_install_signal_handlers(void);
+
+#endif

@@ -1,0 +1,56 @@
+/* sched.h -- what a schedule decides for each step and each idle wake-up of the controlled loop.
+ *
+ * These functions are called from the loop's hot path, once per step, so they allocate nothing and
+ * are pure: the cost of a step depends only on the schedule and on the step's identity, never on
+ * the decisions made before it (counter-based randomness, afd_mix64). That keeps replay exact and
+ * lets a minimizer remove one delay without reshuffling every other random draw.
+ *
+ * Time is virtual nanoseconds. */
+#ifndef AFD_SCHED_H
+#define AFD_SCHED_H
+
+#include "token.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The delay pct gives a change-point step, beyond the latest pending timer. */
+#define AFD_PCT_MARGIN_NS 1000000ULL
+/* The floor of a pct delay when no timer is pending. */
+#define AFD_PCT_MIN_NS 10000000ULL
+
+/* The identity of one step, as the loop knows it when the step has just run. */
+typedef struct afd_step_id {
+    const char *label; /* Borrowed. Task label "qualname#n", or a plain callback's qualname. */
+    size_t label_len;
+    uint64_t label_hash; /* afd_fnv1a(AFD_FNV_INIT, label, label_len), cached by the caller. */
+    uint32_t ordinal;    /* This task's step number, from 0. */
+    uint64_t index;      /* The step's position among all steps of the run, from 0. */
+} afd_step_id;
+
+/* The virtual cost of a step that has just run.
+ * horizon_ns: how far the latest pending timer lies beyond the current virtual time (0 if none);
+ * pct uses it so that its delay outlasts every pending timer.
+ * An explicit delay for (label, ordinal) overrides the base strategy. */
+uint64_t afd_sched_step_cost(const afd_schedule *self, const afd_step_id *step, uint64_t horizon_ns);
+
+/* The lateness of the wake_index-th idle wake-up (from 0): nothing was ready, the loop went idle at
+ * now_ns and the earliest deadline is deadline_ns (>= now_ns). The clock then jumps to
+ * deadline_ns + lateness. zero and pct: 0. jitter models epoll's round-up of the timeout to whole
+ * milliseconds plus a small exponential wake-up latency, so timers within one millisecond of each
+ * other fire in one batch, as on a real Linux machine. */
+uint64_t afd_sched_lateness(const afd_schedule *self, uint64_t wake_index, uint64_t now_ns,
+                            uint64_t deadline_ns);
+
+/* The seed for the program's `random` module under this schedule. */
+uint64_t afd_sched_random_seed(const afd_schedule *self);
+
+/* The portfolio: the i-th schedule of a search, for a master seed. i == 0 is `zero`; then jitter
+ * and pct (d cycling through 2, 3, 4) alternate with seeds derived from (master_seed, i).
+ * est_steps is the step count of a baseline run (pct's horizon of change points; at least 1).
+ * `only` restricts the portfolio to one strategy (AFD_STRAT_ZERO only ever yields one schedule),
+ * or is -1 for the mix. The schedule is initialized here. */
+int afd_sched_portfolio(afd_schedule *out, uint64_t master_seed, uint64_t i, uint32_t est_steps,
+                        int only);
+
+#endif

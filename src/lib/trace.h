@@ -1,0 +1,123 @@
+/* trace.h -- what one run did, as a versioned binary record shared by the runtime and the engine.
+ *
+ * A trace is a header (format version, mode, outcome, token, Python version, hash seed, failure
+ * text, counters), a string table, and fixed-size 40-byte event records. Events name strings by
+ * index, so a label or a source location is stored once however many steps mention it.
+ *
+ * Encoding: "AFDT" | u32 version | u8 mode | u8 outcome | u16 0 | u32 flags | u64 steps |
+ * u64 dropped | str token | str python | str hash_seed | str failure | u32 n_strings |
+ * n_strings x str | u32 n_events | n_events x event | u32 crc32 (of every byte before it);
+ * str is u32 length + bytes, an event is kind u8, flags u8, u16 0, task u32, a u32, b u32,
+ * vtime u64, cost u64, wall u64, all little-endian.
+ *
+ * Decoding checks every bound: string indices inside the table (or AFD_NOSTR), known event kinds,
+ * counts that fit the input, the checksum. A trace is bounded in size by its producer; when events
+ * had to be dropped, `dropped` counts them and AFD_TRACE_TRUNCATED is set: truncation is recorded,
+ * never silent. */
+#ifndef AFD_TRACE_H
+#define AFD_TRACE_H
+
+#include "buf.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define AFD_TRACE_VERSION 1
+#define AFD_NOSTR 0xffffffffu
+#define AFD_TRACE_MAX_STRING 65536
+#define AFD_TRACE_MAX_FAILURE 65536
+
+enum afd_mode { AFD_MODE_NATURAL = 0, AFD_MODE_CONTROLLED = 1 };
+
+enum afd_outcome {
+    AFD_OUT_PASS = 0,
+    AFD_OUT_FAIL = 1,       /* the test body failed (assertion or exception in the call phase) */
+    AFD_OUT_ERROR = 2,      /* setup or teardown failed */
+    AFD_OUT_SKIP = 3,       /* skipped or xfailed: neither a pass nor a failure */
+    AFD_OUT_HANG = 4,       /* killed past its time budget */
+    AFD_OUT_CRASH = 5,      /* killed by a signal or exited without a result */
+    AFD_OUT_STEP_LIMIT = 6, /* stopped at the maximum number of steps: neither a pass nor a fail */
+    AFD_OUT__COUNT
+};
+const char *afd_outcome_name(int outcome); /* "pass", "fail", ... (static) */
+
+enum afd_trace_flags {
+    AFD_TRACE_TRUNCATED = 1u << 0,    /* events were dropped at the size bound */
+    AFD_TRACE_THREADS = 1u << 1,      /* a thread called back into the loop */
+    AFD_TRACE_REAL_IO = 1u << 2,      /* a real file descriptor became ready */
+    AFD_TRACE_WALL_CLOCK = 1u << 3,   /* reserved: the program read the wall clock */
+    AFD_TRACE_NO_LOOP = 1u << 4,      /* no event loop ran a single step */
+    AFD_TRACE_REAL_WAIT = 1u << 5,    /* the loop blocked on real time (I/O or threads pending) */
+    AFD_TRACE_STEP_LIMIT = 1u << 6    /* the run stopped at the maximum number of steps */
+};
+#define AFD_TRACE_UNCONTROLLED (AFD_TRACE_THREADS | AFD_TRACE_REAL_IO | AFD_TRACE_REAL_WAIT)
+
+enum afd_event_kind {
+    AFD_EV_TASK = 1,         /* task created: task=id, a=parent id (0 none), b=label */
+    AFD_EV_STEP = 2,         /* task=id, a=ordinal, b=suspension site "file:line" or AFD_NOSTR,
+                                vtime=start, cost=virtual cost, wall=wall-clock ns */
+    AFD_EV_IDLE = 3,         /* nothing ready: vtime=clock before, cost=jump, a=lateness ns (clamped) */
+    AFD_EV_OP_BEGIN = 4,     /* task, a=operation name, b=resource, flags=access (0 read, 1 write) */
+    AFD_EV_OP_END = 5,       /* as OP_BEGIN; flags bit 1 set when the operation raised */
+    AFD_EV_ASSERT_BEGIN = 6, /* task, b=resource */
+    AFD_EV_ASSERT_END = 7,   /* task, b=resource, flags=1 passed, 0 raised */
+    AFD_EV_UNCONTROLLED = 8, /* a = AFD_TRACE_* flag bit of the source, vtime */
+    AFD_EV_LOOP = 9,         /* an event loop started running: a = loop number in the run */
+    AFD_EV__COUNT
+};
+
+typedef struct afd_event {
+    uint8_t kind;
+    uint8_t flags;
+    uint16_t pad; /* always 0 */
+    uint32_t task;
+    uint32_t a;
+    uint32_t b;
+    uint64_t vtime;
+    uint64_t cost;
+    uint64_t wall; /* wall-clock ns; the only field excluded from the digest */
+} afd_event;
+
+typedef struct afd_trace {
+    uint8_t mode;    /* enum afd_mode */
+    uint8_t outcome; /* enum afd_outcome */
+    uint32_t flags;  /* enum afd_trace_flags */
+    uint64_t steps;  /* every step of the run, including those whose events were dropped */
+    uint64_t dropped;
+    char *token;     /* Owned, never NULL after init ("" for natural runs). */
+    char *python;    /* Owned, never NULL after init. */
+    char *hash_seed; /* Owned, never NULL after init. */
+    char *failure;   /* Owned, never NULL after init: the failure text, "" on a pass. */
+    uint32_t n_strings;
+    char **strings; /* Owned array of owned NUL-terminated strings. */
+    uint32_t n_events;
+    afd_event *events; /* Owned. */
+    uint32_t cap_strings, cap_events;
+} afd_trace;
+
+/* Caller-allocated. init sets empty strings; finish frees everything (accepts NULL). */
+int afd_trace_init(afd_trace *self);
+void afd_trace_finish(afd_trace *self);
+/* Replaces one of the header strings (token, python, hash_seed, failure) with a copy of s[0..len). */
+int afd_trace_set_str(afd_trace *self, char **field, const char *s, size_t len);
+/* Appends a copy of s[0..len) to the string table; *id receives its index. No deduplication: the
+ * producer interns. */
+int afd_trace_add_string(afd_trace *self, const char *s, size_t len, uint32_t *id);
+int afd_trace_add_events(afd_trace *self, const afd_event *ev, uint32_t n);
+/* The string with index id, or "?" for AFD_NOSTR or an index out of range (never NULL). */
+const char *afd_trace_string(const afd_trace *self, uint32_t id);
+
+int afd_trace_encode(const afd_trace *self, afd_buf *out);
+/* Decodes into self (initialized here; on error self is finished and empty). */
+int afd_trace_decode(afd_trace *self, const uint8_t *data, size_t len);
+/* A digest of everything deterministic in the trace: header fields and strings except python's
+ * build string and the failure text, and every event field except wall. Two runs of one token on
+ * one machine must have equal digests. */
+uint64_t afd_trace_digest(const afd_trace *self);
+/* One line describing an event for humans, appended to out, e.g.
+ * "step finalize_report#0 #1 at t=1.250ms (suspended at test_x.py:14)". */
+void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf *out);
+/* The label of a task id (from its AFD_EV_TASK event), or "?" (never NULL, borrowed). */
+const char *afd_trace_task_label(const afd_trace *self, uint32_t task);
+
+#endif

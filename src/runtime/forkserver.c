@@ -1,0 +1,292 @@
+/* forkserver.c -- the fork server: one warm worker, one forked child per run.
+ *
+ * The worker imports pytest and collects the test once, then calls serve(): for every RUN request
+ * from the engine it forks; the child records into a shared anonymous mapping, runs the test
+ * through the Python callback and exits with _exit(); the parent waits on a pidfd with the run's
+ * time budget, kills the child's whole process group when the budget is spent or the child is
+ * done, turns the mapping into a trace and answers with one RESULT frame.
+ *
+ * Invariants: a child never writes to the engine's pipe (only the worker does, after the child
+ * is gone, so a child killed mid-run cannot corrupt the stream); every child and everything it
+ * started is killed before the result is sent; a dying worker takes its child with it
+ * (PR_SET_PDEATHSIG), and the worker itself dies with the engine. Workload: a few hundred forks
+ * per second per core. */
+#include "runtime.h"
+#include "proto.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SHM_SIZE (32u << 20)
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits for pid to exit within timeout_ms. Returns 1 if it exited, 0 on timeout. */
+static int wait_exit(pid_t pid, int pidfd, uint32_t timeout_ms)
+{
+    uint64_t deadline = now_ns() + (uint64_t)timeout_ms * 1000000ULL;
+    for (;;) {
+        uint64_t now = now_ns();
+        if (now >= deadline)
+            return 0;
+        int left = (int)((deadline - now + 999999) / 1000000);
+        if (pidfd >= 0) {
+            struct pollfd p = {.fd = pidfd, .events = POLLIN};
+            int r = poll(&p, 1, left);
+            if (r > 0)
+                return 1;
+            if (r < 0 && errno != EINTR)
+                pidfd = -1; /* fall back to polling waitpid */
+        } else {
+            siginfo_t si;
+            memset(&si, 0, sizeof si);
+            /* WNOWAIT leaves the child waitable: the caller reaps it and reads its status. */
+            if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
+                return 1;
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
+
+static const char *signal_name(int sig)
+{
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGABRT: return "SIGABRT";
+    case SIGBUS: return "SIGBUS";
+    case SIGFPE: return "SIGFPE";
+    case SIGILL: return "SIGILL";
+    case SIGKILL: return "SIGKILL";
+    case SIGTERM: return "SIGTERM";
+    case SIGXCPU: return "SIGXCPU";
+    default: return "a signal";
+    }
+}
+
+static void child_main(PyObject *run_child, void *shm, const afd_run_req *req, int in_fd, int out_fd)
+{
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    close(in_fd);
+    close(out_fd);
+    PyOS_AfterFork_Child();
+    if (afd_rec_begin(shm, SHM_SIZE) < 0)
+        _exit(70);
+    afd_schedule s;
+    afd_schedule_init(&s);
+    if (req->mode == AFD_MODE_CONTROLLED && req->token[0] && afd_token_decode(&s, req->token) < 0) {
+        static const char msg[] = "internal: the worker received a token it cannot decode";
+        afd_rec_result(AFD_OUT_ERROR, msg, sizeof msg - 1);
+        _exit(0);
+    }
+    afd_schedule_finish(&afd_rt_config.schedule);
+    afd_rt_config.schedule = s;
+    afd_rt_config.mode = req->mode;
+    afd_rt_config.max_steps = req->max_steps;
+    afd_rt_config.configured = 1;
+    PyObject *r = PyObject_CallFunction(run_child, "is", (int)req->mode, req->token);
+    if (!r) {
+        /* The worker glue itself failed: report it as an error of the run, with its text. */
+        PyObject *exc = afd_take_exception();
+        PyObject *txt = exc ? PyObject_Str(exc) : NULL;
+        const char *u = txt ? PyUnicode_AsUTF8(txt) : NULL;
+        afd_buf b;
+        afd_buf_init(&b);
+        afd_buf_printf(&b, "internal: %s: %s", exc ? Py_TYPE(exc)->tp_name : "error", u ? u : "?");
+        afd_rec_result(AFD_OUT_ERROR, b.data ? (const char *)b.data : "internal error", b.len);
+        afd_buf_finish(&b);
+        Py_XDECREF(txt);
+        Py_XDECREF(exc);
+    }
+    Py_XDECREF(r);
+    fflush(NULL);
+    _exit(0);
+}
+
+static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int in_fd, int out_fd,
+                   const char *python, const char *hash_seed, afd_buf *out)
+{
+    ((afd_shm_header *)shm)->magic = 0;
+    uint64_t t0 = now_ns();
+    PyOS_BeforeFork();
+    pid_t pid = fork();
+    if (pid == 0)
+        child_main(run_child, shm, req, in_fd, out_fd); /* never returns */
+    PyOS_AfterFork_Parent();
+    if (pid < 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    setpgid(pid, pid); /* also from here, so the group exists before we may need to kill it */
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int exited;
+    Py_BEGIN_ALLOW_THREADS
+    exited = wait_exit(pid, pidfd, req->timeout_ms);
+    Py_END_ALLOW_THREADS
+    if (!exited) {
+        kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    kill(-pid, SIGKILL); /* whatever the test left running in its group dies with the run */
+    if (pidfd >= 0)
+        close(pidfd);
+    uint64_t wall = now_ns() - t0;
+
+    afd_trace tr;
+    if (afd_trace_init(&tr) < 0)
+        return -1;
+    int rc = afd_rec_to_trace(shm, SHM_SIZE, &tr);
+    int have_trace = rc == 0;
+    int32_t st32 = WIFEXITED(status) ? WEXITSTATUS(status) : (WIFSIGNALED(status) ? -WTERMSIG(status) : 0);
+    afd_buf fail;
+    afd_buf_init(&fail);
+    uint8_t outcome;
+    if (!exited) {
+        outcome = AFD_OUT_HANG;
+        afd_buf_printf(&fail, "hang: no result within %u ms", req->timeout_ms);
+        if (have_trace && tr.n_events) {
+            afd_buf_printf(&fail, "; last events:");
+            uint32_t from = tr.n_events > 5 ? tr.n_events - 5 : 0;
+            for (uint32_t i = from; i < tr.n_events; i++) {
+                afd_buf_printf(&fail, "\n  ");
+                afd_trace_format_event(&tr, &tr.events[i], &fail);
+            }
+        }
+    } else if (have_trace && ((afd_shm_header *)shm)->result_ready && WIFEXITED(status)) {
+        outcome = tr.outcome;
+        if (tr.flags & AFD_TRACE_STEP_LIMIT)
+            outcome = AFD_OUT_STEP_LIMIT;
+        afd_buf_put(&fail, tr.failure, strlen(tr.failure));
+    } else if (WIFSIGNALED(status)) {
+        outcome = AFD_OUT_CRASH;
+        afd_buf_printf(&fail, "crash: the test process was killed by %s (signal %d)",
+                       signal_name(WTERMSIG(status)), WTERMSIG(status));
+    } else {
+        outcome = AFD_OUT_CRASH;
+        afd_buf_printf(&fail, "crash: the test process exited with status %d before reporting a result "
+                              "(os._exit or sys.exit inside the test?)", WEXITSTATUS(status));
+    }
+    if (!have_trace) {
+        afd_trace_finish(&tr);
+        afd_trace_init(&tr);
+    }
+    tr.mode = req->mode;
+    tr.outcome = outcome;
+    afd_trace_set_str(&tr, &tr.token, req->token, strlen(req->token));
+    afd_trace_set_str(&tr, &tr.python, python, strlen(python));
+    afd_trace_set_str(&tr, &tr.hash_seed, hash_seed, strlen(hash_seed));
+    afd_trace_set_str(&tr, &tr.failure, fail.data ? (const char *)fail.data : "", fail.len);
+    afd_buf enc;
+    afd_buf_init(&enc);
+    rc = afd_trace_encode(&tr, &enc);
+    afd_run_result res = {
+        .run_id = req->run_id,
+        .outcome = outcome,
+        .status = st32,
+        .wall_ns = wall,
+        .failure = fail.data ? (char *)fail.data : "",
+        .trace = rc == 0 ? enc.data : NULL,
+        .trace_len = rc == 0 ? enc.len : 0,
+    };
+    afd_proto_put_result(out, &res);
+    afd_buf_finish(&enc);
+    afd_buf_finish(&fail);
+    afd_trace_finish(&tr);
+    return out->err ? -1 : 0;
+}
+
+/* serve(in_fd, out_fd, run_child, python, hash_seed): answers RUN requests until QUIT or EOF. */
+PyObject *afd_rt_serve(PyObject *self, PyObject *args)
+{
+    int in_fd, out_fd;
+    PyObject *run_child;
+    const char *python, *hash_seed;
+    if (!PyArg_ParseTuple(args, "iiOss", &in_fd, &out_fd, &run_child, &python, &hash_seed))
+        return NULL;
+    void *shm = mmap(NULL, SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shm == MAP_FAILED)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    signal(SIGPIPE, SIG_IGN);
+    afd_buf frame, out;
+    afd_buf_init(&frame);
+    afd_buf_init(&out);
+    PyObject *ret = NULL;
+    for (;;) {
+        uint8_t type = 0;
+        int rc;
+        Py_BEGIN_ALLOW_THREADS
+        rc = afd_proto_read_frame(in_fd, &frame, &type);
+        Py_END_ALLOW_THREADS
+        if (rc == AFD_EOF || (rc == 0 && type == AFD_MSG_QUIT)) {
+            ret = Py_NewRef(Py_None);
+            break;
+        }
+        if (rc < 0 || type != AFD_MSG_RUN) {
+            PyErr_Format(PyExc_RuntimeError, "affidavit worker: %s", rc < 0 ? afd_strerror(rc) : "unexpected message");
+            break;
+        }
+        afd_run_req req;
+        rc = afd_proto_get_run(&req, frame.data + 1, frame.len - 1);
+        if (rc < 0) {
+            PyErr_Format(PyExc_RuntimeError, "affidavit worker: %s", afd_strerror(rc));
+            break;
+        }
+        out.len = 0;
+        rc = run_one(run_child, shm, &req, in_fd, out_fd, python, hash_seed, &out);
+        afd_run_req_finish(&req);
+        if (rc < 0) {
+            if (!PyErr_Occurred())
+                PyErr_NoMemory();
+            break;
+        }
+        int wrc;
+        Py_BEGIN_ALLOW_THREADS
+        wrc = afd_proto_write_all(out_fd, out.data, out.len);
+        Py_END_ALLOW_THREADS
+        if (wrc < 0) { /* the engine is gone: stop quietly */
+            ret = Py_NewRef(Py_None);
+            break;
+        }
+    }
+    afd_buf_finish(&frame);
+    afd_buf_finish(&out);
+    munmap(shm, SHM_SIZE);
+    return ret;
+}
+
+/* send_hello(out_fd, python, hash_seed, error, nodeid): the worker's first message. */
+PyObject *afd_rt_send_hello(PyObject *self, PyObject *args)
+{
+    int fd;
+    afd_hello h = {0};
+    if (!PyArg_ParseTuple(args, "issss", &fd, &h.python, &h.hash_seed, &h.error, &h.nodeid))
+        return NULL;
+    h.pid = (int32_t)getpid();
+    afd_buf b;
+    afd_buf_init(&b);
+    afd_proto_put_hello(&b, &h);
+    int rc = b.err ? b.err : afd_proto_write_all(fd, b.data, b.len);
+    afd_buf_finish(&b);
+    if (rc < 0) {
+        PyErr_SetString(PyExc_OSError, afd_strerror(rc));
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}

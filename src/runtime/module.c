@@ -1,0 +1,328 @@
+/* module.c -- affidavit._runtime: module state, the run configuration, the assertion type.
+ *
+ * Multi-phase initialization with a module state struct and heap types (PEP 630). The hot paths
+ * (loop.c, handle.c) reach the state through their own type (afd_rt_state_of_type), never through
+ * a global dictionary lookup. The run configuration (mode and schedule) is process-wide C state:
+ * one run is one forked process. */
+#include "runtime.h"
+
+#include <string.h>
+
+static afd_rt_state *module_state(PyObject *m)
+{
+    return (afd_rt_state *)PyModule_GetState(m);
+}
+
+/* The state of the module instance that was executed last. One process runs one interpreter
+ * with this extension imported once; a global pointer keeps the per-step paths free of the MRO
+ * walk PyType_GetModuleByDef would do for ControlledLoop (a Python subclass), and works on 3.10,
+ * which lacks that function. */
+static afd_rt_state *current_state;
+
+afd_rt_state *afd_rt_state_of_type(PyTypeObject *tp)
+{
+    (void)tp;
+    return current_state;
+}
+
+/* configure(mode, token="", max_steps=0): sets the mode and schedule of the loops created from
+ * now on in this process. Raises ValueError with the decoder's message for a bad token. */
+static PyObject *rt_configure(PyObject *m, PyObject *args)
+{
+    int mode;
+    const char *token = "";
+    unsigned long long max_steps = 0;
+    if (!PyArg_ParseTuple(args, "i|sK", &mode, &token, &max_steps))
+        return NULL;
+    if (mode != AFD_MODE_NATURAL && mode != AFD_MODE_CONTROLLED) {
+        PyErr_SetString(PyExc_ValueError, "mode must be 0 (natural) or 1 (controlled)");
+        return NULL;
+    }
+    afd_schedule s;
+    afd_schedule_init(&s);
+    if (mode == AFD_MODE_CONTROLLED && token[0]) {
+        int rc = afd_token_decode(&s, token);
+        if (rc < 0) {
+            PyErr_SetString(PyExc_ValueError, afd_strerror(rc));
+            return NULL;
+        }
+    }
+    afd_schedule_finish(&afd_rt_config.schedule);
+    afd_rt_config.schedule = s;
+    afd_rt_config.mode = (uint8_t)mode;
+    afd_rt_config.max_steps = max_steps;
+    afd_rt_config.configured = 1;
+    Py_RETURN_NONE;
+}
+
+/* random_seed(): the seed the schedule gives the program's `random` module. */
+static PyObject *rt_random_seed(PyObject *m, PyObject *unused)
+{
+    return PyLong_FromUnsignedLongLong(afd_sched_random_seed(&afd_rt_config.schedule));
+}
+
+/* recorder_begin(size=8 MiB): starts a fresh in-process recording (tests, direct use). */
+static PyObject *rt_recorder_begin(PyObject *m, PyObject *args)
+{
+    Py_ssize_t size = 8 << 20;
+    if (!PyArg_ParseTuple(args, "|n", &size))
+        return NULL;
+    if (afd_rec_begin(NULL, (size_t)size) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+/* result(outcome, failure): records the run's outcome for the fork server. */
+static PyObject *rt_result(PyObject *m, PyObject *args)
+{
+    int outcome;
+    const char *text;
+    Py_ssize_t len;
+    if (!PyArg_ParseTuple(args, "is#", &outcome, &text, &len))
+        return NULL;
+    if (outcome < 0 || outcome >= AFD_OUT__COUNT) {
+        PyErr_SetString(PyExc_ValueError, "unknown outcome");
+        return NULL;
+    }
+    afd_rec_result((uint32_t)outcome, text, (size_t)len);
+    Py_RETURN_NONE;
+}
+
+/* token_describe(token): a human description of a token's schedule; ValueError if invalid. */
+static PyObject *rt_token_describe(PyObject *m, PyObject *arg)
+{
+    const char *t = PyUnicode_AsUTF8(arg);
+    if (!t)
+        return NULL;
+    afd_schedule s;
+    int rc = afd_token_decode(&s, t);
+    if (rc < 0) {
+        PyErr_SetString(PyExc_ValueError, afd_strerror(rc));
+        return NULL;
+    }
+    char *d = afd_schedule_describe(&s);
+    afd_schedule_finish(&s);
+    if (!d)
+        return PyErr_NoMemory();
+    PyObject *r = PyUnicode_FromString(d);
+    free(d);
+    return r;
+}
+
+/* ---- assertion(resource): a context manager recording the asserted resource ---- */
+
+typedef struct afd_assertion {
+    PyObject_HEAD
+    PyObject *resource; /* Owned str. */
+} afd_assertion;
+
+static PyObject *assertion_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"resource", NULL};
+    PyObject *res;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "U", kwlist, &res))
+        return NULL;
+    afd_assertion *a = (afd_assertion *)tp->tp_alloc(tp, 0);
+    if (!a)
+        return NULL;
+    a->resource = Py_NewRef(res);
+    return (PyObject *)a;
+}
+
+static void assertion_dealloc(afd_assertion *a)
+{
+    PyTypeObject *tp = Py_TYPE(a);
+    Py_CLEAR(a->resource);
+    tp->tp_free(a);
+    Py_DECREF(tp);
+}
+
+static PyObject *assertion_enter(afd_assertion *a, PyObject *unused)
+{
+    afd_rec_event(AFD_EV_ASSERT_BEGIN, 0, afd_rec_current, AFD_NOSTR, afd_rec_intern(a->resource, NULL),
+                  afd_rec_now, 0);
+    return Py_NewRef((PyObject *)a);
+}
+
+static PyObject *assertion_exit(afd_assertion *a, PyObject *const *args, Py_ssize_t nargs)
+{
+    int passed = nargs < 1 || args[0] == Py_None;
+    afd_rec_event(AFD_EV_ASSERT_END, (uint8_t)passed, afd_rec_current, AFD_NOSTR,
+                  afd_rec_intern(a->resource, NULL), afd_rec_now, 0);
+    Py_RETURN_FALSE; /* never swallow the failure */
+}
+
+static PyMethodDef assertion_methods[] = {
+    {"__enter__", (PyCFunction)assertion_enter, METH_NOARGS, NULL},
+    {"__exit__", (PyCFunction)(void (*)(void))assertion_exit, METH_FASTCALL, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyType_Slot assertion_slots[] = {
+    {Py_tp_new, assertion_new},
+    {Py_tp_dealloc, assertion_dealloc},
+    {Py_tp_methods, assertion_methods},
+    {Py_tp_doc, "assertion(resource): marks the code that asserts on a shared resource."},
+    {0, NULL},
+};
+
+static PyType_Spec assertion_spec = {
+    .name = "affidavit._runtime.assertion",
+    .basicsize = sizeof(afd_assertion),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = assertion_slots,
+};
+
+/* ---- module ---- */
+
+static PyMethodDef rt_methods[] = {
+    {"configure", rt_configure, METH_VARARGS, "configure(mode, token='', max_steps=0)"},
+    {"random_seed", rt_random_seed, METH_NOARGS, "The seed for the program's random module."},
+    {"recorder_begin", rt_recorder_begin, METH_VARARGS, "Start a fresh in-process recording."},
+    {"result", rt_result, METH_VARARGS, "result(outcome, failure)"},
+    {"steps", afd_rt_steps, METH_NOARGS, "The recorded steps: (label, ordinal, vstart, cost, site)."},
+    {"op_event", (PyCFunction)(void (*)(void))afd_rt_op_event, METH_FASTCALL,
+     "op_event(kind, name, resource, flags)"},
+    {"token_describe", rt_token_describe, METH_O, "Describe a token's schedule."},
+    {"send_hello", afd_rt_send_hello, METH_VARARGS, "send_hello(out_fd, python, hash_seed, error, nodeid)"},
+    {"serve", afd_rt_serve, METH_VARARGS, "serve(in_fd, out_fd, run_child, python, hash_seed): the fork server."},
+    {NULL, NULL, 0, NULL},
+};
+
+static int add_type(PyObject *m, PyTypeObject **slot, PyObject *tp)
+{
+    if (!tp)
+        return -1;
+    *slot = (PyTypeObject *)tp;
+    Py_INCREF(tp);
+    if (PyModule_AddObject(m, strrchr(((PyTypeObject *)tp)->tp_name, '.') + 1, tp) < 0) {
+        Py_DECREF(tp);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *intern(const char *s)
+{
+    return PyUnicode_InternFromString(s);
+}
+
+static int rt_exec(PyObject *m)
+{
+    afd_rt_state *st = module_state(m);
+    current_state = st;
+    if (add_type(m, &st->handle_type, afd_handle_type_spec_new(m)) < 0 ||
+        add_type(m, &st->loopcore_type, afd_loopcore_type_spec_new(m)) < 0 ||
+        add_type(m, &st->assertion_type, PyType_FromModuleAndSpec(m, &assertion_spec, NULL)) < 0)
+        return -1;
+    PyObject *tasks = PyImport_ImportModule("asyncio.tasks");
+    if (!tasks)
+        return -1;
+    PyObject *ctask = PyObject_GetAttrString(tasks, "Task");
+    PyObject *pytask = PyObject_GetAttrString(tasks, "_PyTask");
+    Py_DECREF(tasks);
+    if (!ctask || !pytask) {
+        Py_XDECREF(ctask);
+        Py_XDECREF(pytask);
+        return -1;
+    }
+    st->c_task_type = ctask;
+    st->task_types = PyTuple_Pack(2, ctask, pytask);
+    Py_DECREF(pytask);
+    if (!st->task_types)
+        return -1;
+    /* Library code (the stdlib, site-packages) is not where a user's await is. */
+    PyObject *sysconfig = PyImport_ImportModule("sysconfig");
+    PyObject *paths = sysconfig ? PyObject_CallMethod(sysconfig, "get_paths", NULL) : NULL;
+    Py_XDECREF(sysconfig);
+    if (!paths)
+        return -1;
+    st->stdlib_prefix = PyTuple_New(4);
+    const char *keys[] = {"stdlib", "platstdlib", "purelib", "platlib"};
+    for (int i = 0; st->stdlib_prefix && i < 4; i++) {
+        PyObject *v = PyDict_GetItemString(paths, keys[i]); /* Borrowed. */
+        PyTuple_SET_ITEM(st->stdlib_prefix, i, v ? Py_NewRef(v) : PyUnicode_FromString("<none>"));
+    }
+    Py_DECREF(paths);
+    if (!st->stdlib_prefix)
+        return -1;
+#define INTERN(field, s)              \
+    if (!(st->field = intern(s)))     \
+        return -1;
+    INTERN(str_call_exception_handler, "call_exception_handler");
+    INTERN(str_get_coro, "get_coro");
+    INTERN(str_cr_frame, "cr_frame");
+    INTERN(str_cr_await, "cr_await");
+    INTERN(str_qualname, "__qualname__");
+    INTERN(str_self, "__self__");
+    INTERN(str_stopping, "_stopping");
+    INTERN(str_selector, "_selector");
+    INTERN(str_select, "select");
+    INTERN(str_process_events, "_process_events");
+    INTERN(str_write_to_self, "_write_to_self");
+    INTERN(str_fd_to_key, "_fd_to_key");
+    INTERN(str_default_executor, "_default_executor");
+    INTERN(str_message, "message");
+    INTERN(str_exception, "exception");
+    INTERN(str_handle, "handle");
+#undef INTERN
+    if (PyModule_AddIntConstant(m, "MODE_NATURAL", AFD_MODE_NATURAL) < 0 ||
+        PyModule_AddIntConstant(m, "MODE_CONTROLLED", AFD_MODE_CONTROLLED) < 0 ||
+        PyModule_AddIntConstant(m, "EV_OP_BEGIN", AFD_EV_OP_BEGIN) < 0 ||
+        PyModule_AddIntConstant(m, "EV_OP_END", AFD_EV_OP_END) < 0)
+        return -1;
+    static const char *outcomes[] = {"OUT_PASS", "OUT_FAIL", "OUT_ERROR", "OUT_SKIP",
+                                     "OUT_HANG", "OUT_CRASH", "OUT_STEP_LIMIT"};
+    for (int i = 0; i < AFD_OUT__COUNT; i++)
+        if (PyModule_AddIntConstant(m, outcomes[i], i) < 0)
+            return -1;
+    return 0;
+}
+
+static int rt_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    afd_rt_state *st = module_state(m);
+    Py_VISIT(st->handle_type);
+    Py_VISIT(st->loopcore_type);
+    Py_VISIT(st->assertion_type);
+    Py_VISIT(st->task_types);
+    Py_VISIT(st->c_task_type);
+    Py_VISIT(st->step_wrapper_type);
+    return 0;
+}
+
+static int rt_clear(PyObject *m)
+{
+    afd_rt_state *st = module_state(m);
+    Py_CLEAR(st->handle_type);
+    Py_CLEAR(st->loopcore_type);
+    Py_CLEAR(st->assertion_type);
+    Py_CLEAR(st->task_types);
+    Py_CLEAR(st->c_task_type);
+    Py_CLEAR(st->step_wrapper_type);
+    Py_CLEAR(st->stdlib_prefix);
+    return 0;
+}
+
+static PyModuleDef_Slot rt_slots[] = {
+    {Py_mod_exec, rt_exec},
+    {0, NULL},
+};
+
+PyModuleDef afd_rt_module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "affidavit._runtime",
+    .m_doc = "The controlled event loop, recorder and fork server of affidavit (C).",
+    .m_size = sizeof(afd_rt_state),
+    .m_methods = rt_methods,
+    .m_slots = rt_slots,
+    .m_traverse = rt_traverse,
+    .m_clear = rt_clear,
+};
+
+PyMODINIT_FUNC PyInit__runtime(void);
+
+PyMODINIT_FUNC PyInit__runtime(void)
+{
+    return PyModuleDef_Init(&afd_rt_module_def);
+}

@@ -1,0 +1,195 @@
+/* runtime.h -- shared declarations of the CPython extension affidavit._runtime.
+ *
+ * The extension holds the controlled loop's hot path (LoopCore, a C base class of the Python
+ * ControlledLoop), the C Handle and TimerHandle type the loop schedules, the recorder that writes
+ * a run's events into memory the fork server can read even after killing the child, and the fork
+ * server itself. Module state (PEP 630) owns the types and cached objects; the recorder and the
+ * schedule are process-wide C state, because a run is exactly one process. */
+#ifndef AFD_RUNTIME_H
+#define AFD_RUNTIME_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+
+#include "sched.h"
+#include "token.h"
+#include "trace.h"
+
+typedef struct afd_rt_state {
+    PyTypeObject *handle_type;  /* Owned. */
+    PyTypeObject *loopcore_type; /* Owned. */
+    PyTypeObject *assertion_type; /* Owned. */
+    PyObject *task_types;       /* Owned tuple: asyncio.Task and asyncio.tasks._PyTask. */
+    PyObject *c_task_type;      /* Owned: _asyncio.Task, the common exact type. */
+    PyObject *step_wrapper_type; /* Owned or NULL: the type of C Task step callbacks, learned. */
+    PyObject *stdlib_prefix;    /* Owned str: sysconfig's stdlib directory. */
+    PyObject *str_call_exception_handler; /* Owned interned names. */
+    PyObject *str_get_coro;
+    PyObject *str_cr_frame;
+    PyObject *str_cr_await;
+    PyObject *str_qualname;
+    PyObject *str_self;
+    PyObject *str_stopping;
+    PyObject *str_selector;
+    PyObject *str_select;
+    PyObject *str_process_events;
+    PyObject *str_write_to_self;
+    PyObject *str_fd_to_key;
+    PyObject *str_default_executor;
+    PyObject *str_message, *str_exception, *str_handle;
+} afd_rt_state;
+
+/* The module state of the imported extension, found from a type defined in it. */
+afd_rt_state *afd_rt_state_of_type(PyTypeObject *tp);
+extern PyModuleDef afd_rt_module_def;
+
+/* ---- Handles (handle.c) ---------------------------------------------------------------- */
+
+typedef struct afd_handle {
+    PyObject_HEAD
+    PyObject *callback;  /* Owned; NULL once cancelled. */
+    PyObject *args;      /* Owned tuple or NULL (no arguments). */
+    PyObject *context;   /* Owned contextvars.Context. */
+    PyObject *loop;      /* Owned. */
+    PyObject *weakreflist;
+    double when;         /* Timers: the deadline in loop time. */
+    uint64_t seq;        /* Timers: creation order, the tie-breaker of equal deadlines. */
+    uint32_t creator;    /* The recorder's id of the task whose step created this handle (0 none). */
+    uint8_t cancelled;
+    uint8_t is_timer;
+    uint8_t scheduled;   /* Timers: on the loop's heap. */
+} afd_handle;
+
+PyObject *afd_handle_type_spec_new(PyObject *module);
+/* Creates a handle; steals nothing. args may be NULL. */
+afd_handle *afd_handle_new(afd_rt_state *st, PyObject *callback, PyObject *args,
+                           PyObject *context, PyObject *loop, int is_timer, double when);
+/* Runs the handle's callback in its context, as asyncio.Handle._run does: SystemExit and
+ * KeyboardInterrupt propagate (returns -1), any other exception goes to the loop's exception
+ * handler (returns 0 unless that handler itself fails). */
+int afd_handle_run(afd_rt_state *st, afd_handle *h);
+
+/* ---- Recorder (recorder.c) -------------------------------------------------------------- */
+
+/* The process-wide schedule and mode of the current run. */
+typedef struct afd_run_config {
+    int configured;
+    uint8_t mode;         /* enum afd_mode */
+    afd_schedule schedule;
+    uint64_t max_steps;   /* 0: unbounded */
+} afd_run_config;
+extern afd_run_config afd_rt_config;
+
+/* Per-task bookkeeping, indexed by recorder task id (from 1). */
+typedef struct afd_task_info {
+    PyObject *weak;   /* Owned weak reference to the task (NULL for callback pseudo-tasks). */
+    PyObject *coro;   /* Owned or NULL. */
+    char *label;      /* Owned. */
+    size_t label_len;
+    uint64_t label_hash;
+    uint32_t next_ordinal;
+    uint32_t label_str; /* string-table id of the label */
+} afd_task_info;
+
+/* Starts recording into caller-provided memory (the fork server's shared mapping) or, when mem
+ * is NULL, into a private allocation of `size` bytes. Resets every counter and table. */
+int afd_rec_begin(void *mem, size_t size);
+/* Identifies the task (or plain callback) a handle's callback belongs to, registering a new task
+ * on first sight. Returns the recorder id (>= 1) or 0 on error (exception set). */
+uint32_t afd_rec_identify(afd_rt_state *st, PyObject *callback, uint32_t creator);
+afd_task_info *afd_rec_task(uint32_t id);
+/* Records one step of task id that ran from vstart for cost virtual ns and wall ns. */
+void afd_rec_step(afd_rt_state *st, uint32_t id, uint32_t ordinal, uint64_t vstart,
+                  uint64_t cost, uint64_t wall);
+void afd_rec_event(uint8_t kind, uint8_t flags, uint32_t task, uint32_t a, uint32_t b,
+                   uint64_t vtime, uint64_t cost);
+/* Interns a Python str (or a C string when s is NULL) into the string table. */
+uint32_t afd_rec_intern(PyObject *s, const char *cs);
+void afd_rec_flag(uint32_t flag);
+uint64_t afd_rec_steps(void);
+/* The task whose step is running (0 when none) and the clock of the current loop. */
+extern uint32_t afd_rec_current;
+extern uint64_t afd_rec_now;
+extern uint32_t afd_rec_loops;
+
+/* The recorder's memory layout, shared with the fork server's reader. */
+typedef struct afd_shm_header {
+    uint32_t magic;
+    uint32_t result_ready;  /* the child wrote its outcome */
+    uint32_t outcome;
+    uint32_t flags;
+    uint64_t steps;
+    uint64_t dropped;
+    uint32_t n_events, cap_events;
+    uint32_t n_strings;
+    uint32_t failure_len;
+    uint64_t strings_used, strings_cap;
+    uint64_t events_off, strings_off, failure_off, failure_cap;
+} afd_shm_header;
+#define AFD_SHM_MAGIC 0x41464453u
+
+/* Converts recorded memory into a trace (for the fork server, after the child is gone). */
+int afd_rec_to_trace(const void *mem, size_t size, afd_trace *out);
+/* Records the run's outcome and failure text into the recording memory. */
+void afd_rec_result(uint32_t outcome, const char *failure, size_t len);
+
+/* Python-facing functions of the recorder (module.c puts them in the method table). */
+PyObject *afd_rt_op_event(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
+PyObject *afd_rt_steps(PyObject *self, PyObject *unused);
+
+/* ---- Loop (loop.c) ---------------------------------------------------------------------- */
+PyObject *afd_loopcore_type_spec_new(PyObject *module);
+
+/* ---- Fork server (forkserver.c) -------------------------------------------------------- */
+PyObject *afd_rt_serve(PyObject *self, PyObject *args);
+PyObject *afd_rt_send_hello(PyObject *self, PyObject *args);
+
+
+/* ---- Small compatibility helpers for Python 3.10 to 3.13 -------------------------------- */
+
+/* Takes the raised exception (a new reference, normalized, with its traceback attached). */
+static inline PyObject *afd_take_exception(void)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+    if (v && tb)
+        PyException_SetTraceback(v, tb);
+    Py_XDECREF(t);
+    Py_XDECREF(tb);
+    return v;
+#endif
+}
+
+/* The identity hash CPython gives objects without __hash__. */
+static inline Py_hash_t afd_hash_pointer(const void *p)
+{
+    size_t y = (size_t)p;
+    y = (y >> 4) | (y << (8 * sizeof(void *) - 4));
+    Py_hash_t x = (Py_hash_t)y;
+    return x == -1 ? -2 : x;
+}
+
+/* Whether a weak reference still points at obj. */
+static inline int afd_weak_is(PyObject *weak, PyObject *obj)
+{
+#if PY_VERSION_HEX >= 0x030D0000
+    PyObject *r = NULL;
+    if (PyWeakref_GetRef(weak, &r) < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    int same = r == obj;
+    Py_XDECREF(r);
+    return same;
+#else
+    return PyWeakref_GetObject(weak) == obj;
+#endif
+}
+
+#endif
