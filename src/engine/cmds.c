@@ -7,7 +7,7 @@
 #include "afd.h"
 #include "out.h"
 #include "pool.h"
-#include "sched.h"
+#include "schedule.h"
 #include "stats.h"
 #include "token.h"
 #include "trace.h"

@@ -13,7 +13,8 @@
 
 #include <stdint.h>
 
-#include "sched.h"
+#include "afd.h"
+#include "schedule.h"
 #include "token.h"
 #include "trace.h"
 

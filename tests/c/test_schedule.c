@@ -1,7 +1,7 @@
 /* test_sched.c -- step costs, idle lateness, the random seed and the portfolio. */
 #include "afd.h"
 #include "harness.h"
-#include "sched.h"
+#include "schedule.h"
 #include "token.h"
 
 #define MS 1000000ULL

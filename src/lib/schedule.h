@@ -1,4 +1,4 @@
-/* sched.h -- what a schedule decides for each step and each idle wake-up of the controlled loop.
+/* schedule.h -- what a schedule decides for each step and each idle wake-up of the controlled loop.
  *
  * These functions are called from the loop's hot path, once per step, so they allocate nothing and
  * are pure: the cost of a step depends only on the schedule and on the step's identity, never on
@@ -6,8 +6,8 @@
  * lets a minimizer remove one delay without reshuffling every other random draw.
  *
  * Time is virtual nanoseconds. */
-#ifndef AFD_SCHED_H
-#define AFD_SCHED_H
+#ifndef AFD_SCHEDULE_H
+#define AFD_SCHEDULE_H
 
 #include "token.h"
 

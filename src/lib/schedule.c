@@ -1,4 +1,4 @@
-/* sched.c -- the cost of each step and the lateness of each idle wake-up under a schedule.
+/* schedule.c -- the cost of each step and the lateness of each idle wake-up under a schedule.
  *
  * Main invariant: every decision is a pure function of the schedule and of the decision's identity
  * (step label and ordinal, step index, or wake index). Randomness is counter-based: each draw is
@@ -6,7 +6,7 @@
  * removing one explicit delay or one step never reshuffles the others.
  * Workload: afd_sched_step_cost runs once per step of the controlled loop (millions per search),
  * so it allocates nothing and costs a few mixes; the portfolio is called once per run. */
-#include "sched.h"
+#include "schedule.h"
 #include "afd.h"
 
 #include <math.h>
