@@ -51,7 +51,8 @@ def _summarize(reports: List[Any]) -> Tuple[int, str]:
             crash = getattr(rep.longrepr, "reprcrash", None)
             if crash is not None:
                 where = f"{os.path.relpath(crash.path)}:{crash.lineno}"
-                text = f"{where}: {crash.message}"
+                first = crash.message.strip().splitlines()[0] if crash.message.strip() else ""
+                text = f"{where}: {first}"
             else:
                 text = str(rep.longrepr)
             if rep.when != "call":
