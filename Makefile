@@ -8,6 +8,7 @@ VPY := $(VENV)/bin/python
 AFD := $(VENV)/bin/affidavit
 STAMP_DEPS := $(VENV)/.deps-stamp
 CBUILD := build/c
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 .PHONY: all deps build test test-c test-py demo bench clean
 
@@ -26,22 +27,22 @@ deps: $(STAMP_DEPS)
 build: deps
 	$(VPY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps \
 	  -Cbuild-dir=build/py .
-	@test -f $(CBUILD)/build.ninja || PATH=$(CURDIR)/$(VENV)/bin:$$PATH meson setup $(CBUILD) -Dpython=false >/dev/null
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH ninja -C $(CBUILD) >/dev/null
+	@test -f $(CBUILD)/build.ninja || meson setup $(CBUILD) -Dpython=false >/dev/null
+	ninja -C $(CBUILD) >/dev/null
 
 test-c: build
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH meson test -C $(CBUILD) --print-errorlogs
+	meson test -C $(CBUILD) --print-errorlogs
 
 test-py: build
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VPY) -m pytest tests -q
+	$(VPY) -m pytest tests -q
 
 test: test-c test-py
 
 demo: build
-	@PATH=$(CURDIR)/$(VENV)/bin:$$PATH bash scripts/demo.sh
+	@bash scripts/demo.sh
 
 bench: build
-	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VPY) bench/bench.py
+	$(VPY) bench/bench.py
 
 clean:
 	rm -rf build

@@ -63,6 +63,55 @@ def _summarize(reports: List[Any]) -> Tuple[int, str]:
     return _runtime.OUT_PASS, ""
 
 
+def _run_protocol(item: Any) -> List[Any]:
+    """pytest's run protocol for one item (setup, call, teardown), without building a report for
+    phases that passed plainly.
+
+    A report is what costs: pytest's makereport hooks touch much of the session's memory, and in a
+    freshly forked child every page touched is a copy-on-write fault. A passing phase needs no
+    report unless a plugin could turn it into something else (an xfail mark makes a pass an
+    XPASS), so reports are made only for failures, skips and xfail-marked items, through the
+    same hook pytest uses, which keeps skip, xfail and error semantics exactly pytest's.
+    """
+    from _pytest.runner import CallInfo, get_reraise_exceptions
+
+    if hasattr(item, "_request") and not item._request:
+        item._initrequest()
+    ihook = item.ihook
+    reraise = get_reraise_exceptions(item.config)
+    wants_report = item.get_closest_marker("xfail") is not None
+    reports: List[Any] = []
+
+    def phase(when: str, fn: Any) -> bool:
+        call = CallInfo.from_call(fn, when=when, reraise=reraise)
+        if call.excinfo is not None or wants_report:
+            rep = ihook.pytest_runtest_makereport(item=item, call=call)
+            reports.append(rep)
+            return bool(rep.passed)
+        return True
+
+    ok = phase("setup", lambda: ihook.pytest_runtest_setup(item=item))
+    if ok:
+        phase("call", lambda: ihook.pytest_runtest_call(item=item))
+    phase("teardown", lambda: ihook.pytest_runtest_teardown(item=item, nextitem=None))
+    return reports
+
+
+def _warm_up() -> None:
+    """Runs a few empty event loops in the worker before it forks, so that every child starts with
+    asyncio's loop machinery already executed (imported, specialized, cached) instead of paying
+    for it, page fault by page fault, in each run. No user code runs here."""
+    import asyncio
+
+    async def nothing() -> None:
+        await asyncio.sleep(0)
+        await asyncio.ensure_future(asyncio.sleep(0))
+
+    for _ in range(3):
+        asyncio.run(nothing())
+    asyncio.set_event_loop(None)
+
+
 class _Server:
     """A pytest plugin that turns the session into a fork server for one item."""
 
@@ -93,14 +142,11 @@ class _Server:
                 )
             return True
         item = items[0]
-        from _pytest.runner import runtestprotocol
 
         def run_child(mode: int, token: str) -> None:
             if mode == _runtime.MODE_CONTROLLED:
                 random.seed(_runtime.random_seed())
-            install()
-            reports = runtestprotocol(item, log=False, nextitem=None)
-            outcome, text = _summarize(reports)
+            outcome, text = _summarize(_run_protocol(item))
             _runtime.result(outcome, text)
 
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -109,8 +155,11 @@ class _Server:
         os.close(devnull)
         # Children share the parent's pages until they write: a frozen heap is not walked (and so
         # not dirtied) by the collector in every child.
+        install()
+        _warm_up()
         gc.collect()
         gc.freeze()
+        _runtime.trim_heap()
         self.served = True
         _runtime.send_hello(self.res_fd, PYTHON, HASH_SEED, "", item.nodeid)
         _runtime.serve(self.req_fd, self.res_fd, run_child, PYTHON, HASH_SEED)

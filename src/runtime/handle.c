@@ -12,12 +12,24 @@
 
 #include <structmember.h>
 
+/* Recently freed handles, reused without going back to the allocator: one handle is created and
+ * destroyed per step, so this spares a malloc/free pair and the GC's allocation accounting. */
+#define FREELIST_MAX 256
+static afd_handle *freelist[FREELIST_MAX];
+static int freelist_n;
+
 afd_handle *afd_handle_new(afd_rt_state *st, PyObject *callback, PyObject *args,
                            PyObject *context, PyObject *loop, int is_timer, double when)
 {
-    afd_handle *h = PyObject_GC_New(afd_handle, st->handle_type);
-    if (!h)
-        return NULL;
+    afd_handle *h;
+    if (freelist_n > 0) {
+        h = freelist[--freelist_n];
+        PyObject_Init((PyObject *)h, st->handle_type);
+    } else {
+        h = PyObject_GC_New(afd_handle, st->handle_type);
+        if (!h)
+            return NULL;
+    }
     Py_INCREF(callback);
     h->callback = callback;
     Py_XINCREF(args);
@@ -63,7 +75,10 @@ static void handle_dealloc(afd_handle *h)
     if (h->weakreflist)
         PyObject_ClearWeakRefs((PyObject *)h);
     handle_clear(h);
-    tp->tp_free(h);
+    if (freelist_n < FREELIST_MAX && tp == afd_rt_state_of_type(tp)->handle_type)
+        freelist[freelist_n++] = h;
+    else
+        tp->tp_free(h);
     Py_DECREF(tp);
 }
 

@@ -42,6 +42,7 @@ typedef struct afd_loop {
     unsigned long thread_id;
     uint32_t loop_no;
     uint8_t controlled;
+    uint8_t stopping; /* BaseEventLoop._stopping, kept in C: read on every iteration */
     uint8_t closed;
     uint8_t ready_init;
 } afd_loop;
@@ -412,11 +413,17 @@ static int poll_selector(afd_loop *self, double timeout, int *had_events)
     return 0;
 }
 
-/* Whether real waiting is needed: a file descriptor other than the self-pipe is registered, or an
- * executor may call back from a thread. */
+/* Whether a file descriptor other than the loop's self-pipe is registered. */
+static int fds_active(afd_loop *self)
+{
+    return self->fd_to_key && PyDict_Check(self->fd_to_key) && PyDict_GET_SIZE(self->fd_to_key) > 1;
+}
+
+/* Whether an idle loop must wait in real time: a real file descriptor is registered, or an
+ * executor exists whose threads may call back. Only asked when nothing is ready. */
 static int io_active(afd_loop *self)
 {
-    if (self->fd_to_key && PyDict_Check(self->fd_to_key) && PyDict_GET_SIZE(self->fd_to_key) > 1)
+    if (fds_active(self))
         return 1;
     PyObject *ex = PyObject_GetAttr((PyObject *)self, loop_state(self)->str_default_executor);
     if (!ex) {
@@ -441,9 +448,9 @@ static uint64_t ceil_ns(double when)
 static int controlled_wait(afd_loop *self, int stopping)
 {
     int had = 0;
+    if (self->rcount || stopping) /* poll real descriptors without waiting, as the stock loop does */
+        return fds_active(self) ? poll_selector(self, 0.0, &had) : 0;
     int io = io_active(self);
-    if (self->rcount || stopping)
-        return io ? poll_selector(self, 0.0, &had) : 0;
     if (self->hn && !io) {
         uint64_t deadline = ceil_ns(self->heap[0]->when);
         if (deadline < self->clock_ns)
@@ -537,11 +544,7 @@ static PyObject *loop_run_once(afd_loop *self, PyObject *unused)
 {
     afd_rt_state *st = loop_state(self);
     prune_timers(self);
-    PyObject *sv = PyObject_GetAttr((PyObject *)self, st->str_stopping);
-    int stopping = sv ? PyObject_IsTrue(sv) : -1;
-    Py_XDECREF(sv);
-    if (stopping < 0)
-        return NULL;
+    int stopping = self->stopping;
     if ((self->controlled ? controlled_wait(self, stopping) : natural_wait(self, stopping)) < 0)
         return NULL;
 
@@ -686,6 +689,27 @@ static void loop_dealloc(afd_loop *self)
     Py_DECREF(tp);
 }
 
+static PyObject *get_stopping(afd_loop *self, void *c)
+{
+    return PyBool_FromLong(self->stopping);
+}
+
+static int set_stopping(afd_loop *self, PyObject *v, void *c)
+{
+    int t = v ? PyObject_IsTrue(v) : 0;
+    if (t < 0)
+        return -1;
+    self->stopping = (uint8_t)t;
+    return 0;
+}
+
+/* A data descriptor wins over the instance dictionary, so BaseEventLoop's own assignments to
+ * self._stopping (in stop() and run_forever()) land in the C field. */
+static PyGetSetDef loop_getset[] = {
+    {"_stopping", (getter)get_stopping, (setter)set_stopping, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
 static PyMethodDef loop_methods[] = {
     {"call_soon", (PyCFunction)(void (*)(void))loop_call_soon, METH_FASTCALL | METH_KEYWORDS,
      "call_soon(callback, *args, context=None)"},
@@ -712,6 +736,7 @@ static PyType_Slot loop_slots[] = {
     {Py_tp_traverse, loop_traverse},
     {Py_tp_clear, loop_clear},
     {Py_tp_methods, loop_methods},
+    {Py_tp_getset, loop_getset},
     {Py_tp_new, PyType_GenericNew},
     {Py_tp_doc, "The C core of affidavit's controlled event loop (FIFO-faithful, virtual time)."},
     {0, NULL},

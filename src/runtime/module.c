@@ -6,6 +6,7 @@
  * one run is one forked process. */
 #include "runtime.h"
 
+#include <malloc.h>
 #include <string.h>
 
 static afd_rt_state *module_state(PyObject *m)
@@ -109,6 +110,14 @@ static PyObject *rt_token_describe(PyObject *m, PyObject *arg)
     return r;
 }
 
+/* trim_heap(): returns free heap memory to the system before the worker starts forking, so that
+ * every fork copies (and every child unmaps) fewer page-table entries. */
+static PyObject *rt_trim_heap(PyObject *m, PyObject *unused)
+{
+    malloc_trim(0);
+    Py_RETURN_NONE;
+}
+
 /* ---- assertion(resource): a context manager recording the asserted resource ---- */
 
 typedef struct afd_assertion {
@@ -183,6 +192,7 @@ static PyMethodDef rt_methods[] = {
     {"steps", afd_rt_steps, METH_NOARGS, "The recorded steps: (label, ordinal, vstart, cost, site)."},
     {"op_event", (PyCFunction)(void (*)(void))afd_rt_op_event, METH_FASTCALL,
      "op_event(kind, name, resource, flags)"},
+    {"trim_heap", rt_trim_heap, METH_NOARGS, "Return free heap memory to the system."},
     {"token_describe", rt_token_describe, METH_O, "Describe a token's schedule."},
     {"send_hello", afd_rt_send_hello, METH_VARARGS, "send_hello(out_fd, python, hash_seed, error, nodeid)"},
     {"serve", afd_rt_serve, METH_VARARGS, "serve(in_fd, out_fd, run_child, python, hash_seed): the fork server."},

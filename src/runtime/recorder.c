@@ -453,19 +453,57 @@ static int is_user_file(afd_rt_state *st, PyObject *filename)
     return 1;
 }
 
-static uint32_t site_string(afd_rt_state *st, PyCodeObject *code, int line)
+/* Whether a code object belongs to the user's code, decided once per code object. */
+static int code_is_user(afd_rt_state *st, PyCodeObject *code)
 {
-    pmap_entry *e = pmap_slot(&rec.site_map, code, (uint32_t)line);
+    pmap_entry *e = pmap_slot(&rec.site_map, code, UINT32_MAX);
+    if (!e)
+        return 0;
+    if (e->key)
+        return (int)e->value;
+    PyObject *fn = PyObject_GetAttrString((PyObject *)code, "co_filename");
+    int user = fn && is_user_file(st, fn);
+    Py_XDECREF(fn);
+    PyErr_Clear();
+    if (PyList_Append(rec.keep, (PyObject *)code) < 0) { /* keeps the address from being reused */
+        PyErr_Clear();
+        return user;
+    }
+    e = pmap_slot(&rec.site_map, code, UINT32_MAX);
+    if (e) {
+        e->key = code;
+        e->aux = UINT32_MAX;
+        e->value = (uint32_t)user;
+        rec.site_map.used++;
+    }
+    return user;
+}
+
+static int frame_lasti(PyFrameObject *frame)
+{
+#if PY_VERSION_HEX >= 0x030B0000
+    return PyFrame_GetLasti(frame);
+#else
+    return frame->f_lasti;
+#endif
+}
+
+/* The "file:line" string of a user frame suspended at instruction lasti, interned once per
+ * (code, lasti): the line table is consulted only the first time. */
+static uint32_t site_string(afd_rt_state *st, PyCodeObject *code, PyFrameObject *frame)
+{
+    uint32_t lasti = (uint32_t)frame_lasti(frame) & 0x7fffffffu;
+    pmap_entry *e = pmap_slot(&rec.site_map, code, lasti);
     if (!e)
         return AFD_NOSTR;
     if (e->key)
         return e->value;
     uint32_t id = AFD_NOSTR;
+    int line = PyFrame_GetLineNumber(frame);
     PyObject *fn = PyObject_GetAttrString((PyObject *)code, "co_filename");
-    if (fn && is_user_file(st, fn)) {
-        PyObject *rel = fn;
+    if (fn) {
+        PyObject *rel = Py_NewRef(fn);
         char cwd[4096];
-        Py_INCREF(rel);
         if (getcwd(cwd, sizeof cwd)) {
             const char *u = PyUnicode_AsUTF8(fn);
             size_t cl = strlen(cwd);
@@ -483,38 +521,44 @@ static uint32_t site_string(afd_rt_state *st, PyCodeObject *code, int line)
     }
     Py_XDECREF(fn);
     PyErr_Clear();
-    if (PyList_Append(rec.keep, (PyObject *)code) < 0) {
-        PyErr_Clear();
-        return id;
-    }
-    e = pmap_slot(&rec.site_map, code, (uint32_t)line);
+    e = pmap_slot(&rec.site_map, code, lasti); /* code is kept alive by code_is_user's list */
     if (e) {
         e->key = code;
-        e->aux = (uint32_t)line;
+        e->aux = lasti;
         e->value = id;
         rec.site_map.used++;
     }
     return id;
 }
 
-/* The innermost user-code await of a suspended coroutine chain ("file:line"), or AFD_NOSTR. */
+/* The innermost user-code await of a suspended coroutine chain ("file:line"), or AFD_NOSTR.
+ * The walk stops at the first library frame below a user frame: what a library awaits is not
+ * where the user's code yielded. */
 static uint32_t suspension_site(afd_rt_state *st, PyObject *coro)
 {
     uint32_t best = AFD_NOSTR;
     PyObject *obj = Py_NewRef(coro);
     for (int depth = 0; depth < 12 && obj; depth++) {
+        /* Only coroutines have an await chain to follow; a Future ends it. Checking the type
+         * first avoids raising (and clearing) an AttributeError on every step. */
+        if (!PyCoro_CheckExact(obj))
+            break;
         PyObject *frame = PyObject_GetAttr(obj, st->str_cr_frame);
         if (!frame || frame == Py_None || !PyFrame_Check(frame)) {
             Py_XDECREF(frame);
             break;
         }
         PyCodeObject *code = PyFrame_GetCode((PyFrameObject *)frame);
-        int line = PyFrame_GetLineNumber((PyFrameObject *)frame);
-        uint32_t s = site_string(st, code, line);
+        int user = code_is_user(st, code);
+        if (user) {
+            uint32_t s = site_string(st, code, (PyFrameObject *)frame);
+            if (s != AFD_NOSTR)
+                best = s;
+        }
         Py_DECREF(code);
         Py_DECREF(frame);
-        if (s != AFD_NOSTR)
-            best = s;
+        if (!user && best != AFD_NOSTR)
+            break;
         PyObject *next = PyObject_GetAttr(obj, st->str_cr_await);
         Py_DECREF(obj);
         obj = (next && next != Py_None) ? next : NULL;

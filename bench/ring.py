@@ -1,0 +1,57 @@
+"""µs per hop on a 100-task token ring through asyncio.Queue: the stock loop vs the controlled loop.
+
+Usage: python bench/ring.py [stock|controlled|controlled-nosites] [hops] -> prints one JSON line.
+Each configuration runs in its own process so that neither warms the other's caches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+
+TASKS = 100
+
+
+async def ring(hops: int) -> float:
+    queues = [asyncio.Queue() for _ in range(TASKS)]
+
+    async def node(i: int) -> None:
+        inbox, outbox = queues[i], queues[(i + 1) % TASKS]
+        while True:
+            token = await inbox.get()
+            if token >= hops:
+                await outbox.put(token)
+                return
+            await outbox.put(token + 1)
+
+    tasks = [asyncio.create_task(node(i)) for i in range(TASKS)]
+    await asyncio.sleep(0)
+    t0 = time.perf_counter()
+    await queues[0].put(0)
+    await asyncio.gather(*tasks)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    mode = sys.argv[1] if len(sys.argv) > 1 else "stock"
+    hops = int(sys.argv[2]) if len(sys.argv) > 2 else 20000
+    if mode.startswith("controlled"):
+        import affidavit
+        from affidavit import _runtime
+
+        _runtime.configure(_runtime.MODE_CONTROLLED, "")
+        _runtime.recorder_begin(64 << 20)
+        affidavit.install()
+    best = None
+    for _ in range(5):
+        secs = asyncio.run(ring(hops))
+        best = secs if best is None else min(best, secs)
+        if mode.startswith("controlled"):
+            _runtime.recorder_begin(64 << 20)
+    print(json.dumps({"mode": mode, "hops": hops, "us_per_hop": best / hops * 1e6}))
+
+
+if __name__ == "__main__":
+    main()
