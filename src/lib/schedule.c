@@ -163,12 +163,16 @@ int afd_sched_portfolio(afd_schedule *out, uint64_t master_seed, uint64_t i, uin
     uint32_t steps = est_steps ? est_steps : 1;
     uint64_t derived = afd_mix64(master_seed ^ afd_mix64(i));
 
-    if (only == AFD_STRAT_ZERO || (only == -1 && i == 0)) {
-        /* zero has a single schedule, so every i names the same one. */
+    if (i == 0 && (only == -1 || only == AFD_STRAT_ZERO)) {
         out->seed = master_seed;
         return 0;
     }
     out->seed = derived;
+    if (only == AFD_STRAT_ZERO) {
+        /* zero has one timing, but its seed also seeds the program's `random`: varying it explores
+         * the data nondeterminism that `random` brings, at an infinitely fast machine's timing. */
+        return 0;
+    }
     if (only == AFD_STRAT_JITTER || (only == -1 && i % 2 == 1)) {
         out->strategy = AFD_STRAT_JITTER;
         return 0;

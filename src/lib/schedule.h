@@ -48,8 +48,9 @@ uint64_t afd_sched_random_seed(const afd_schedule *self);
 /* The portfolio: the i-th schedule of a search, for a master seed. i == 0 is `zero`; then jitter
  * and pct (d cycling through 2, 3, 4) alternate with seeds derived from (master_seed, i).
  * est_steps is the step count of a baseline run (pct's horizon of change points; at least 1).
- * `only` restricts the portfolio to one strategy (AFD_STRAT_ZERO only ever yields one schedule),
- * or is -1 for the mix. The schedule is initialized here. */
+ * `only` restricts the portfolio to one strategy, or is -1 for the mix. With AFD_STRAT_ZERO every
+ * schedule has zero costs and only the seed (and so the program's `random`) varies: master_seed for
+ * i == 0, a derived seed after that. The schedule is initialized here. */
 int afd_sched_portfolio(afd_schedule *out, uint64_t master_seed, uint64_t i, uint32_t est_steps,
                         int only);
 

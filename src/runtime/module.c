@@ -110,6 +110,40 @@ static PyObject *rt_token_describe(PyObject *m, PyObject *arg)
     return r;
 }
 
+/* portfolio_token(master_seed, i, est_steps=1, strategy=None): the token of the i-th schedule
+ * of a search, as the engine's explore would run it (strategy: "zero", "jitter", "pct" or None
+ * for the mix). For tests and tools that drive the loop in-process. */
+static PyObject *rt_portfolio_token(PyObject *m, PyObject *args)
+{
+    unsigned long long seed, i;
+    unsigned int est = 1;
+    const char *strategy = NULL;
+    if (!PyArg_ParseTuple(args, "KK|Iz", &seed, &i, &est, &strategy))
+        return NULL;
+    int only = -1;
+    if (strategy) {
+        only = afd_strategy_parse(strategy);
+        if (only < 0) {
+            PyErr_Format(PyExc_ValueError, "unknown strategy %s", strategy);
+            return NULL;
+        }
+    }
+    afd_schedule s;
+    int rc = afd_sched_portfolio(&s, seed, i, est, only);
+    char *tok = NULL;
+    if (rc == 0) {
+        rc = afd_token_encode(&s, &tok);
+        afd_schedule_finish(&s);
+    }
+    if (rc < 0) {
+        PyErr_SetString(PyExc_ValueError, afd_strerror(rc));
+        return NULL;
+    }
+    PyObject *r = PyUnicode_FromString(tok);
+    free(tok);
+    return r;
+}
+
 /* trim_heap(): returns free heap memory to the system before the worker starts forking, so that
  * every fork copies (and every child unmaps) fewer page-table entries. */
 static PyObject *rt_trim_heap(PyObject *m, PyObject *unused)
@@ -192,6 +226,8 @@ static PyMethodDef rt_methods[] = {
     {"steps", afd_rt_steps, METH_NOARGS, "The recorded steps: (label, ordinal, vstart, cost, site)."},
     {"op_event", (PyCFunction)(void (*)(void))afd_rt_op_event, METH_FASTCALL,
      "op_event(kind, name, resource, flags)"},
+    {"portfolio_token", rt_portfolio_token, METH_VARARGS,
+     "portfolio_token(master_seed, i, est_steps=1, strategy=None): the i-th schedule's token."},
     {"trim_heap", rt_trim_heap, METH_NOARGS, "Return free heap memory to the system."},
     {"token_describe", rt_token_describe, METH_O, "Describe a token's schedule."},
     {"send_hello", afd_rt_send_hello, METH_VARARGS, "send_hello(out_fd, python, hash_seed, error, nodeid)"},

@@ -1,0 +1,20 @@
+"""Input for tests/test_cli.py: module state that a run mutates; each run must start fresh."""
+
+import asyncio
+
+import pytest
+
+COUNTER = 0
+STATE: dict = {}
+
+
+@pytest.mark.asyncio
+async def test_fresh_module_state() -> None:
+    global COUNTER
+    assert COUNTER == 0, f"COUNTER leaked from another run: {COUNTER}"
+    assert STATE == {}, f"STATE leaked from another run: {STATE}"
+    await asyncio.sleep(0)
+    COUNTER += 1
+    STATE["runs"] = STATE.get("runs", 0) + 1
+    await asyncio.sleep(0.001)
+    assert COUNTER == 1 and STATE == {"runs": 1}
