@@ -45,12 +45,26 @@ def main() -> None:
         _runtime.recorder_begin(64 << 20)
         affidavit.install()
     best = None
+    polls = 0
     for _ in range(5):
-        secs = asyncio.run(ring(hops))
+        loop = asyncio.new_event_loop()
+        select = loop._selector.select  # type: ignore[attr-defined]
+
+        def counting_select(timeout: object = None) -> object:
+            nonlocal polls
+            polls += 1
+            return select(timeout)
+
+        loop._selector.select = counting_select  # type: ignore[attr-defined]
+        try:
+            secs = loop.run_until_complete(ring(hops))
+        finally:
+            loop.close()
         best = secs if best is None else min(best, secs)
         if mode.startswith("controlled"):
             _runtime.recorder_begin(64 << 20)
-    print(json.dumps({"mode": mode, "hops": hops, "us_per_hop": best / hops * 1e6}))
+    print(json.dumps({"mode": mode, "hops": hops, "us_per_hop": best / hops * 1e6,
+                      "selector_polls_per_hop": polls / (5 * hops)}))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,124 @@
+"""make bench: the foundation's numbers, measured in one run and printed side by side.
+
+1. Isolated runs per second of a trivial async pytest test through the engine (one fork per run),
+   next to `python -m pytest` re-invoked once per run on the same test (sequentially, and two at a
+   time on two cores).
+2. Where a run's time goes (bench/forkcost.py).
+3. µs per hop on a 100-task asyncio.Queue token ring: the stock loop next to the controlled loop,
+   and how often each polls its selector (a system call) per hop.
+
+Writes bench/results.json. Nothing here asserts: goals are compared and printed, not enforced.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, List
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = os.path.dirname(sys.executable)
+AFFIDAVIT = os.path.join(BIN, "affidavit")
+NODE = "bench/trivial/test_trivial.py::test_trivial"
+
+
+def timed(cmd: List[str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - t0
+
+
+def engine_throughput(runs: int) -> Dict[str, Any]:
+    small = min(timed([AFFIDAVIT, "sample", NODE, "-n", "2", "--json"]) for _ in range(3))
+    out = subprocess.run([AFFIDAVIT, "sample", NODE, "-n", str(runs), "--json"], cwd=ROOT, check=True,
+                         capture_output=True, text=True)
+    t0 = time.perf_counter()
+    out = subprocess.run([AFFIDAVIT, "sample", NODE, "-n", str(runs), "--json"], cwd=ROOT,
+                         capture_output=True, text=True)
+    total = time.perf_counter() - t0
+    data = json.loads(out.stdout)
+    assert data["runs"] == runs and data["failed"] == 0, data
+    return {
+        "runs": runs,
+        "workers": os.cpu_count(),
+        "total_s": total,
+        "startup_s": small,
+        "runs_per_s_end_to_end": runs / total,
+        "runs_per_s_steady": (runs - 2) / max(total - small, 1e-9),
+    }
+
+
+def reinvocation(runs: int, parallel: int) -> Dict[str, Any]:
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", NODE]
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(parallel) as ex:
+        list(ex.map(lambda _: timed(cmd), range(runs)))
+    total = time.perf_counter() - t0
+    return {"runs": runs, "parallel": parallel, "total_s": total, "runs_per_s": runs / total}
+
+
+def ring(mode: str) -> Dict[str, Any]:
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "ring.py"), mode, "20000"],
+                         cwd=ROOT, check=True, capture_output=True, text=True)
+    return json.loads(out.stdout)
+
+
+def main() -> None:
+    print("affidavit bench: foundation", file=sys.stderr)
+    eng = engine_throughput(3000)
+    seq = reinvocation(20, 1)
+    par = reinvocation(20, os.cpu_count() or 1)
+    fork = json.loads(subprocess.run([sys.executable, os.path.join(ROOT, "bench", "forkcost.py"), NODE],
+                                     cwd=ROOT, check=True, capture_output=True, text=True).stdout)
+    stock = min((ring("stock") for _ in range(3)), key=lambda r: r["us_per_hop"])
+    ctl = min((ring("controlled") for _ in range(3)), key=lambda r: r["us_per_hop"])
+    results = {
+        "machine": {"platform": platform.platform(), "python": platform.python_version(),
+                    "cpus": os.cpu_count()},
+        "engine": eng,
+        "pytest_reinvocation_sequential": seq,
+        "pytest_reinvocation_parallel": par,
+        "fork_cost": fork,
+        "ring_stock": stock,
+        "ring_controlled": ctl,
+        "ratios": {
+            "engine_vs_reinvocation_parallel": eng["runs_per_s_steady"] / par["runs_per_s"],
+            "engine_vs_reinvocation_sequential": eng["runs_per_s_steady"] / seq["runs_per_s"],
+            "ring_stock_over_controlled": stock["us_per_hop"] / ctl["us_per_hop"],
+        },
+    }
+    with open(os.path.join(ROOT, "bench", "results.json"), "w") as f:
+        json.dump(results, f, indent=2)
+        f.write("\n")
+    r = results["ratios"]
+    rows = [
+        ("isolated runs/s through the engine (steady)", f"{eng['runs_per_s_steady']:.0f}", "goal >= 300 on 2 cores"),
+        ("  end to end incl. startup, 3000 runs", f"{eng['runs_per_s_end_to_end']:.0f}", f"startup {eng['startup_s']:.2f} s"),
+        ("pytest re-invoked per run, 1 at a time", f"{seq['runs_per_s']:.1f}", ""),
+        (f"pytest re-invoked per run, {par['parallel']} at a time", f"{par['runs_per_s']:.1f}", ""),
+        ("engine / re-invocation (same cores)", f"{r['engine_vs_reinvocation_parallel']:.0f}x", "goal >= 40x"),
+        ("engine / re-invocation (1 at a time)", f"{r['engine_vs_reinvocation_sequential']:.0f}x", ""),
+        ("fork + _exit in the warm worker", f"{fork['fork_exit']['wall_ms']:.2f} ms",
+         f"{fork['fork_exit']['child_page_faults']:.0f} page faults"),
+        ("fork + run protocol", f"{fork['fork_protocol']['wall_ms']:.2f} ms",
+         f"{fork['fork_protocol']['child_page_faults']:.0f} page faults, "
+         f"user {fork['fork_protocol']['child_user_ms']:.2f} + sys {fork['fork_protocol']['child_sys_ms']:.2f} ms"),
+        ("  of which the run protocol, in the child", f"{fork['protocol_in_child_ms']:.2f} ms",
+         f"worker RSS {fork['worker_rss_kb'] / 1024:.0f} MiB"),
+        ("ring, stock loop", f"{stock['us_per_hop']:.2f} us/hop", f"{stock['selector_polls_per_hop']:.2f} polls/hop"),
+        ("ring, controlled loop", f"{ctl['us_per_hop']:.2f} us/hop", f"{ctl['selector_polls_per_hop']:.2f} polls/hop"),
+        ("stock / controlled per hop", f"{r['ring_stock_over_controlled']:.2f}x", "goal >= 1.5x"),
+    ]
+    w = max(len(a) for a, _, _ in rows)
+    for a, b, c in rows:
+        print(f"{a:<{w}}  {b:>16}  {c}")
+    print(f"\nwritten: bench/results.json ({platform.python_version()}, {os.cpu_count()} cpus)")
+
+
+if __name__ == "__main__":
+    main()
