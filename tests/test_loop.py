@@ -439,3 +439,89 @@ def test_annotations_cost_nothing_outside_a_recording() -> None:
         operation("x", resource="r")(lambda: None)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         operation("x", resource="r", access="modify")
+
+
+# ---- The recorder: operations, assertions, bounds, uncontrolled sources ------------------------
+
+
+def test_operations_and_assertions_are_recorded_for_their_task() -> None:
+    from affidavit import assertion, operation
+
+    state: dict = {}
+
+    @operation("write_status", resource="report.status", access="write")
+    async def write() -> None:
+        await asyncio.sleep(0)
+        state["status"] = "done"
+
+    @operation("read_status", resource="report.status", access="read")
+    async def read() -> str:
+        return state.get("status", "")
+
+    async def prog() -> str:
+        await asyncio.create_task(write())
+        with assertion("report.status"):
+            return await read()
+
+    assert run_controlled(prog, "") == "done"
+    ops = [(k, label.split(".")[-1], a, b, f) for k, label, a, b, f, _ in _runtime.events()
+           if k in (_runtime.EV_OP_BEGIN, _runtime.EV_OP_END, _runtime.EV_ASSERT_BEGIN, _runtime.EV_ASSERT_END)]
+    assert ops == [
+        (_runtime.EV_OP_BEGIN, "write#0", "write_status", "report.status", 1),
+        (_runtime.EV_OP_END, "write#0", "write_status", "report.status", 1),
+        (_runtime.EV_ASSERT_BEGIN, "prog#0", 0xFFFFFFFF, "report.status", 0),
+        (_runtime.EV_OP_BEGIN, "prog#0", "read_status", "report.status", 0),
+        (_runtime.EV_OP_END, "prog#0", "read_status", "report.status", 0),
+        (_runtime.EV_ASSERT_END, "prog#0", 0xFFFFFFFF, "report.status", 1),
+    ]
+
+
+def test_a_full_recording_is_truncated_and_says_so() -> None:
+    async def many_steps() -> None:
+        for _ in range(60000):
+            await asyncio.sleep(0)
+
+    _runtime.configure(_runtime.MODE_CONTROLLED, "")
+    _runtime.recorder_begin(1 << 20)  # about 22,000 events fit
+    loop = ControlledLoop()
+    try:
+        loop.run_until_complete(many_steps())
+    finally:
+        loop.close()
+    info = _runtime.trace_info()
+    assert info["truncated"] is True
+    assert info["steps"] >= 60000
+    assert info["dropped"] > 0 and info["events"] + info["dropped"] >= info["steps"]
+
+
+def test_a_thread_calling_back_is_marked_uncontrolled() -> None:
+    import time
+
+    def slow_sum(xs: List[int]) -> int:
+        time.sleep(0.05)  # finishes after the loop went idle: the thread decides when it wakes it
+        return sum(xs)
+
+    async def in_executor() -> int:
+        return await asyncio.get_running_loop().run_in_executor(None, slow_sum, [1, 2])
+
+    assert run_controlled(in_executor, "") == 3
+    assert _runtime.trace_info()["flags"] & _runtime.TRACE_THREADS
+    run_controlled(deposit_then_audit, "")
+    assert not _runtime.trace_info()["flags"] & _runtime.TRACE_THREADS
+
+
+def test_the_step_limit_stops_a_run() -> None:
+    async def forever() -> None:
+        while True:
+            await asyncio.sleep(0)
+
+    _runtime.configure(_runtime.MODE_CONTROLLED, "", 1000)
+    _runtime.recorder_begin(1 << 20)
+    loop = ControlledLoop()
+    try:
+        with pytest.raises(RuntimeError, match="step limit"):
+            loop.run_until_complete(forever())
+    finally:
+        loop.close()
+        _runtime.configure(_runtime.MODE_CONTROLLED, "", 0)
+    assert _runtime.trace_info()["steps"] == 1000

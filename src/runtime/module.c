@@ -224,6 +224,8 @@ static PyMethodDef rt_methods[] = {
     {"recorder_begin", rt_recorder_begin, METH_VARARGS, "Start a fresh in-process recording."},
     {"result", rt_result, METH_VARARGS, "result(outcome, failure)"},
     {"steps", afd_rt_steps, METH_NOARGS, "The recorded steps: (label, ordinal, vstart, cost, site)."},
+    {"events", afd_rt_events, METH_NOARGS, "The recorded events: (kind, task, a, b, flags, vtime)."},
+    {"trace_info", afd_rt_trace_info, METH_NOARGS, "The recording's counters."},
     {"op_event", (PyCFunction)(void (*)(void))afd_rt_op_event, METH_FASTCALL,
      "op_event(kind, name, resource, flags)"},
     {"portfolio_token", rt_portfolio_token, METH_VARARGS,
@@ -315,7 +317,16 @@ static int rt_exec(PyObject *m)
     if (PyModule_AddIntConstant(m, "MODE_NATURAL", AFD_MODE_NATURAL) < 0 ||
         PyModule_AddIntConstant(m, "MODE_CONTROLLED", AFD_MODE_CONTROLLED) < 0 ||
         PyModule_AddIntConstant(m, "EV_OP_BEGIN", AFD_EV_OP_BEGIN) < 0 ||
-        PyModule_AddIntConstant(m, "EV_OP_END", AFD_EV_OP_END) < 0)
+        PyModule_AddIntConstant(m, "EV_OP_END", AFD_EV_OP_END) < 0 ||
+        PyModule_AddIntConstant(m, "EV_TASK", AFD_EV_TASK) < 0 ||
+        PyModule_AddIntConstant(m, "EV_STEP", AFD_EV_STEP) < 0 ||
+        PyModule_AddIntConstant(m, "EV_IDLE", AFD_EV_IDLE) < 0 ||
+        PyModule_AddIntConstant(m, "EV_ASSERT_BEGIN", AFD_EV_ASSERT_BEGIN) < 0 ||
+        PyModule_AddIntConstant(m, "EV_ASSERT_END", AFD_EV_ASSERT_END) < 0 ||
+        PyModule_AddIntConstant(m, "EV_UNCONTROLLED", AFD_EV_UNCONTROLLED) < 0 ||
+        PyModule_AddIntConstant(m, "EV_LOOP", AFD_EV_LOOP) < 0 ||
+        PyModule_AddIntConstant(m, "TRACE_THREADS", AFD_TRACE_THREADS) < 0 ||
+        PyModule_AddIntConstant(m, "TRACE_REAL_IO", AFD_TRACE_REAL_IO) < 0)
         return -1;
     static const char *outcomes[] = {"OUT_PASS", "OUT_FAIL", "OUT_ERROR", "OUT_SKIP",
                                      "OUT_HANG", "OUT_CRASH", "OUT_STEP_LIMIT"};

@@ -689,6 +689,55 @@ PyObject *afd_rt_op_event(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Py_RETURN_NONE;
 }
 
+/* events(): every recorded event as (kind, task label, a, b, flags, vtime) with string fields
+ * resolved (a is an int for kinds whose `a` is not a string). For tests and in-process use. */
+PyObject *afd_rt_events(PyObject *self, PyObject *unused)
+{
+    PyObject *out = PyList_New(0);
+    if (!out || !rec.hdr)
+        return out;
+    afd_trace tr;
+    if (afd_trace_init(&tr) < 0)
+        return PyErr_NoMemory();
+    int rc = afd_rec_to_trace(rec.mem, rec.size, &tr);
+    for (uint32_t i = 0; rc == 0 && i < tr.n_events; i++) {
+        const afd_event *e = &tr.events[i];
+        int a_is_str = e->kind == AFD_EV_OP_BEGIN || e->kind == AFD_EV_OP_END;
+        int b_is_str = e->kind != AFD_EV_IDLE && e->kind != AFD_EV_UNCONTROLLED && e->kind != AFD_EV_LOOP;
+        const char *label = e->task && e->task <= rec.n_tasks ? rec.tasks[e->task].label : "";
+        PyObject *a = a_is_str ? PyUnicode_FromString(e->a == AFD_NOSTR ? "" : afd_trace_string(&tr, e->a))
+                               : PyLong_FromUnsignedLong(e->a);
+        PyObject *b = b_is_str ? PyUnicode_FromString(e->b == AFD_NOSTR ? "" : afd_trace_string(&tr, e->b))
+                               : PyLong_FromUnsignedLong(e->b);
+        PyObject *t = (a && b) ? Py_BuildValue("(isOOiK)", e->kind, label, a, b, e->flags,
+                                                (unsigned long long)e->vtime)
+                               : NULL;
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        if (!t || PyList_Append(out, t) < 0) {
+            Py_XDECREF(t);
+            Py_DECREF(out);
+            afd_trace_finish(&tr);
+            return NULL;
+        }
+        Py_DECREF(t);
+    }
+    afd_trace_finish(&tr);
+    return out;
+}
+
+/* trace_info(): the recording's counters: steps, events, dropped, truncated, flags. */
+PyObject *afd_rt_trace_info(PyObject *self, PyObject *unused)
+{
+    afd_shm_header *h = rec.hdr;
+    if (!h)
+        return Py_BuildValue("{s:K,s:I,s:K,s:O,s:I}", "steps", 0ULL, "events", 0u, "dropped", 0ULL,
+                             "truncated", Py_False, "flags", 0u);
+    return Py_BuildValue("{s:K,s:I,s:K,s:O,s:I}", "steps", (unsigned long long)h->steps, "events", h->n_events,
+                         "dropped", (unsigned long long)h->dropped, "truncated",
+                         (h->flags & AFD_TRACE_TRUNCATED) ? Py_True : Py_False, "flags", h->flags);
+}
+
 /* steps(): the recorded steps as (label, ordinal, vstart_ns, cost_ns, site) tuples, for tests
  * and for in-process use without the fork server. */
 PyObject *afd_rt_steps(PyObject *self, PyObject *unused)
@@ -704,7 +753,8 @@ PyObject *afd_rt_steps(PyObject *self, PyObject *unused)
         const afd_event *e = &tr.events[i];
         if (e->kind != AFD_EV_STEP)
             continue;
-        PyObject *t = Py_BuildValue("(sIKKs)", afd_trace_task_label(&tr, e->task), e->a,
+        const char *label = e->task && e->task <= rec.n_tasks ? rec.tasks[e->task].label : "?";
+        PyObject *t = Py_BuildValue("(sIKKs)", label, e->a,
                                     (unsigned long long)e->vtime, (unsigned long long)e->cost,
                                     e->b == AFD_NOSTR ? "" : afd_trace_string(&tr, e->b));
         if (!t || PyList_Append(out, t) < 0) {

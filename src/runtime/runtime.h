@@ -139,6 +139,8 @@ void afd_rec_result(uint32_t outcome, const char *failure, size_t len);
 /* Python-facing functions of the recorder (module.c puts them in the method table). */
 PyObject *afd_rt_op_event(PyObject *self, PyObject *const *args, Py_ssize_t nargs);
 PyObject *afd_rt_steps(PyObject *self, PyObject *unused);
+PyObject *afd_rt_events(PyObject *self, PyObject *unused);
+PyObject *afd_rt_trace_info(PyObject *self, PyObject *unused);
 
 /* ---- Loop (loop.c) ---------------------------------------------------------------------- */
 PyObject *afd_loopcore_type_spec_new(PyObject *module);

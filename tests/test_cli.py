@@ -1,0 +1,577 @@
+"""Integration tests of the `affidavit` CLI: sample, explore and replay, end to end.
+
+Every call goes through a subprocess with a timeout, from the repository root (node ids are
+relative to it). The inputs are the six flaky examples and the small files in tests/cases/, which
+are named case_*.py so that the project's own pytest run never collects them; pytest still collects
+a file named explicitly in a node id, which is how affidavit's worker is given them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Tuple
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+AFFIDAVIT = REPO / ".venv" / "bin" / "affidavit"
+PYTHON = REPO / ".venv" / "bin" / "python"
+CASES = "tests/cases"
+WORKERS = ("--workers", "2")
+
+# The zero schedule with seed 0: what explore uses for its first run.
+ZERO_TOKEN = "afd1:aeaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaacbvibx4"
+TOKEN_PREFIX = "afd1:"
+
+EXAMPLES: List[str] = [
+    "examples/test_lost_update.py::test_concurrent_deposits",
+    "examples/test_taskgroup_read.py::test_report_is_finalized",
+    "examples/test_event_flag.py::test_send_after_open",
+    "examples/test_queue_drain.py::test_consumer_gets_everything",
+    "examples/test_rare_flake.py::test_uses_fresh_token",
+    "examples/test_annotated.py::test_report_is_finalized",
+]
+LOST_UPDATE = EXAMPLES[0]
+EVENT_FLAG = EXAMPLES[2]
+RARE_FLAKE = EXAMPLES[4]
+PASSING = f"{CASES}/case_pass.py::test_always_passes"
+
+OUTCOME_KEYS = {"pass", "fail", "error", "skip", "hang", "crash", "step-limit"}
+FAILING_OUTCOMES = ("fail", "error", "hang", "crash")
+
+# ---- helpers ----
+
+
+def _env() -> Dict[str, str]:
+    """The caller's environment minus what would change how the worker's pytest behaves."""
+    env = dict(os.environ)
+    for key in ("PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST", "PYTEST_PLUGINS", "AFFIDAVIT_PYTHON"):
+        env.pop(key, None)
+    return env
+
+
+def describe(proc: "subprocess.CompletedProcess[str]") -> str:
+    return f"command: {proc.args}\nexit: {proc.returncode}\nstdout: {proc.stdout!r}\nstderr: {proc.stderr!r}"
+
+
+def run(*args: str, timeout: float = 60.0, workers: bool = True) -> "subprocess.CompletedProcess[str]":
+    """Runs affidavit with args (plus --workers 2 unless workers is False) from the repo root."""
+    argv = [str(AFFIDAVIT), *args, *(WORKERS if workers else ())]
+    try:
+        return subprocess.run(
+            argv, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"affidavit did not finish within {timeout} s: {argv}\nstdout: {exc.stdout!r}\nstderr: {exc.stderr!r}")
+
+
+def run_json(
+    *args: str, expect: Optional[int], timeout: float = 60.0
+) -> Tuple["subprocess.CompletedProcess[str]", Dict[str, Any]]:
+    """Runs affidavit with --json, checks the exit code (expect; None: 0 or 1), and parses
+    stdout as one JSON object."""
+    proc = run(*args, "--json", timeout=timeout)
+    assert proc.returncode in ((0, 1) if expect is None else (expect,)), describe(proc)
+    lines = proc.stdout.splitlines()
+    assert len(lines) == 1, f"--json must print exactly one line\n{describe(proc)}"
+    data = json.loads(lines[0])
+    assert isinstance(data, dict), describe(proc)
+    return proc, data
+
+
+def explore_token(nodeid: str, *extra: str) -> str:
+    """A failing token for nodeid, found by explore."""
+    _, data = run_json("explore", nodeid, *extra, expect=1)
+    assert data["found"] is True, data
+    token = data["token"]
+    assert isinstance(token, str) and token.startswith(TOKEN_PREFIX), data
+    return token
+
+
+def leftover_workers(marker: str) -> List[str]:
+    """Live processes whose command line names affidavit's worker and marker (a case file name)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            raw = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        cmd = raw.replace(b"\0", b" ").decode("utf-8", "replace")
+        if "affidavit.worker" in cmd and marker in cmd:
+            found.append(f"{entry.name}: {cmd.strip()}")
+    return found
+
+
+def assert_no_leftovers(marker: str, grace: float = 2.0) -> None:
+    deadline = time.monotonic() + grace
+    while True:
+        left = leftover_workers(marker)
+        if not left:
+            return
+        if time.monotonic() >= deadline:
+            pytest.fail(f"processes left behind {grace} s after affidavit returned:\n" + "\n".join(left))
+        time.sleep(0.05)
+
+
+def assert_usage_error(proc: "subprocess.CompletedProcess[str]", *words: str) -> str:
+    """Exit 2, nothing on stdout, and one 'affidavit: error:' line (the first on stderr) that
+    contains every word (case-insensitively). Returns that line."""
+    assert proc.returncode == 2, describe(proc)
+    assert proc.stdout == "", f"a usage error must print nothing on stdout\n{describe(proc)}"
+    lines = proc.stderr.splitlines()
+    assert lines, f"a usage error must say why on stderr\n{describe(proc)}"
+    first = lines[0]
+    assert first.startswith("affidavit: error: "), describe(proc)
+    assert len(first) > len("affidavit: error: "), describe(proc)
+    assert sum("affidavit: error:" in line for line in lines) == 1, describe(proc)
+    for word in words:
+        assert word.lower() in first.lower(), f"{word!r} missing from the error line\n{describe(proc)}"
+    return first
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def check_outcomes(data: Dict[str, Any]) -> Dict[str, int]:
+    outcomes = data["outcomes"]
+    assert isinstance(outcomes, dict) and set(outcomes) == OUTCOME_KEYS, data
+    assert all(type(v) is int and v >= 0 for v in outcomes.values()), data
+    assert sum(outcomes.values()) == data["runs"], data
+    return outcomes
+
+
+def check_failed_count(data: Dict[str, Any]) -> None:
+    """'failed' counts exactly the runs that failed, errored, hung or crashed."""
+    outcomes = check_outcomes(data)
+    assert data["failed"] == sum(outcomes[k] for k in FAILING_OUTCOMES), data
+
+
+def flip(token: str, index: int) -> str:
+    """token with the base32 character at index (after the prefix) replaced by another value."""
+    body = list(token[len(TOKEN_PREFIX) :])
+    body[index] = "b" if body[index].lower() == "a" else "a"
+    return TOKEN_PREFIX + "".join(body)
+
+
+# ---- the case files are inputs, not tests ----
+
+
+def test_project_pytest_does_not_collect_the_cases() -> None:
+    proc = subprocess.run(
+        [str(PYTHON), "-m", "pytest", "tests", "--collect-only", "-q", "-p", "no:cacheprovider"],
+        cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, describe(proc)
+    assert "tests/test_cli.py::" in proc.stdout, describe(proc)
+    assert "case_" not in proc.stdout, describe(proc)
+
+
+def test_isolation_case_detects_shared_module_state() -> None:
+    """Sanity check of the isolation case: in one plain pytest process, the second test sees the
+    first one's writes, so an affidavit run that passes really did start fresh."""
+    proc = subprocess.run(
+        [str(PYTHON), "-m", "pytest", f"{CASES}/case_isolation.py", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
+        cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 1, describe(proc)
+    assert "1 failed, 1 passed" in proc.stdout, describe(proc)
+    assert "leaked from another run" in proc.stdout, describe(proc)
+
+
+# ---- search: every example yields a failing token that replays 10/10 ----
+
+
+@pytest.mark.parametrize("nodeid", EXAMPLES, ids=[n.split("/")[1].split(".py")[0] for n in EXAMPLES])
+def test_explore_finds_a_token_that_replays(nodeid: str) -> None:
+    _, found = run_json("explore", nodeid, "--strategy", "portfolio", "--runs", "500", expect=1, timeout=180)
+    assert found["found"] is True, found
+    token = found["token"]
+    assert isinstance(token, str) and token.startswith(TOKEN_PREFIX), found
+    assert 1 <= found["runs"] <= 500, found
+    assert isinstance(found["failing_run"], int) and 1 <= found["failing_run"] <= found["runs"], found
+    assert found["outcome"] in FAILING_OUTCOMES, found
+    assert found["failure"], found
+
+    _, replayed = run_json("replay", token, nodeid, "-n", "10", expect=1)
+    assert replayed["runs"] == 10, replayed
+    assert replayed["failed"] == 10, replayed
+    assert replayed["identical_traces"] is True, replayed
+    assert replayed["failure"] == found["failure"], "replay must reproduce the same failure"
+    assert replayed["outcomes"][found["outcome"]] == 10, replayed
+
+
+# ---- determinism ----
+
+
+def test_failing_token_replays_20_of_20_with_identical_traces() -> None:
+    token = explore_token(LOST_UPDATE, "--seed", "7")
+    _, data = run_json("replay", token, LOST_UPDATE, "-n", "20", expect=1)
+    assert data["runs"] == 20 and data["failed"] == 20, data
+    assert data["outcomes"]["fail"] == 20, data
+    assert data["identical_traces"] is True, data
+    assert isinstance(data["digest"], str) and len(data["digest"]) == 16, data
+    assert data["uncontrolled"] == [], data
+
+
+def test_zero_token_is_explores_first_schedule() -> None:
+    """The hard-coded zero token below is the one explore's first (zero) run really uses."""
+    _, data = run_json("explore", EVENT_FLAG, "--strategy", "zero", "--runs", "1", expect=1)
+    assert data["found"] is True and data["failing_run"] == 1, data
+    assert data["token"] == ZERO_TOKEN, data
+    assert data["schedule"] == "zero", data
+
+
+def test_passing_token_replays_20_passes_with_identical_traces() -> None:
+    _, explored = run_json("explore", RARE_FLAKE, "--strategy", "zero", "--runs", "1", expect=0)
+    assert explored["found"] is False and explored["runs"] == 1, explored
+    assert explored["outcomes"]["pass"] == 1, explored
+
+    _, data = run_json("replay", ZERO_TOKEN, RARE_FLAKE, "-n", "20", expect=0)
+    assert data["runs"] == 20 and data["failed"] == 0, data
+    assert data["outcomes"]["pass"] == 20, data
+    assert data["identical_traces"] is True, data
+    assert data["schedule"] == "zero", data
+
+
+def test_explore_with_a_seed_is_reproducible() -> None:
+    """The same seed gives the same first failing schedule, whatever the number of workers."""
+    _, first = run_json("explore", LOST_UPDATE, "--seed", "7", expect=1)
+    _, second = run_json("explore", LOST_UPDATE, "--seed", "7", expect=1)
+    one_worker = run(*("explore", LOST_UPDATE, "--seed", "7", "--json", "--workers", "1"), workers=False)
+    assert one_worker.returncode == 1, describe(one_worker)
+    third = json.loads(one_worker.stdout)
+    assert first["token"] == second["token"] == third["token"], (first, second, third)
+    assert first["failing_run"] == second["failing_run"] == third["failing_run"], (first, second, third)
+
+
+def test_token_tolerates_surrounding_whitespace_and_letter_case() -> None:
+    token = explore_token(LOST_UPDATE, "--seed", "7")
+    _, canonical = run_json("replay", token, LOST_UPDATE, "-n", "2", expect=1)
+    variant = f"  {TOKEN_PREFIX}{token[len(TOKEN_PREFIX):].upper()}\n"
+    _, data = run_json("replay", variant, LOST_UPDATE, "-n", "2", expect=1)
+    assert data["failed"] == 2 and data["identical_traces"] is True, data
+    assert data["digest"] == canonical["digest"], (data, canonical)
+
+
+# ---- isolation ----
+
+
+@pytest.mark.parametrize("test", ["test_fresh_module_state", "test_fresh_module_state_again"])
+def test_every_run_starts_with_fresh_module_state(test: str) -> None:
+    _, data = run_json("sample", f"{CASES}/case_isolation.py::{test}", "-n", "20", expect=0)
+    assert data["runs"] == 20, data
+    assert data["failed"] == 0, data
+    assert data["outcomes"]["pass"] == 20, data
+
+
+# ---- tests that hang or crash ----
+
+
+@pytest.mark.parametrize("test", ["test_hang", "test_busy_loop"])
+def test_hang_is_reported_within_the_time_budget(test: str) -> None:
+    start = time.monotonic()
+    _, data = run_json("sample", f"{CASES}/case_hang.py::{test}", "-n", "2", "--timeout", "1", expect=1, timeout=60)
+    elapsed = time.monotonic() - start
+    assert elapsed < 15, f"two 1-second hangs took {elapsed:.1f} s"
+    assert data["runs"] == 2 and data["failed"] == 2, data
+    assert data["outcomes"]["hang"] == 2, data
+    assert data["failure"].startswith("hang"), data
+    assert "case_hang.py" in data["failure"], "the hang report should point at the test's line"
+    assert_no_leftovers("case_hang.py")
+
+
+@pytest.mark.parametrize(
+    "test, words",
+    [("test_abort", ["SIGABRT"]), ("test_segfault", ["SIGSEGV"]), ("test_exit3", ["status 3"])],
+)
+def test_crash_is_reported_as_crash(test: str, words: List[str]) -> None:
+    _, data = run_json("sample", f"{CASES}/case_crash.py::{test}", "-n", "2", expect=1)
+    assert data["runs"] == 2 and data["failed"] == 2, data
+    assert data["outcomes"]["crash"] == 2, data
+    for word in words:
+        assert word in data["failure"], data
+    assert_no_leftovers("case_crash.py")
+
+
+def test_sys_exit_in_a_test_is_reported_as_system_exit() -> None:
+    """Plain pytest reports `sys.exit(3)` inside a test as a failure 'SystemExit: 3'. The
+    controlled loop must let the SystemExit through, not lose it."""
+    _, data = run_json("sample", f"{CASES}/case_base_exception.py::test_sys_exit", "-n", "2", expect=1)
+    assert data["failed"] == 2, data
+    assert "SystemExit" in data["failure"], data
+    assert "SystemError" not in data["failure"], data
+
+
+def test_interrupted_run_leaves_no_worker_behind() -> None:
+    """SIGINT during a hanging run: exit 130 and every worker gone. Also shows that
+    leftover_workers() does see live workers, so the leftover checks can fail."""
+    argv = [str(AFFIDAVIT), "sample", f"{CASES}/case_hang.py::test_hang", "-n", "4", "--timeout", "30", *WORKERS]
+    proc = subprocess.Popen(argv, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 20
+        while not leftover_workers("case_hang.py") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert leftover_workers("case_hang.py"), "no worker seen while affidavit was running"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 130, (proc.returncode, out, err)
+    assert "interrupted" in err, err
+    assert_no_leftovers("case_hang.py")
+
+
+# ---- bad input ----
+
+
+def test_nonexistent_test_in_existing_file() -> None:
+    proc = run("sample", f"{CASES}/case_pass.py::test_does_not_exist", "-n", "2")
+    assert_usage_error(proc, "not found", "test_does_not_exist")
+    assert_no_leftovers("case_pass.py")
+
+
+def test_nonexistent_file() -> None:
+    proc = run("sample", f"{CASES}/case_missing.py::test_x", "-n", "2")
+    assert_usage_error(proc, "not found", "case_missing.py")
+    assert_no_leftovers("case_missing.py")
+
+
+def test_node_id_selecting_several_tests() -> None:
+    proc = run("sample", f"{CASES}/case_hang.py", "-n", "1")
+    assert_usage_error(proc, "selects 2 tests")
+    assert_no_leftovers("case_hang.py")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("sample", f"{CASES}/case_sync.py::test_sync", "-n", "2"),
+        ("explore", f"{CASES}/case_sync.py::test_sync", "--runs", "3"),
+        ("replay", ZERO_TOKEN, f"{CASES}/case_sync.py::test_sync", "-n", "2"),
+    ],
+    ids=["sample", "explore", "replay"],
+)
+def test_sync_test_is_refused(args: Tuple[str, ...]) -> None:
+    proc = run(*args)
+    assert_usage_error(proc, "event loop", "case_sync.py::test_sync")
+    assert_no_leftovers("case_sync.py")
+
+
+def test_syntax_error_file() -> None:
+    proc = run("sample", f"{CASES}/case_syntax_error.py::test_never_compiled", "-n", "2")
+    assert_usage_error(proc, "SyntaxError", "case_syntax_error.py")
+    assert_no_leftovers("case_syntax_error.py")
+
+
+def test_import_error_file() -> None:
+    proc = run("sample", f"{CASES}/case_import_error.py::test_never_imported", "-n", "2")
+    assert_usage_error(proc, "ImportError", "case_import_error.py")
+    assert_no_leftovers("case_import_error.py")
+
+
+def test_every_garbled_token_character_is_detected() -> None:
+    """Changing any one base32 character never runs a different schedule: it is refused."""
+    body_len = len(ZERO_TOKEN) - len(TOKEN_PREFIX)
+    for index in range(body_len):
+        garbled = flip(ZERO_TOKEN, index)
+        proc = run("replay", garbled, PASSING, "-n", "1", timeout=30)
+        line = assert_usage_error(proc, "invalid token")
+        assert "checksum" in line or "malformed" in line, f"position {index}: {line}"
+    assert_no_leftovers("case_pass.py")
+
+
+def test_truncated_token() -> None:
+    proc = run("replay", ZERO_TOKEN[:-3], PASSING, "-n", "1")
+    line = assert_usage_error(proc, "invalid token")
+    assert "checksum" in line or "malformed" in line, line
+
+
+def test_token_from_another_format_version() -> None:
+    proc = run("replay", "afd2:" + ZERO_TOKEN[len(TOKEN_PREFIX) :], PASSING, "-n", "1")
+    assert_usage_error(proc, "another affidavit format version")
+    assert_no_leftovers("case_pass.py")
+
+
+def test_string_that_is_not_a_token() -> None:
+    proc = run("replay", "hello", PASSING, "-n", "1")
+    assert_usage_error(proc, "not an affidavit token")
+    assert_no_leftovers("case_pass.py")
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (("frobnicate", PASSING), ["unknown command", "frobnicate"]),
+        (("sample", PASSING, "--frobnicate"), ["unknown option", "--frobnicate"]),
+        (("sample",), ["node id"]),
+        (("explore",), ["node id"]),
+        (("replay", ZERO_TOKEN), ["token and a node id"]),
+        (("sample", PASSING, "extra-positional"), ["unexpected argument", "extra-positional"]),
+        (("sample", PASSING, "-n", "0"), ["-n"]),
+        (("sample", PASSING, "-n", "-3"), ["-n"]),
+        (("sample", PASSING, "-n", "many"), ["-n"]),
+        (("sample", PASSING, "-n"), ["-n"]),
+        (("explore", PASSING, "--runs", "0"), ["--runs"]),
+        (("explore", PASSING, "--strategy", "bogus"), ["bogus"]),
+        (("explore", PASSING, "--strategy"), ["strategy"]),
+        (("sample", PASSING, "--strategy", "zero"), ["--strategy"]),
+        (("sample", PASSING, "--seconds", "3"), ["--seconds"]),
+        (("explore", PASSING, "--seconds", "0"), ["--seconds"]),
+        (("sample", PASSING, "--timeout", "0"), ["--timeout"]),
+        (("sample", PASSING, "--workers", "0"), ["--workers"]),
+        (("sample", PASSING, "--max-steps", "0"), ["--max-steps"]),
+        (("explore", PASSING, "--seed", "-1"), ["--seed"]),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, tuple) else None,
+)
+def test_usage_error(args: Tuple[str, ...], words: List[str]) -> None:
+    proc = run(*args, workers=False, timeout=30)
+    assert_usage_error(proc, *words)
+    assert_no_leftovers("case_pass.py")
+
+
+def test_bad_python_is_a_one_line_error() -> None:
+    proc = run("sample", PASSING, "-n", "1", "--python", "/nonexistent/python3")
+    assert_usage_error(proc, "/nonexistent/python3")
+
+
+@pytest.mark.parametrize("text, value", [("08", 8), ("010", 10)])
+def test_run_counts_are_decimal(text: str, value: int) -> None:
+    """A count with a leading zero is either refused or read as decimal, never as octal."""
+    proc = run("sample", PASSING, "-n", text, "--json")
+    if proc.returncode == 2:
+        assert_usage_error(proc, "-n")
+        return
+    assert proc.returncode == 0, describe(proc)
+    assert json.loads(proc.stdout)["runs"] == value, f"-n {text} must mean {value} runs\n{describe(proc)}"
+
+
+def test_no_arguments_prints_usage_and_exits_2() -> None:
+    proc = run(workers=False)
+    assert proc.returncode == 2, describe(proc)
+    assert proc.stdout == "", describe(proc)
+    assert proc.stderr.startswith("usage: affidavit"), describe(proc)
+
+
+def test_help_prints_usage_on_stdout() -> None:
+    proc = run("--help", workers=False)
+    assert proc.returncode == 0, describe(proc)
+    for word in ("sample NODEID", "explore NODEID", "replay TOKEN NODEID", "exit codes"):
+        assert word in proc.stdout, describe(proc)
+
+
+# ---- JSON contract ----
+
+
+def test_sample_json_contract() -> None:
+    proc, data = run_json("sample", LOST_UPDATE, "-n", "10", expect=None)
+    assert data["nodeid"] == LOST_UPDATE, data
+    assert type(data["runs"]) is int and data["runs"] == 10, data
+    assert type(data["failed"]) is int and 0 <= data["failed"] <= 10, data
+    assert proc.returncode == (1 if data["failed"] else 0), describe(proc)
+    assert is_number(data["rate"]) and data["rate"] == pytest.approx(data["failed"] / 10), data
+    ci = data["ci95"]
+    assert isinstance(ci, list) and len(ci) == 2 and all(is_number(v) for v in ci), data
+    assert 0 <= ci[0] <= data["rate"] <= ci[1] <= 1, data
+    assert is_number(data["median_steps"]) and data["median_steps"] > 0, data
+    assert is_number(data["median_wall_ms"]) and data["median_wall_ms"] > 0, data
+    check_failed_count(data)
+    assert isinstance(data["failure"], str), data
+    assert bool(data["failure"]) == bool(data["failed"]), data
+
+
+def test_explore_json_contract_when_found() -> None:
+    _, data = run_json("explore", LOST_UPDATE, "--runs", "50", expect=1)
+    assert data["nodeid"] == LOST_UPDATE, data
+    assert data["found"] is True, data
+    assert isinstance(data["token"], str) and data["token"].startswith(TOKEN_PREFIX), data
+    assert type(data["runs"]) is int and 1 <= data["runs"] <= 50, data
+    assert isinstance(data["failure"], str) and "test_lost_update.py" in data["failure"], data
+    assert data["outcome"] == "fail", data
+    assert isinstance(data["schedule"], str) and data["schedule"], data
+    assert type(data["failing_run"]) is int and 1 <= data["failing_run"] <= data["runs"], data
+    assert check_outcomes(data)["fail"] >= 1, data
+
+
+def test_explore_json_contract_when_not_found() -> None:
+    _, data = run_json("explore", PASSING, "--runs", "20", expect=0)
+    assert data["found"] is False, data
+    assert data["token"] is None and data["failure"] is None and data["failing_run"] is None, data
+    assert data["runs"] == 20, data
+    assert data["outcome"] == "pass", data
+    assert isinstance(data["schedule"], str), data
+    assert check_outcomes(data)["pass"] == 20, data
+
+
+def test_replay_json_contract() -> None:
+    _, data = run_json("replay", ZERO_TOKEN, EVENT_FLAG, "-n", "3", expect=1)
+    assert data["nodeid"] == EVENT_FLAG, data
+    assert type(data["runs"]) is int and data["runs"] == 3, data
+    assert type(data["failed"]) is int and data["failed"] == 3, data
+    assert data["identical_traces"] is True, data
+    assert isinstance(data["digest"], str) and int(data["digest"], 16) >= 0 and len(data["digest"]) == 16, data
+    assert data["schedule"] == "zero", data
+    assert isinstance(data["failure"], str) and "ConnectionError" in data["failure"], data
+    check_failed_count(data)
+    assert isinstance(data["uncontrolled"], list) and all(isinstance(u, str) for u in data["uncontrolled"]), data
+
+
+def test_failure_text_survives_json_escaping() -> None:
+    """Quotes, backslashes, tabs, control and non-ASCII characters come through JSON intact."""
+    _, data = run_json("sample", f"{CASES}/case_failure_text.py::test_awkward_message", "-n", "1", expect=1)
+    assert data["outcomes"]["fail"] == 1, data
+    assert 'ünïcode "quoted" \\ back\ttab\x01ctl' in data["failure"], data
+
+
+def test_failure_message_that_is_not_utf8_encodable() -> None:
+    """A failing assert whose message holds a lone surrogate is still a failure of the test
+    (outcome fail, AssertionError), not an internal error of affidavit."""
+    _, data = run_json("sample", f"{CASES}/case_failure_text.py::test_surrogate_message", "-n", "1", expect=1)
+    assert data["outcomes"]["fail"] == 1, data
+    assert "AssertionError" in data["failure"], data
+    assert "internal" not in data["failure"], data
+
+
+# ---- human output ----
+
+
+def test_sample_human_output() -> None:
+    proc = run("sample", PASSING, "-n", "3")
+    assert proc.returncode == 0, describe(proc)
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith(PASSING), describe(proc)
+    assert "3 natural runs" in first and "0 failed" in first, describe(proc)
+
+
+def test_explore_human_output_gives_a_working_replay_command() -> None:
+    proc = run("explore", LOST_UPDATE, "--seed", "7")
+    assert proc.returncode == 1, describe(proc)
+    lines = [line.strip() for line in proc.stdout.splitlines()]
+    token_lines = [line for line in lines if line.startswith("token:")]
+    assert len(token_lines) == 1, describe(proc)
+    token = token_lines[0].split()[1]
+    assert token.startswith(TOKEN_PREFIX), describe(proc)
+    replay_lines = [line for line in lines if "affidavit replay" in line]
+    assert len(replay_lines) == 1, describe(proc)
+    command = replay_lines[0][replay_lines[0].index("affidavit replay") :].split()
+    assert command == ["affidavit", "replay", token, LOST_UPDATE], describe(proc)
+    again = run(*command[1:], "-n", "3")
+    assert again.returncode == 1, describe(again)
+    assert "3 failed" in again.stdout and "traces identical" in again.stdout, describe(again)
+
+
+def test_explore_human_output_when_nothing_fails() -> None:
+    proc = run("explore", PASSING, "--runs", "5")
+    assert proc.returncode == 0, describe(proc)
+    assert "no failing schedule in 5 runs" in proc.stdout, describe(proc)
+    assert "token:" not in proc.stdout, describe(proc)
