@@ -32,8 +32,7 @@ static const char usage[] =
 
 static int bad(const char *msg, const char *arg)
 {
-    fprintf(stderr, "affidavit: error: %s%s%s\n", msg, arg ? ": " : "", arg ? arg : "");
-    fprintf(stderr, "(run 'affidavit --help' for usage)\n");
+    fprintf(stderr, "affidavit: error: %s%s%s (see affidavit --help)\n", msg, arg ? ": " : "", arg ? arg : "");
     return AFD_EXIT_USAGE;
 }
 
@@ -43,7 +42,7 @@ static int parse_u64(const char *s, uint64_t *out)
         return -1;
     char *end;
     errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
+    unsigned long long v = strtoull(s, &end, 10); /* decimal: "010" is ten runs, not eight */
     if (errno || *end)
         return -1;
     *out = v;

@@ -597,7 +597,12 @@ static PyObject *loop_run_once(afd_loop *self, PyObject *unused)
             cost = afd_sched_step_cost(&afd_rt_config.schedule, &sid, horizon);
             self->clock_ns += cost;
         }
+        /* The recorder may call into Python; an exception from the step (SystemExit, say) must
+         * survive it untouched. */
+        PyObject *exc = rc < 0 ? afd_take_exception() : NULL;
         afd_rec_step(st, id, ordinal, vstart, cost, wall);
+        if (rc < 0)
+            afd_restore_exception(exc);
         Py_DECREF(obj);
         if (rc < 0)
             return NULL;

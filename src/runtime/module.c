@@ -77,15 +77,20 @@ static PyObject *rt_recorder_begin(PyObject *m, PyObject *args)
 static PyObject *rt_result(PyObject *m, PyObject *args)
 {
     int outcome;
-    const char *text;
-    Py_ssize_t len;
-    if (!PyArg_ParseTuple(args, "is#", &outcome, &text, &len))
+    PyObject *str;
+    if (!PyArg_ParseTuple(args, "iU", &outcome, &str))
         return NULL;
     if (outcome < 0 || outcome >= AFD_OUT__COUNT) {
         PyErr_SetString(PyExc_ValueError, "unknown outcome");
         return NULL;
     }
-    afd_rec_result((uint32_t)outcome, text, (size_t)len);
+    /* A failure message may hold lone surrogates (bytes decoded with surrogateescape): keep them
+     * visible as escapes rather than losing the whole result to an encoding error. */
+    PyObject *bytes = PyUnicode_AsEncodedString(str, "utf-8", "backslashreplace");
+    if (!bytes)
+        return NULL;
+    afd_rec_result((uint32_t)outcome, PyBytes_AS_STRING(bytes), (size_t)PyBytes_GET_SIZE(bytes));
+    Py_DECREF(bytes);
     Py_RETURN_NONE;
 }
 

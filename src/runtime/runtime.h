@@ -169,6 +169,19 @@ static inline PyObject *afd_take_exception(void)
 #endif
 }
 
+/* Raises exc again (steals the reference); the inverse of afd_take_exception. */
+static inline void afd_restore_exception(PyObject *exc)
+{
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(exc);
+#else
+    if (!exc)
+        return;
+    PyObject *tb = PyException_GetTraceback(exc);
+    PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(exc)), exc, tb);
+#endif
+}
+
 /* The identity hash CPython gives objects without __hash__. */
 static inline Py_hash_t afd_hash_pointer(const void *p)
 {
