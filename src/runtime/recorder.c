@@ -689,41 +689,84 @@ PyObject *afd_rt_op_event(PyObject *self, PyObject *const *args, Py_ssize_t narg
     Py_RETURN_NONE;
 }
 
-/* events(): every recorded event as (kind, task label, a, b, flags, vtime) with string fields
- * resolved (a is an int for kinds whose `a` is not a string). For tests and in-process use. */
-PyObject *afd_rt_events(PyObject *self, PyObject *unused)
+/* Snapshots the recording as a trace and maps each event through row() into a list; row returns
+ * a new reference, or NULL without an exception to skip the event. */
+typedef PyObject *(*row_fn)(const afd_trace *tr, const afd_event *e);
+
+static PyObject *recorded_rows(row_fn row)
 {
     PyObject *out = PyList_New(0);
     if (!out || !rec.hdr)
         return out;
     afd_trace tr;
-    if (afd_trace_init(&tr) < 0)
+    if (afd_trace_init(&tr) < 0) {
+        Py_DECREF(out);
         return PyErr_NoMemory();
+    }
     int rc = afd_rec_to_trace(rec.mem, rec.size, &tr);
     for (uint32_t i = 0; rc == 0 && i < tr.n_events; i++) {
-        const afd_event *e = &tr.events[i];
-        int a_is_str = e->kind == AFD_EV_OP_BEGIN || e->kind == AFD_EV_OP_END;
-        int b_is_str = e->kind != AFD_EV_IDLE && e->kind != AFD_EV_UNCONTROLLED && e->kind != AFD_EV_LOOP;
-        const char *label = e->task && e->task <= rec.n_tasks ? rec.tasks[e->task].label : "";
-        PyObject *a = a_is_str ? PyUnicode_FromString(e->a == AFD_NOSTR ? "" : afd_trace_string(&tr, e->a))
-                               : PyLong_FromUnsignedLong(e->a);
-        PyObject *b = b_is_str ? PyUnicode_FromString(e->b == AFD_NOSTR ? "" : afd_trace_string(&tr, e->b))
-                               : PyLong_FromUnsignedLong(e->b);
-        PyObject *t = (a && b) ? Py_BuildValue("(isOOiK)", e->kind, label, a, b, e->flags,
-                                                (unsigned long long)e->vtime)
-                               : NULL;
-        Py_XDECREF(a);
-        Py_XDECREF(b);
+        PyObject *t = row(&tr, &tr.events[i]);
+        if (!t && !PyErr_Occurred())
+            continue;
         if (!t || PyList_Append(out, t) < 0) {
             Py_XDECREF(t);
-            Py_DECREF(out);
-            afd_trace_finish(&tr);
-            return NULL;
+            Py_CLEAR(out);
+            break;
         }
         Py_DECREF(t);
     }
     afd_trace_finish(&tr);
+    if (rc < 0 && out) {
+        Py_CLEAR(out);
+        PyErr_SetString(PyExc_RuntimeError, afd_strerror(rc));
+    }
     return out;
+}
+
+static const char *task_label_of(uint32_t task)
+{
+    return task && task <= rec.n_tasks ? rec.tasks[task].label : "";
+}
+
+static PyObject *str_or_empty(const afd_trace *tr, uint32_t id)
+{
+    return PyUnicode_FromString(id == AFD_NOSTR ? "" : afd_trace_string(tr, id));
+}
+
+static PyObject *event_row(const afd_trace *tr, const afd_event *e)
+{
+    int a_is_str = e->kind == AFD_EV_OP_BEGIN || e->kind == AFD_EV_OP_END;
+    int b_is_str = e->kind != AFD_EV_IDLE && e->kind != AFD_EV_UNCONTROLLED && e->kind != AFD_EV_LOOP;
+    PyObject *a = a_is_str ? str_or_empty(tr, e->a) : PyLong_FromUnsignedLong(e->a);
+    PyObject *b = b_is_str ? str_or_empty(tr, e->b) : PyLong_FromUnsignedLong(e->b);
+    PyObject *t = (a && b) ? Py_BuildValue("(isOOiK)", e->kind, task_label_of(e->task), a, b, e->flags,
+                                            (unsigned long long)e->vtime)
+                           : NULL;
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    return t;
+}
+
+static PyObject *step_row(const afd_trace *tr, const afd_event *e)
+{
+    if (e->kind != AFD_EV_STEP)
+        return NULL;
+    return Py_BuildValue("(sIKKs)", task_label_of(e->task), e->a, (unsigned long long)e->vtime,
+                         (unsigned long long)e->cost, e->b == AFD_NOSTR ? "" : afd_trace_string(tr, e->b));
+}
+
+/* events(): every recorded event as (kind, task label, a, b, flags, vtime) with string fields
+ * resolved (a is an int for kinds whose `a` is not a string). For tests and in-process use. */
+PyObject *afd_rt_events(PyObject *self, PyObject *unused)
+{
+    return recorded_rows(event_row);
+}
+
+/* steps(): the recorded steps as (label, ordinal, vstart_ns, cost_ns, site) tuples, for tests
+ * and for in-process use without the fork server. */
+PyObject *afd_rt_steps(PyObject *self, PyObject *unused)
+{
+    return recorded_rows(step_row);
 }
 
 /* trace_info(): the recording's counters: steps, events, dropped, truncated, flags. */
@@ -738,38 +781,3 @@ PyObject *afd_rt_trace_info(PyObject *self, PyObject *unused)
                          (h->flags & AFD_TRACE_TRUNCATED) ? Py_True : Py_False, "flags", h->flags);
 }
 
-/* steps(): the recorded steps as (label, ordinal, vstart_ns, cost_ns, site) tuples, for tests
- * and for in-process use without the fork server. */
-PyObject *afd_rt_steps(PyObject *self, PyObject *unused)
-{
-    PyObject *out = PyList_New(0);
-    if (!out || !rec.hdr)
-        return out;
-    afd_trace tr;
-    if (afd_trace_init(&tr) < 0)
-        return PyErr_NoMemory();
-    int rc = afd_rec_to_trace(rec.mem, rec.size, &tr);
-    for (uint32_t i = 0; rc == 0 && i < tr.n_events; i++) {
-        const afd_event *e = &tr.events[i];
-        if (e->kind != AFD_EV_STEP)
-            continue;
-        const char *label = e->task && e->task <= rec.n_tasks ? rec.tasks[e->task].label : "?";
-        PyObject *t = Py_BuildValue("(sIKKs)", label, e->a,
-                                    (unsigned long long)e->vtime, (unsigned long long)e->cost,
-                                    e->b == AFD_NOSTR ? "" : afd_trace_string(&tr, e->b));
-        if (!t || PyList_Append(out, t) < 0) {
-            Py_XDECREF(t);
-            Py_DECREF(out);
-            afd_trace_finish(&tr);
-            return NULL;
-        }
-        Py_DECREF(t);
-    }
-    afd_trace_finish(&tr);
-    if (rc < 0) {
-        Py_DECREF(out);
-        PyErr_SetString(PyExc_RuntimeError, afd_strerror(rc));
-        return NULL;
-    }
-    return out;
-}
