@@ -525,3 +525,35 @@ def test_the_step_limit_stops_a_run() -> None:
         loop.close()
         _runtime.configure(_runtime.MODE_CONTROLLED, "", 0)
     assert _runtime.trace_info()["steps"] == 1000
+
+
+def test_an_explicit_delay_on_one_step_decides_the_order() -> None:
+    """Explicit delays are addressed by (task label, step ordinal) and override the base strategy:
+    delaying the test's first step past the refresher's timer makes the read stale, exactly when
+    the delay exceeds the 4 ms window, and delaying another step does nothing."""
+
+    async def refresh(state: dict) -> None:
+        await asyncio.sleep(0.001)
+        state["token"] = "fresh"
+
+    async def main() -> str:
+        state = {"token": "stale"}
+        t = asyncio.create_task(refresh(state))
+        await asyncio.sleep(0.005)
+        seen = state["token"]
+        await t
+        return seen
+
+    label = "test_an_explicit_delay_on_one_step_decides_the_order.<locals>.main#0"
+    other = "test_an_explicit_delay_on_one_step_decides_the_order.<locals>.refresh#0"
+
+    def with_delay(lbl: str, ordinal: int, ns: int) -> str:
+        return run_controlled(main, _runtime.token_encode("zero", 0, delays=[(lbl, ordinal, ns)]))
+
+    assert with_delay(label, 0, 0) == "fresh"
+    assert with_delay(label, 0, 3_900_000) == "fresh"
+    assert with_delay(label, 0, 4_100_000) == "stale"
+    assert with_delay(label, 1, 9_000_000) == "fresh"
+    assert with_delay(other, 1, 9_000_000) == "fresh"
+    costs = {(s[0], s[1]): s[3] for s in _runtime.steps()}
+    assert costs[(other, 1)] == 9_000_000 and costs[(label, 0)] == 0

@@ -149,6 +149,57 @@ static PyObject *rt_portfolio_token(PyObject *m, PyObject *args)
     return r;
 }
 
+/* token_encode(strategy, seed, pct_depth=0, pct_steps=0, delays=()): a token for an explicit
+ * schedule; delays is a sequence of (task label, step ordinal, cost_ns). */
+static PyObject *rt_token_encode(PyObject *m, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"strategy", "seed", "pct_depth", "pct_steps", "delays", NULL};
+    const char *strategy;
+    unsigned long long seed;
+    unsigned int depth = 0, steps = 0;
+    PyObject *delays = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "sK|IIO", kwlist, &strategy, &seed, &depth, &steps, &delays))
+        return NULL;
+    int strat = afd_strategy_parse(strategy);
+    if (strat < 0) {
+        PyErr_Format(PyExc_ValueError, "unknown strategy %s", strategy);
+        return NULL;
+    }
+    afd_schedule s;
+    afd_schedule_init(&s);
+    s.strategy = (uint8_t)strat;
+    s.seed = seed;
+    s.pct_depth = depth;
+    s.pct_steps = steps;
+    PyObject *seq = delays ? PySequence_Fast(delays, "delays must be a sequence") : NULL;
+    if (delays && !seq)
+        return NULL;
+    int rc = 0;
+    for (Py_ssize_t i = 0; seq && rc == 0 && i < PySequence_Fast_GET_SIZE(seq); i++) {
+        const char *label;
+        unsigned int ordinal;
+        unsigned long long cost;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "sIK", &label, &ordinal, &cost)) {
+            Py_DECREF(seq);
+            afd_schedule_finish(&s);
+            return NULL;
+        }
+        rc = afd_schedule_add_delay(&s, label, ordinal, cost);
+    }
+    Py_XDECREF(seq);
+    char *tok = NULL;
+    if (rc == 0)
+        rc = afd_token_encode(&s, &tok);
+    afd_schedule_finish(&s);
+    if (rc < 0) {
+        PyErr_SetString(PyExc_ValueError, afd_strerror(rc));
+        return NULL;
+    }
+    PyObject *r = PyUnicode_FromString(tok);
+    free(tok);
+    return r;
+}
+
 /* trim_heap(): returns free heap memory to the system before the worker starts forking, so that
  * every fork copies (and every child unmaps) fewer page-table entries. */
 static PyObject *rt_trim_heap(PyObject *m, PyObject *unused)
@@ -235,6 +286,8 @@ static PyMethodDef rt_methods[] = {
      "op_event(kind, name, resource, flags)"},
     {"portfolio_token", rt_portfolio_token, METH_VARARGS,
      "portfolio_token(master_seed, i, est_steps=1, strategy=None): the i-th schedule's token."},
+    {"token_encode", (PyCFunction)(void (*)(void))rt_token_encode, METH_VARARGS | METH_KEYWORDS,
+     "token_encode(strategy, seed, pct_depth=0, pct_steps=0, delays=()): an explicit schedule's token."},
     {"trim_heap", rt_trim_heap, METH_NOARGS, "Return free heap memory to the system."},
     {"token_describe", rt_token_describe, METH_O, "Describe a token's schedule."},
     {"send_hello", afd_rt_send_hello, METH_VARARGS, "send_hello(out_fd, python, hash_seed, error, nodeid)"},
