@@ -115,6 +115,23 @@ static PyObject *rt_token_describe(PyObject *m, PyObject *arg)
     return r;
 }
 
+/* The token of s as a str, or ValueError with the library's message when rc (an earlier step's
+ * result) or the encoding failed. Finishes s either way. */
+static PyObject *token_of(afd_schedule *s, int rc)
+{
+    char *tok = NULL;
+    if (rc == 0)
+        rc = afd_token_encode(s, &tok);
+    afd_schedule_finish(s);
+    if (rc < 0) {
+        PyErr_SetString(PyExc_ValueError, afd_strerror(rc));
+        return NULL;
+    }
+    PyObject *r = PyUnicode_FromString(tok);
+    free(tok);
+    return r;
+}
+
 /* portfolio_token(master_seed, i, est_steps=1, strategy=None): the token of the i-th schedule
  * of a search, as the engine's explore would run it (strategy: "zero", "jitter", "pct" or None
  * for the mix). For tests and tools that drive the loop in-process. */
@@ -135,18 +152,7 @@ static PyObject *rt_portfolio_token(PyObject *m, PyObject *args)
     }
     afd_schedule s;
     int rc = afd_sched_portfolio(&s, seed, i, est, only);
-    char *tok = NULL;
-    if (rc == 0) {
-        rc = afd_token_encode(&s, &tok);
-        afd_schedule_finish(&s);
-    }
-    if (rc < 0) {
-        PyErr_SetString(PyExc_ValueError, afd_strerror(rc));
-        return NULL;
-    }
-    PyObject *r = PyUnicode_FromString(tok);
-    free(tok);
-    return r;
+    return token_of(&s, rc);
 }
 
 /* token_encode(strategy, seed, pct_depth=0, pct_steps=0, delays=()): a token for an explicit
@@ -187,17 +193,7 @@ static PyObject *rt_token_encode(PyObject *m, PyObject *args, PyObject *kw)
         rc = afd_schedule_add_delay(&s, label, ordinal, cost);
     }
     Py_XDECREF(seq);
-    char *tok = NULL;
-    if (rc == 0)
-        rc = afd_token_encode(&s, &tok);
-    afd_schedule_finish(&s);
-    if (rc < 0) {
-        PyErr_SetString(PyExc_ValueError, afd_strerror(rc));
-        return NULL;
-    }
-    PyObject *r = PyUnicode_FromString(tok);
-    free(tok);
-    return r;
+    return token_of(&s, rc);
 }
 
 /* trim_heap(): returns free heap memory to the system before the worker starts forking, so that
