@@ -185,7 +185,7 @@ typedef int (*take_fn)(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr
 static int run_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make,
                      take_fn take, void *ctx, afd_progress *prog, tally *t)
 {
-    uint64_t next = first, end = first + n, done = 0;
+    uint64_t next = first, end = first + n;
     uint64_t deadline = seconds > 0 ? now_ns() + (uint64_t)(seconds * 1e9) : 0;
     int stop = 0;
     for (;;) {
@@ -223,7 +223,6 @@ static int run_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds,
         }
         if (take(ctx, res.run_id, &res, have ? &tr : NULL))
             stop = 1;
-        done++;
         afd_progress_update(prog, t->runs, n, t->failed);
         afd_run_result_finish(&res);
         if (have)
@@ -231,7 +230,6 @@ static int run_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds,
         if (deadline && now_ns() >= deadline)
             stop = 1;
     }
-    (void)done;
     return 0;
 }
 

@@ -192,6 +192,10 @@ static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int i
     afd_trace_set_str(&tr, &tr.token, req->token, strlen(req->token));
     afd_trace_set_str(&tr, &tr.python, python, strlen(python));
     afd_trace_set_str(&tr, &tr.hash_seed, hash_seed, strlen(hash_seed));
+    if (fail.len > AFD_TRACE_MAX_FAILURE) { /* the trace and the protocol refuse longer text */
+        fail.len = AFD_TRACE_MAX_FAILURE;
+        fail.data[fail.len] = 0;
+    }
     afd_trace_set_str(&tr, &tr.failure, fail.data ? (const char *)fail.data : "", fail.len);
     afd_buf enc;
     afd_buf_init(&enc);
