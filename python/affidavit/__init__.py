@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable, Optional, TypeVar
 
 from . import _runtime
 from ._runtime import assertion
 from .loop import ControlledLoop, ControlledPolicy, install
 
-__all__ = ["operation", "assertion", "ControlledLoop", "ControlledPolicy", "install", "__version__"]
+__all__ = ["operation", "access", "assertion", "ControlledLoop", "ControlledPolicy", "install", "__version__"]
 __version__ = "0.1.0"
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
@@ -47,3 +47,15 @@ def operation(name: str, *, resource: str, access: str = "read") -> Callable[[F]
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+def access(resource: str, access: str = "read", name: Optional[str] = None) -> None:
+    """Record one access to ``resource`` at this point of the running task (``"read"`` or
+    ``"write"``), e.g. right after ``current = BALANCE["amount"]``. ``name`` defaults to the
+    access kind. Outside an affidavit run it records nothing."""
+    if access not in _ACCESS:
+        raise ValueError(f"access must be 'read' or 'write', not {access!r}")
+    flags = _ACCESS[access]
+    label = name if name is not None else access
+    _runtime.op_event(_runtime.EV_OP_BEGIN, label, resource, flags)
+    _runtime.op_event(_runtime.EV_OP_END, label, resource, flags)

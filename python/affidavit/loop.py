@@ -34,5 +34,7 @@ class ControlledPolicy(asyncio.DefaultEventLoopPolicy):  # type: ignore[misc,val
 
 
 def install() -> None:
-    """Make every event loop created from now on in this process a ControlledLoop."""
+    """Make every event loop created from now on in this process a ControlledLoop, and let the
+    recorder see asyncio's locks, events, semaphores and queues change hands."""
+    _runtime.install_hooks()
     asyncio.set_event_loop_policy(ControlledPolicy())

@@ -201,6 +201,8 @@ def main(argv: List[str]) -> int:
     os.dup2(log.fileno(), 2)
     import pytest
 
+    # Before the test module is imported: `from time import sleep` there must get the recorded one.
+    _runtime.install_hooks()
     server = _Server(nodeid, req_fd, res_fd)
     args = [nodeid, "-p", "no:cacheprovider", "--capture=sys", "-q", "--no-header", *extra]
     try:

@@ -1,4 +1,4 @@
-/* stats.c -- Wilson intervals, medians and the rule of three for the reports.
+/* stats.c -- Wilson intervals, medians, the rule of three and Ochiai scores for the reports.
  *
  * Main invariant: every rate interval stays inside [0, 1] and contains the observed rate k / n.
  * Workload: a handful of calls per report, on counts of at most a few thousand runs, so clarity
@@ -67,4 +67,18 @@ double afd_stats_rule_of_three(uint64_t n)
 {
     /* 3 / n exceeds 1 for n < 3; a rate bound above 1 says nothing, so it is clamped. */
     return n <= 3 ? 1.0 : 3.0 / (double)n;
+}
+
+double afd_stats_ochiai(uint64_t failed_with, uint64_t passed_with, uint64_t total_failed)
+{
+    if (failed_with > total_failed) /* A caller bug, as in Wilson: the score cannot exceed 1. */
+        failed_with = total_failed;
+    if (failed_with == 0)
+        return 0.0; /* Also covers a 0 denominator, which needs failed_with == 0 or no failures. */
+    /* The predicate held in exactly the failing runs: exactly 1, not sqrt's rounding of it. */
+    if (passed_with == 0 && failed_with == total_failed)
+        return 1.0;
+    /* In doubles throughout: the product of two counts can overflow 64 bits. */
+    double f = (double)failed_with;
+    return fmin(1.0, f / sqrt((double)total_failed * (f + (double)passed_with)));
 }

@@ -187,13 +187,18 @@ static bool event_ok(const afd_trace *self, const afd_event *ev)
     case AFD_EV_STEP:
     case AFD_EV_ASSERT_BEGIN:
     case AFD_EV_ASSERT_END:
+    case AFD_EV_BLOCK:
         return str_ref_ok(self, ev->b);
+    case AFD_EV_SYNC:
+        return ev->flags < AFD_SYNC__COUNT && str_ref_ok(self, ev->b);
     case AFD_EV_OP_BEGIN:
     case AFD_EV_OP_END:
         return str_ref_ok(self, ev->a) && str_ref_ok(self, ev->b);
     case AFD_EV_IDLE:
     case AFD_EV_UNCONTROLLED:
     case AFD_EV_LOOP:
+    case AFD_EV_WAKE:
+    case AFD_EV_WAITFOR:
         return true;
     default:
         return false;
@@ -505,6 +510,15 @@ static const char *uncontrolled_source(uint32_t bit)
     }
 }
 
+const char *afd_sync_kind_name(int kind)
+{
+    static const char *const names[AFD_SYNC__COUNT] = {
+        "create", "acquire", "release", "set", "clear", "observe set", "put", "get", "acquire", "release",
+        "check unset", "check size",
+    };
+    return kind >= 0 && kind < AFD_SYNC__COUNT ? names[kind] : "?";
+}
+
 /* The header asks for "one line"; it is read as one line without a trailing newline, so callers
  * can put the text inside a larger line or a table cell. */
 void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf *out)
@@ -569,6 +583,36 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
     }
     case AFD_EV_LOOP:
         afd_buf_printf(out, "event loop %" PRIu32 " started", ev->a);
+        break;
+    case AFD_EV_WAKE:
+        afd_buf_printf(out, "step %" PRIu32 " of task ", ev->b ? ev->b - 1 : 0);
+        put_task(out, self, ev->task);
+        if (ev->a)
+            afd_buf_printf(out, " scheduled by step %" PRIu32, ev->a - 1);
+        if (ev->flags & 1)
+            afd_buf_printf(out, " (timer)");
+        break;
+    case AFD_EV_SYNC:
+        afd_buf_printf(out, "%s %s by task ", afd_sync_kind_name(ev->flags), afd_trace_string(self, ev->b));
+        put_task(out, self, ev->task);
+        break;
+    case AFD_EV_BLOCK:
+        afd_buf_printf(out, "blocking time.sleep(");
+        put_ms(out, ev->cost);
+        afd_buf_printf(out, ") in task ");
+        put_task(out, self, ev->task);
+        afd_buf_printf(out, " at %s", afd_trace_string(self, ev->b));
+        break;
+    case AFD_EV_WAITFOR:
+        afd_buf_printf(out, "deadlock: task ");
+        put_task(out, self, ev->task);
+        afd_buf_printf(out, " waits for %s", ev->a ? "object" : "task");
+        if (ev->a)
+            afd_buf_printf(out, " #%" PRIu32, ev->a);
+        if (ev->b) {
+            afd_buf_printf(out, " held by task ");
+            put_task(out, self, ev->b);
+        }
         break;
     default:
         afd_buf_printf(out, "event of unknown kind %u", (unsigned)ev->kind);

@@ -22,7 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define AFD_TRACE_VERSION 1
+#define AFD_TRACE_VERSION 2
 #define AFD_NOSTR 0xffffffffu
 #define AFD_TRACE_MAX_STRING 65536
 #define AFD_TRACE_MAX_FAILURE 65536
@@ -48,7 +48,9 @@ enum afd_trace_flags {
     AFD_TRACE_WALL_CLOCK = 1u << 3,   /* reserved: the program read the wall clock */
     AFD_TRACE_NO_LOOP = 1u << 4,      /* no event loop ran a single step */
     AFD_TRACE_REAL_WAIT = 1u << 5,    /* the loop blocked on real time (I/O or threads pending) */
-    AFD_TRACE_STEP_LIMIT = 1u << 6    /* the run stopped at the maximum number of steps */
+    AFD_TRACE_STEP_LIMIT = 1u << 6,   /* the run stopped at the maximum number of steps */
+    AFD_TRACE_DEADLOCK = 1u << 7      /* every task was blocked with nothing left to wake one:
+                                         the run ended as a hang (WAITFOR events say who waited) */
 };
 #define AFD_TRACE_UNCONTROLLED (AFD_TRACE_THREADS | AFD_TRACE_REAL_IO | AFD_TRACE_REAL_WAIT)
 
@@ -63,8 +65,38 @@ enum afd_event_kind {
     AFD_EV_ASSERT_END = 7,   /* task, b=resource, flags=1 passed, 0 raised */
     AFD_EV_UNCONTROLLED = 8, /* a = AFD_TRACE_* flag bit of the source, vtime */
     AFD_EV_LOOP = 9,         /* an event loop started running: a = loop number in the run */
+    AFD_EV_WAKE = 10,        /* a step begins (its events follow, its STEP event closes it):
+                                task, a = 1 + index of the step that scheduled its handle (0: none,
+                                e.g. scheduled outside any step), b = 1 + this step's index,
+                                flags = 1 for a timer handle, vtime = start */
+    AFD_EV_SYNC = 11,        /* a synchronization primitive changed hands: task, flags = enum
+                                afd_sync_kind, a = object number in the run (from 1), b = the
+                                object's label ("Lock@test_x.py:12", its creation site) */
+    AFD_EV_BLOCK = 12,       /* a blocking call inside a step: task, a = enum afd_block_kind,
+                                b = call site "file:line", cost = requested duration ns */
+    AFD_EV_WAITFOR = 13,     /* at a deadlock: task waits for a = object number (0: a task),
+                                held by task b (0: nobody) */
     AFD_EV__COUNT
 };
+
+enum afd_sync_kind {
+    AFD_SYNC_CREATE = 0,        /* first sight of the object (b names it) */
+    AFD_SYNC_LOCK_ACQUIRE = 1,
+    AFD_SYNC_LOCK_RELEASE = 2,
+    AFD_SYNC_EVENT_SET = 3,
+    AFD_SYNC_EVENT_CLEAR = 4,
+    AFD_SYNC_EVENT_OBSERVE = 5, /* the flag was read as set (Event.wait returned, is_set() true) */
+    AFD_SYNC_QUEUE_PUT = 6,
+    AFD_SYNC_QUEUE_GET = 7,
+    AFD_SYNC_SEM_ACQUIRE = 8,
+    AFD_SYNC_SEM_RELEASE = 9,
+    AFD_SYNC_EVENT_CHECK = 10,  /* the flag was read as not set */
+    AFD_SYNC_QUEUE_CHECK = 11,  /* Queue.empty(), full() or qsize() was read */
+    AFD_SYNC__COUNT
+};
+const char *afd_sync_kind_name(int kind); /* "acquire", "release", "set", ... (static) */
+
+enum afd_block_kind { AFD_BLOCK_SLEEP = 1 /* time.sleep */ };
 
 typedef struct afd_event {
     uint8_t kind;

@@ -173,7 +173,12 @@ static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int i
         outcome = tr.outcome;
         if (tr.flags & AFD_TRACE_STEP_LIMIT)
             outcome = AFD_OUT_STEP_LIMIT;
-        afd_buf_put(&fail, tr.failure, strlen(tr.failure));
+        if (tr.flags & AFD_TRACE_DEADLOCK) {
+            outcome = AFD_OUT_HANG;
+            afd_buf_printf(&fail, "hang: deadlock: every task is blocked and nothing can wake one");
+        } else {
+            afd_buf_put(&fail, tr.failure, strlen(tr.failure));
+        }
     } else if (WIFSIGNALED(status)) {
         outcome = AFD_OUT_CRASH;
         afd_buf_printf(&fail, "crash: the test process was killed by %s (signal %d)",

@@ -42,6 +42,7 @@ afd_handle *afd_handle_new(afd_rt_state *st, PyObject *callback, PyObject *args,
     h->when = when;
     h->seq = 0;
     h->creator = afd_rec_current;
+    h->origin = afd_rec_step_no;
     h->cancelled = 0;
     h->is_timer = (uint8_t)is_timer;
     h->scheduled = 0;

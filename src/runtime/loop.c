@@ -445,6 +445,16 @@ static uint64_t ceil_ns(double when)
     return c;
 }
 
+/* Nothing is ready, no timer is pending, and neither a descriptor nor a thread can wake the loop:
+ * a real loop would block forever. Records who waits for whom and ends the run as a hang. */
+static int deadlock(afd_loop *self)
+{
+    if (afd_hooks_record_deadlock(loop_state(self), (PyObject *)self) < 0)
+        return -1;
+    PyErr_SetString(PyExc_RuntimeError, "affidavit: deadlock: every task is blocked and nothing can wake one");
+    return -1;
+}
+
 static int controlled_wait(afd_loop *self, int stopping)
 {
     int had = 0;
@@ -462,8 +472,12 @@ static int controlled_wait(afd_loop *self, int stopping)
         self->clock_ns += jump;
         return 0;
     }
-    /* Real waiting: I/O or threads are pending, or nothing at all is (a hang the engine's timeout
-     * will catch). Virtual time follows real time while we wait. */
+    /* Nothing is ready, no timer is pending, no descriptor or thread can wake the loop: the tasks
+     * still pending wait on each other forever. A real loop would hang here; the run ends now as
+     * a hang, with who waits for whom. */
+    if (!self->hn && !io && !afd_hooks_other_threads())
+        return deadlock(self);
+    /* Real waiting: I/O or threads are pending. Virtual time follows real time while we wait. */
     double timeout = -1.0;
     if (self->hn) {
         timeout = self->heap[0]->when - loop_now(self);
@@ -503,6 +517,10 @@ static int natural_wait(afd_loop *self, int stopping)
         if (timeout > MAX_SELECT_TIMEOUT)
             timeout = MAX_SELECT_TIMEOUT;
     }
+    /* Only inside an affidavit run: elsewhere the natural loop behaves exactly as the stock one. */
+    if (timeout < 0 && afd_rt_config.configured && afd_rec_active() && !io_active(self) &&
+        !afd_hooks_other_threads())
+        return deadlock(self);
     int had = 0;
     return poll_selector(self, timeout, &had);
 }
@@ -581,8 +599,12 @@ static PyObject *loop_run_once(afd_loop *self, PyObject *unused)
         uint64_t vstart = self->controlled ? self->clock_ns : w0 - self->mono_start_ns;
         afd_rec_current = id;
         afd_rec_now = vstart;
+        afd_rec_step_no = (uint32_t)(step_index + 1);
+        afd_rec_extra_cost = 0;
+        afd_rec_event(AFD_EV_WAKE, h && h->is_timer, id, h ? h->origin : 0, afd_rec_step_no, vstart, 0);
         int rc = h ? afd_handle_run(st, h) : run_generic(st, obj);
         afd_rec_current = 0;
+        afd_rec_step_no = 0;
         uint64_t wall = mono_ns() - w0;
         uint64_t cost = wall;
         if (self->controlled) {
@@ -594,7 +616,7 @@ static PyObject *loop_run_once(afd_loop *self, PyObject *unused)
                 .index = step_index,
             };
             uint64_t horizon = afd_rt_config.schedule.strategy == AFD_STRAT_PCT ? timer_horizon(self) : 0;
-            cost = afd_sched_step_cost(&afd_rt_config.schedule, &sid, horizon);
+            cost = afd_sched_step_cost(&afd_rt_config.schedule, &sid, horizon) + afd_rec_extra_cost;
             self->clock_ns += cost;
         }
         /* The recorder may call into Python; an exception from the step (SystemExit, say) must

@@ -287,6 +287,8 @@ static PyMethodDef rt_methods[] = {
     {"trim_heap", rt_trim_heap, METH_NOARGS, "Return free heap memory to the system."},
     {"token_describe", rt_token_describe, METH_O, "Describe a token's schedule."},
     {"send_hello", afd_rt_send_hello, METH_VARARGS, "send_hello(out_fd, python, hash_seed, error, nodeid)"},
+    {"install_hooks", afd_rt_install_hooks, METH_NOARGS,
+     "install_hooks(): record asyncio Lock/Event/Semaphore/Queue transitions and time.sleep (idempotent)."},
     {"serve", afd_rt_serve, METH_VARARGS, "serve(in_fd, out_fd, run_child, python, hash_seed): the fork server."},
     {NULL, NULL, 0, NULL},
 };
@@ -379,6 +381,11 @@ static int rt_exec(PyObject *m)
         PyModule_AddIntConstant(m, "EV_ASSERT_END", AFD_EV_ASSERT_END) < 0 ||
         PyModule_AddIntConstant(m, "EV_UNCONTROLLED", AFD_EV_UNCONTROLLED) < 0 ||
         PyModule_AddIntConstant(m, "EV_LOOP", AFD_EV_LOOP) < 0 ||
+        PyModule_AddIntConstant(m, "EV_WAKE", AFD_EV_WAKE) < 0 ||
+        PyModule_AddIntConstant(m, "EV_SYNC", AFD_EV_SYNC) < 0 ||
+        PyModule_AddIntConstant(m, "EV_BLOCK", AFD_EV_BLOCK) < 0 ||
+        PyModule_AddIntConstant(m, "EV_WAITFOR", AFD_EV_WAITFOR) < 0 ||
+        PyModule_AddIntConstant(m, "TRACE_DEADLOCK", AFD_TRACE_DEADLOCK) < 0 ||
         PyModule_AddIntConstant(m, "TRACE_THREADS", AFD_TRACE_THREADS) < 0 ||
         PyModule_AddIntConstant(m, "TRACE_REAL_IO", AFD_TRACE_REAL_IO) < 0)
         return -1;

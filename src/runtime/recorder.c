@@ -26,6 +26,8 @@ afd_run_config afd_rt_config;
 uint32_t afd_rec_current;
 uint64_t afd_rec_now;
 uint32_t afd_rec_loops;
+uint32_t afd_rec_step_no;
+uint64_t afd_rec_extra_cost;
 
 /* ---- A pointer-keyed open-addressing map (keys never removed during a run) ---- */
 
@@ -101,6 +103,9 @@ static struct {
     PyObject *interned; /* Owned dict: str -> int string id. */
     PyObject *qual_counts; /* Owned dict: qualname -> next n. */
     PyObject *keep;     /* Owned list: objects whose addresses are map keys. */
+    pmap obj_map;       /* synchronization object -> number (from 1) */
+    afd_sync_obj *objs; /* Owned, index = number (slot 0 unused). */
+    uint32_t n_objs, cap_objs;
 } rec;
 
 static void drop_tables(void)
@@ -115,6 +120,12 @@ static void drop_tables(void)
     rec.n_tasks = rec.cap_tasks = 0;
     pmap_clear(&rec.task_map);
     pmap_clear(&rec.site_map);
+    pmap_clear(&rec.obj_map);
+    for (uint32_t i = 1; i <= rec.n_objs && rec.objs; i++)
+        Py_XDECREF(rec.objs[i].obj);
+    free(rec.objs);
+    rec.objs = NULL;
+    rec.n_objs = rec.cap_objs = 0;
     Py_CLEAR(rec.interned);
     Py_CLEAR(rec.qual_counts);
     Py_CLEAR(rec.keep);
@@ -157,6 +168,8 @@ int afd_rec_begin(void *mem, size_t size)
     afd_rec_current = 0;
     afd_rec_now = 0;
     afd_rec_loops = 0;
+    afd_rec_step_no = 0;
+    afd_rec_extra_cost = 0;
     if (!rec.interned || !rec.qual_counts || !rec.keep)
         return -1;
     return 0;
@@ -488,19 +501,12 @@ static int frame_lasti(PyFrameObject *frame)
 #endif
 }
 
-/* The "file:line" string of a user frame suspended at instruction lasti, interned once per
- * (code, lasti): the line table is consulted only the first time. */
-static uint32_t site_string(afd_rt_state *st, PyCodeObject *code, PyFrameObject *frame)
+/* "relpath:line" of a frame (a new reference, or NULL with no exception set). */
+static PyObject *site_text(PyCodeObject *code, PyFrameObject *frame)
 {
-    uint32_t lasti = (uint32_t)frame_lasti(frame) & 0x7fffffffu;
-    pmap_entry *e = pmap_slot(&rec.site_map, code, lasti);
-    if (!e)
-        return AFD_NOSTR;
-    if (e->key)
-        return e->value;
-    uint32_t id = AFD_NOSTR;
     int line = PyFrame_GetLineNumber(frame);
     PyObject *fn = PyObject_GetAttrString((PyObject *)code, "co_filename");
+    PyObject *s = NULL;
     if (fn) {
         PyObject *rel = Py_NewRef(fn);
         char cwd[4096];
@@ -512,15 +518,30 @@ static uint32_t site_string(afd_rt_state *st, PyCodeObject *code, PyFrameObject 
                 rel = PyUnicode_FromString(u + cl + 1);
             }
         }
-        PyObject *s = rel ? PyUnicode_FromFormat("%U:%d", rel, line) : NULL;
+        s = rel ? PyUnicode_FromFormat("%U:%d", rel, line) : NULL;
         Py_XDECREF(rel);
-        if (s) {
-            id = afd_rec_intern(s, NULL);
-            Py_DECREF(s);
-        }
     }
     Py_XDECREF(fn);
     PyErr_Clear();
+    return s;
+}
+
+/* The "file:line" string of a user frame suspended at instruction lasti, interned once per
+ * (code, lasti): the line table is consulted only the first time. */
+static uint32_t site_string(afd_rt_state *st, PyCodeObject *code, PyFrameObject *frame)
+{
+    uint32_t lasti = (uint32_t)frame_lasti(frame) & 0x7fffffffu;
+    pmap_entry *e = pmap_slot(&rec.site_map, code, lasti);
+    if (!e)
+        return AFD_NOSTR;
+    if (e->key)
+        return e->value;
+    uint32_t id = AFD_NOSTR;
+    PyObject *s = site_text(code, frame);
+    if (s) {
+        id = afd_rec_intern(s, NULL);
+        Py_DECREF(s);
+    }
     e = pmap_slot(&rec.site_map, code, lasti); /* code is kept alive by code_is_user's list */
     if (e) {
         e->key = code;
@@ -651,8 +672,11 @@ int afd_rec_to_trace(const void *mem, size_t size, afd_trace *out)
         if (e.kind == 0 || e.kind >= AFD_EV__COUNT)
             continue;
         e.pad = 0;
+        if (e.kind == AFD_EV_SYNC && e.flags >= AFD_SYNC__COUNT)
+            continue;
         if (e.kind == AFD_EV_TASK || e.kind == AFD_EV_STEP || e.kind == AFD_EV_ASSERT_BEGIN ||
-            e.kind == AFD_EV_ASSERT_END || e.kind == AFD_EV_OP_BEGIN || e.kind == AFD_EV_OP_END) {
+            e.kind == AFD_EV_ASSERT_END || e.kind == AFD_EV_OP_BEGIN || e.kind == AFD_EV_OP_END ||
+            e.kind == AFD_EV_SYNC || e.kind == AFD_EV_BLOCK) {
             if (e.b != AFD_NOSTR && e.b >= n_strings)
                 e.b = AFD_NOSTR;
         }
@@ -661,6 +685,133 @@ int afd_rec_to_trace(const void *mem, size_t size, afd_trace *out)
         rc = afd_trace_add_events(out, &e, 1);
     }
     return rc;
+}
+
+
+/* ---- Synchronization objects and call sites ---- */
+
+int afd_rec_active(void)
+{
+    return rec.hdr != NULL;
+}
+
+uint32_t afd_rec_task_id(afd_rt_state *st, PyObject *task)
+{
+    if (ensure_recorder() < 0)
+        return 0;
+    uint32_t id = identify_task(st, task, 0);
+    if (!id)
+        PyErr_Clear();
+    return id;
+}
+
+/* The innermost user frame on the running thread's stack (a new reference with its code in
+ * *code_out), or NULL: where the user's code made the call being recorded. */
+static PyFrameObject *user_caller(afd_rt_state *st, PyCodeObject **code_out)
+{
+    PyFrameObject *f = PyEval_GetFrame(); /* Borrowed. */
+    Py_XINCREF(f);
+    while (f) {
+        PyCodeObject *code = PyFrame_GetCode(f);
+        if (code_is_user(st, code)) {
+            *code_out = code;
+            return f;
+        }
+        Py_DECREF(code);
+        PyFrameObject *back = PyFrame_GetBack(f);
+        Py_DECREF(f);
+        f = back;
+    }
+    PyErr_Clear();
+    return NULL;
+}
+
+uint32_t afd_rec_caller_site(afd_rt_state *st)
+{
+    PyCodeObject *code = NULL;
+    PyFrameObject *f = user_caller(st, &code);
+    if (!f)
+        return AFD_NOSTR;
+    uint32_t id = site_string(st, code, f);
+    Py_DECREF(code);
+    Py_DECREF(f);
+    return id;
+}
+
+afd_sync_obj *afd_rec_sync_obj(uint32_t number)
+{
+    return (number && number <= rec.n_objs) ? &rec.objs[number] : NULL;
+}
+
+uint32_t afd_rec_sync_count(void)
+{
+    return rec.n_objs;
+}
+
+/* The number of a synchronization object, registering it (and recording its creation, named by
+ * its type and the user's line that first touched it) on first sight. 0 on failure. */
+static uint32_t sync_number(afd_rt_state *st, PyObject *obj)
+{
+    pmap_entry *e = pmap_slot(&rec.obj_map, obj, 0);
+    if (!e)
+        return 0;
+    if (e->key)
+        return e->value;
+    if (rec.n_objs + 1 >= rec.cap_objs) {
+        uint32_t ncap = rec.cap_objs ? rec.cap_objs * 2 : 32;
+        afd_sync_obj *no = realloc(rec.objs, ncap * sizeof *no);
+        if (!no)
+            return 0;
+        rec.objs = no;
+        rec.cap_objs = ncap;
+    }
+    PyCodeObject *code = NULL;
+    PyFrameObject *f = user_caller(st, &code);
+    PyObject *site = f ? site_text(code, f) : NULL;
+    Py_XDECREF(code);
+    Py_XDECREF(f);
+    PyObject *label = site ? PyUnicode_FromFormat("%s@%U", Py_TYPE(obj)->tp_name, site)
+                           : PyUnicode_FromFormat("%s#%u", Py_TYPE(obj)->tp_name, rec.n_objs + 1);
+    Py_XDECREF(site);
+    if (!label) {
+        PyErr_Clear();
+        return 0;
+    }
+    uint32_t number = ++rec.n_objs;
+    afd_sync_obj *o = &rec.objs[number];
+    o->obj = Py_NewRef(obj);
+    o->label = afd_rec_intern(label, NULL);
+    o->owner = 0;
+    Py_DECREF(label);
+    e = pmap_slot(&rec.obj_map, obj, 0);
+    if (e) {
+        e->key = obj;
+        e->aux = 0;
+        e->value = number;
+        rec.obj_map.used++;
+    }
+    afd_rec_event(AFD_EV_SYNC, AFD_SYNC_CREATE, afd_rec_current, number, o->label, afd_rec_now, 0);
+    return number;
+}
+
+void afd_rec_sync(afd_rt_state *st, PyObject *obj, int kind)
+{
+    if (!rec.hdr)
+        return;
+    PyObject *exc = PyErr_Occurred() ? afd_take_exception() : NULL;
+    uint32_t number = sync_number(st, obj);
+    if (number) {
+        afd_sync_obj *o = &rec.objs[number];
+        if (kind == AFD_SYNC_LOCK_ACQUIRE)
+            o->owner = afd_rec_current;
+        else if (kind == AFD_SYNC_LOCK_RELEASE)
+            o->owner = 0;
+        if (kind != AFD_SYNC_CREATE)
+            afd_rec_event(AFD_EV_SYNC, (uint8_t)kind, afd_rec_current, number, o->label, afd_rec_now, 0);
+    }
+    PyErr_Clear();
+    if (exc)
+        afd_restore_exception(exc);
 }
 
 /* ---- Python-facing recorder functions ---- */
@@ -736,7 +887,9 @@ static PyObject *str_or_empty(const afd_trace *tr, uint32_t id)
 static PyObject *event_row(const afd_trace *tr, const afd_event *e)
 {
     int a_is_str = e->kind == AFD_EV_OP_BEGIN || e->kind == AFD_EV_OP_END;
-    int b_is_str = e->kind != AFD_EV_IDLE && e->kind != AFD_EV_UNCONTROLLED && e->kind != AFD_EV_LOOP;
+    int b_is_str = e->kind == AFD_EV_TASK || e->kind == AFD_EV_STEP || e->kind == AFD_EV_OP_BEGIN ||
+                   e->kind == AFD_EV_OP_END || e->kind == AFD_EV_ASSERT_BEGIN || e->kind == AFD_EV_ASSERT_END ||
+                   e->kind == AFD_EV_SYNC || e->kind == AFD_EV_BLOCK;
     PyObject *a = a_is_str ? str_or_empty(tr, e->a) : PyLong_FromUnsignedLong(e->a);
     PyObject *b = b_is_str ? str_or_empty(tr, e->b) : PyLong_FromUnsignedLong(e->b);
     PyObject *t = (a && b) ? Py_BuildValue("(isOOiK)", e->kind, task_label_of(e->task), a, b, e->flags,

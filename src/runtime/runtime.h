@@ -58,6 +58,7 @@ typedef struct afd_handle {
     double when;         /* Timers: the deadline in loop time. */
     uint64_t seq;        /* Timers: creation order, the tie-breaker of equal deadlines. */
     uint32_t creator;    /* The recorder's id of the task whose step created this handle (0 none). */
+    uint32_t origin;     /* 1 + the index of the step that created this handle (0 none). */
     uint8_t cancelled;
     uint8_t is_timer;
     uint8_t scheduled;   /* Timers: on the loop's heap. */
@@ -114,6 +115,28 @@ uint64_t afd_rec_steps(void);
 extern uint32_t afd_rec_current;
 extern uint64_t afd_rec_now;
 extern uint32_t afd_rec_loops;
+/* 1 + the index of the step that is running (0 when none): handles remember it as their origin. */
+extern uint32_t afd_rec_step_no;
+/* Virtual time the running step spent in blocking calls (time.sleep), added to its cost. */
+extern uint64_t afd_rec_extra_cost;
+
+/* A synchronization object seen in this run (asyncio Lock, Event, Semaphore, Queue). */
+typedef struct afd_sync_obj {
+    PyObject *obj;   /* Owned: kept alive so its address is never reused within the run. */
+    uint32_t label;  /* string id of "Type@file:line" */
+    uint32_t owner;  /* Locks: the task holding it (0: free or unknown). */
+} afd_sync_obj;
+
+int afd_rec_active(void);
+/* Records a synchronization event (enum afd_sync_kind) on obj for the running task. Keeps any
+ * pending exception. */
+void afd_rec_sync(afd_rt_state *st, PyObject *obj, int kind);
+afd_sync_obj *afd_rec_sync_obj(uint32_t number);
+uint32_t afd_rec_sync_count(void);
+/* The string id of the innermost user frame's "file:line", or AFD_NOSTR. */
+uint32_t afd_rec_caller_site(afd_rt_state *st);
+/* The recorder's id of a task object (registering it), 0 on failure (no exception left). */
+uint32_t afd_rec_task_id(afd_rt_state *st, PyObject *task);
 
 /* The recorder's memory layout, shared with the fork server's reader. */
 typedef struct afd_shm_header {
@@ -144,6 +167,14 @@ PyObject *afd_rt_trace_info(PyObject *self, PyObject *unused);
 
 /* ---- Loop (loop.c) ---------------------------------------------------------------------- */
 PyObject *afd_loopcore_type_spec_new(PyObject *module);
+
+/* ---- Hooks on asyncio's primitives and blocking calls (hooks.c) ------------------------ */
+PyObject *afd_rt_install_hooks(PyObject *self, PyObject *unused);
+/* Called by the controlled loop when no task can ever run again: records the wait-for edges of
+ * the blocked tasks and flags the run as a deadlock. Returns 0 or -1 with an exception. */
+int afd_hooks_record_deadlock(afd_rt_state *st, PyObject *loop);
+/* 1 when threads other than the main one are alive (a real wait could then be woken). */
+int afd_hooks_other_threads(void);
 
 /* ---- Fork server (forkserver.c) -------------------------------------------------------- */
 PyObject *afd_rt_serve(PyObject *self, PyObject *args);

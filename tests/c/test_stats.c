@@ -104,8 +104,43 @@ TEST(rule_of_three)
     CHECK_NEAR(afd_stats_rule_of_three(1000000), 3e-6, 1e-18);
 }
 
+TEST(ochiai)
+{
+    /* Held in exactly the failing runs: exactly 1. */
+    CHECK(afd_stats_ochiai(5, 0, 5) == 1.0);
+    CHECK(afd_stats_ochiai(1, 0, 1) == 1.0);
+    CHECK(afd_stats_ochiai(UINT64_MAX, 0, UINT64_MAX) == 1.0);
+    /* Never held in a failing run: 0. */
+    CHECK(afd_stats_ochiai(0, 3, 5) == 0.0);
+    /* 2 / sqrt(4 * (2 + 2)). */
+    CHECK_NEAR(afd_stats_ochiai(2, 2, 4), 0.5, 1e-15);
+    /* 3 / sqrt(6 * (3 + 1)) = 0.6123724356957946. */
+    CHECK_NEAR(afd_stats_ochiai(3, 1, 6), 0.6123724356957946, 1e-15);
+    /* 1 / sqrt(10 * (1 + 9)) = 0.1. */
+    CHECK_NEAR(afd_stats_ochiai(1, 9, 10), 0.1, 1e-15);
+    /* Held in every failing run and in passing ones too: below 1. 4 / sqrt(4 * 5). */
+    CHECK_NEAR(afd_stats_ochiai(4, 1, 4), 0.8944271909999159, 1e-15);
+}
+
+TEST(ochiai_zero_denominator)
+{
+    /* No failing run, or a predicate that never held: the denominator is 0, the score 0. */
+    CHECK(afd_stats_ochiai(0, 0, 0) == 0.0);
+    CHECK(afd_stats_ochiai(0, 7, 0) == 0.0);
+    CHECK(afd_stats_ochiai(0, 0, 9) == 0.0);
+    /* More failing runs with the predicate than failing runs is a caller bug; still in [0, 1]. */
+    double s = afd_stats_ochiai(5, 0, 0);
+    CHECK(s >= 0.0 && s <= 1.0);
+    s = afd_stats_ochiai(9, 1, 3);
+    CHECK(s >= 0.0 && s <= 1.0);
+    /* Huge counts neither overflow nor leave [0, 1]. */
+    s = afd_stats_ochiai(UINT64_MAX / 2, UINT64_MAX / 2, UINT64_MAX);
+    CHECK_NEAR(s, 0.5, 1e-9);
+}
+
 int main(void)
 {
     RUN_TESTS("stats", T(wilson_known_values), T(wilson_exact_edges),
-              T(wilson_contains_rate_and_narrows), T(median), T(rule_of_three));
+              T(wilson_contains_rate_and_narrows), T(median), T(rule_of_three), T(ochiai),
+              T(ochiai_zero_denominator));
 }

@@ -48,6 +48,10 @@ static void sample(afd_trace *t)
         ev_make(AFD_EV_ASSERT_BEGIN, 0, 1, 0, S_RESOURCE, 6100000, 0, 19),
         ev_make(AFD_EV_ASSERT_END, 0, 1, 0, S_RESOURCE, 6100000, 0, 20),
         ev_make(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_THREADS, 0, 7000000, 0, 21),
+        ev_make(AFD_EV_WAKE, 1, 2, 1, 2, 7000000, 0, 22),
+        ev_make(AFD_EV_SYNC, AFD_SYNC_LOCK_ACQUIRE, 2, 1, S_RESOURCE, 7000000, 0, 23),
+        ev_make(AFD_EV_BLOCK, 0, 2, AFD_BLOCK_SLEEP, S_SITE, 7000000, 5000000, 24),
+        ev_make(AFD_EV_WAITFOR, 0, 2, 1, 1, 7000000, 0, 25),
     };
     CHECK_EQ_INT(afd_trace_add_events(t, evs, (uint32_t)(sizeof evs / sizeof evs[0])), 0);
 }

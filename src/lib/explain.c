@@ -1,0 +1,616 @@
+/* explain.c -- views of runs and the analyses that explain a failure (see explain.h). */
+#include "explain.h"
+#include "afd.h"
+#include "graph.h"
+#include "hb.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- a tiny u64 -> u32 counter table ---- */
+
+typedef struct ctab {
+    uint64_t *k;
+    uint32_t *v;
+    size_t cap, used;
+} ctab;
+
+static int ctab_bump(ctab *t, uint64_t key, uint32_t *before)
+{
+    if ((t->used + 1) * 2 > t->cap) {
+        size_t ncap = t->cap ? t->cap * 2 : 64;
+        uint64_t *nk = calloc(ncap, sizeof *nk);
+        uint32_t *nv = calloc(ncap, sizeof *nv);
+        if (!nk || !nv) {
+            free(nk);
+            free(nv);
+            return AFD_ENOMEM;
+        }
+        for (size_t i = 0; i < t->cap; i++) {
+            if (!t->k[i])
+                continue;
+            size_t j = (size_t)afd_mix64(t->k[i]) & (ncap - 1);
+            while (nk[j])
+                j = (j + 1) & (ncap - 1);
+            nk[j] = t->k[i];
+            nv[j] = t->v[i];
+        }
+        free(t->k);
+        free(t->v);
+        t->k = nk;
+        t->v = nv;
+        t->cap = ncap;
+    }
+    if (!key)
+        key = 1; /* 0 marks an empty slot */
+    size_t j = (size_t)afd_mix64(key) & (t->cap - 1);
+    while (t->k[j] && t->k[j] != key)
+        j = (j + 1) & (t->cap - 1);
+    if (!t->k[j]) {
+        t->k[j] = key;
+        t->v[j] = 0;
+        t->used++;
+    }
+    *before = t->v[j]++;
+    return 0;
+}
+
+static void ctab_free(ctab *t)
+{
+    free(t->k);
+    free(t->v);
+}
+
+/* ---- building a view ---- */
+
+typedef struct objstate {
+    uint32_t label;
+    uint32_t last_release; /* lock or semaphore */
+    uint32_t last_set;     /* event */
+    uint32_t puts, gets;   /* queue: counts, to match the k-th get with the k-th put */
+    uint32_t *put_steps;
+    uint32_t cap_puts;
+} objstate;
+
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+    h = afd_fnv1a(h, s, strlen(s));
+    return afd_fnv1a(h, "\x1f", 1);
+}
+
+static int add_edge(afd_view *v, uint32_t from, uint32_t to)
+{
+    if (from == AFD_NOPOS || from >= to)
+        return 0;
+    if (v->n_edges == v->cap_edges) {
+        uint32_t ncap = v->cap_edges ? v->cap_edges * 2 : 64;
+        uint32_t *f = realloc(v->edge_from, ncap * sizeof *f);
+        if (!f)
+            return AFD_ENOMEM;
+        v->edge_from = f;
+        uint32_t *t = realloc(v->edge_to, ncap * sizeof *t);
+        if (!t)
+            return AFD_ENOMEM;
+        v->edge_to = t;
+        v->cap_edges = ncap;
+    }
+    v->edge_from[v->n_edges] = from;
+    v->edge_to[v->n_edges] = to;
+    v->n_edges++;
+    return 0;
+}
+
+static int add_access(afd_view *v, ctab *occ, const char **labels, uint32_t n_labels, uint32_t task,
+                      const char *name, const char *resource, int write, int sync)
+{
+    if (v->n_acc >= AFD_EXPLAIN_MAX_ACCESSES)
+        return AFD_EFULL;
+    const char *label = task < n_labels && labels[task] ? labels[task] : "?";
+    uint64_t h = hash_str(hash_str(hash_str(AFD_FNV_INIT, label), name), resource);
+    uint32_t n;
+    int rc = ctab_bump(occ, h, &n);
+    if (rc < 0)
+        return rc;
+    afd_xaccess *a = &v->acc[v->n_acc++];
+    a->step = v->n_steps;
+    a->task = task;
+    a->label = label;
+    a->name = name;
+    a->resource = resource;
+    a->write = (uint8_t)write;
+    a->sync = (uint8_t)sync;
+    a->occurrence = n;
+    a->key = afd_mix64(h ^ ((uint64_t)n * 0x9e3779b97f4a7c15ULL));
+    return 0;
+}
+
+static objstate *object(objstate **objs, uint32_t *n_objs, uint32_t number)
+{
+    if (number >= *n_objs) {
+        uint32_t ncap = number + 16;
+        objstate *no = realloc(*objs, ncap * sizeof *no);
+        if (!no)
+            return NULL;
+        for (uint32_t i = *n_objs; i < ncap; i++) {
+            memset(&no[i], 0, sizeof no[i]);
+            no[i].label = AFD_NOSTR;
+            no[i].last_release = no[i].last_set = AFD_NOPOS;
+        }
+        *objs = no;
+        *n_objs = ncap;
+    }
+    return &(*objs)[number];
+}
+
+int afd_view_build(afd_view *v, const afd_trace *tr)
+{
+    memset(v, 0, sizeof *v);
+    v->tr = tr;
+    uint32_t max_task = 0, max_index = 0, n_steps = 0, n_acc = 0;
+    for (uint32_t i = 0; i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind == AFD_EV_TASK && e->task > max_task)
+            max_task = e->task;
+        if (e->kind == AFD_EV_WAKE && e->b > max_index)
+            max_index = e->b;
+        n_steps += e->kind == AFD_EV_STEP;
+        n_acc += e->kind == AFD_EV_OP_BEGIN || e->kind == AFD_EV_SYNC;
+    }
+    if (n_acc > AFD_EXPLAIN_MAX_ACCESSES)
+        n_acc = AFD_EXPLAIN_MAX_ACCESSES;
+    const char **labels = calloc((size_t)max_task + 1, sizeof *labels);
+    uint32_t *pos_of_index = malloc(((size_t)max_index + 1) * sizeof *pos_of_index);
+    v->steps = calloc((size_t)n_steps + 1, sizeof *v->steps);
+    v->acc = calloc((size_t)n_acc + 1, sizeof *v->acc);
+    objstate *objs = NULL;
+    uint32_t n_objs = 0;
+    ctab occ = {0};
+    int rc = (labels && pos_of_index && v->steps && v->acc) ? 0 : AFD_ENOMEM;
+    for (uint32_t i = 0; rc == 0 && i <= max_index; i++)
+        pos_of_index[i] = AFD_NOPOS;
+    uint32_t origin = AFD_NOPOS;
+    uint64_t blocked = 0;
+    uint32_t block_site = AFD_NOSTR;
+    for (uint32_t i = 0; rc == 0 && i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        switch (e->kind) {
+        case AFD_EV_TASK:
+            labels[e->task] = afd_trace_string(tr, e->b);
+            break;
+        case AFD_EV_WAKE:
+            origin = (e->a && e->a <= max_index) ? pos_of_index[e->a] : AFD_NOPOS;
+            if (e->b)
+                pos_of_index[e->b] = v->n_steps;
+            blocked = 0;
+            block_site = AFD_NOSTR;
+            break;
+        case AFD_EV_BLOCK:
+            if (block_site == AFD_NOSTR)
+                block_site = e->b;
+            blocked += e->cost;
+            break;
+        case AFD_EV_OP_BEGIN:
+            rc = add_access(v, &occ, labels, max_task + 1, e->task,
+                            e->a == AFD_NOSTR ? ((e->flags & 1) ? "write" : "read") : afd_trace_string(tr, e->a),
+                            afd_trace_string(tr, e->b), e->flags & 1, 0);
+            break;
+        case AFD_EV_SYNC: {
+            objstate *o = object(&objs, &n_objs, e->a);
+            if (!o) {
+                rc = AFD_ENOMEM;
+                break;
+            }
+            if (o->label == AFD_NOSTR)
+                o->label = e->b;
+            const char *res = afd_trace_string(tr, e->b);
+            const char *what = afd_sync_kind_name(e->flags);
+            uint32_t here = v->n_steps;
+            switch (e->flags) {
+            case AFD_SYNC_LOCK_ACQUIRE:
+            case AFD_SYNC_SEM_ACQUIRE:
+                rc = add_edge(v, o->last_release, here);
+                break;
+            case AFD_SYNC_LOCK_RELEASE:
+            case AFD_SYNC_SEM_RELEASE:
+                o->last_release = here;
+                break;
+            case AFD_SYNC_EVENT_SET:
+                o->last_set = here;
+                rc = add_access(v, &occ, labels, max_task + 1, e->task, what, res, 1, 1);
+                break;
+            case AFD_SYNC_EVENT_CLEAR:
+                rc = add_access(v, &occ, labels, max_task + 1, e->task, what, res, 1, 1);
+                break;
+            case AFD_SYNC_EVENT_OBSERVE:
+                rc = add_edge(v, o->last_set, here);
+                if (rc == 0)
+                    rc = add_access(v, &occ, labels, max_task + 1, e->task, "check", res, 0, 1);
+                break;
+            case AFD_SYNC_EVENT_CHECK:
+            case AFD_SYNC_QUEUE_CHECK:
+                rc = add_access(v, &occ, labels, max_task + 1, e->task, "check", res, 0, 1);
+                break;
+            case AFD_SYNC_QUEUE_PUT:
+                if (o->puts == o->cap_puts) {
+                    uint32_t ncap = o->cap_puts ? o->cap_puts * 2 : 8;
+                    uint32_t *np = realloc(o->put_steps, ncap * sizeof *np);
+                    if (!np) {
+                        rc = AFD_ENOMEM;
+                        break;
+                    }
+                    o->put_steps = np;
+                    o->cap_puts = ncap;
+                }
+                o->put_steps[o->puts++] = here;
+                rc = add_access(v, &occ, labels, max_task + 1, e->task, what, res, 1, 1);
+                break;
+            case AFD_SYNC_QUEUE_GET:
+                if (o->gets < o->puts)
+                    rc = add_edge(v, o->put_steps[o->gets], here);
+                o->gets++;
+                if (rc == 0)
+                    rc = add_access(v, &occ, labels, max_task + 1, e->task, what, res, 1, 1);
+                break;
+            default:
+                break;
+            }
+            if (rc == AFD_EFULL) /* the accesses are bounded; the steps and edges go on */
+                rc = 0;
+            break;
+        }
+        case AFD_EV_STEP: {
+            afd_xstep *s = &v->steps[v->n_steps++];
+            s->task = e->task;
+            s->ordinal = e->a;
+            s->site = e->b;
+            s->origin = origin;
+            s->vstart = e->vtime;
+            s->cost = e->cost;
+            s->wall = e->wall;
+            s->blocked_ns = blocked;
+            s->block_site = block_site;
+            origin = AFD_NOPOS;
+            blocked = 0;
+            block_site = AFD_NOSTR;
+            break;
+        }
+        default:
+            break;
+        }
+        if (rc == AFD_EFULL)
+            rc = 0;
+    }
+    /* Accesses recorded after the last STEP belong to no step (the run ended inside one). */
+    while (rc == 0 && v->n_acc && v->acc[v->n_acc - 1].step >= v->n_steps)
+        v->n_acc--;
+    for (uint32_t i = 0; i < n_objs; i++)
+        free(objs[i].put_steps);
+    free(objs);
+    free(labels);
+    free(pos_of_index);
+    ctab_free(&occ);
+    if (rc < 0)
+        afd_view_finish(v);
+    return rc;
+}
+
+void afd_view_finish(afd_view *v)
+{
+    free(v->steps);
+    free(v->acc);
+    free(v->edge_from);
+    free(v->edge_to);
+    memset(v, 0, sizeof *v);
+}
+
+uint32_t afd_view_divergence(const afd_view *a, const afd_view *b)
+{
+    uint32_t n = a->n_steps < b->n_steps ? a->n_steps : b->n_steps;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *la = afd_trace_task_label(a->tr, a->steps[i].task);
+        const char *lb = afd_trace_task_label(b->tr, b->steps[i].task);
+        if (a->steps[i].ordinal != b->steps[i].ordinal || strcmp(la, lb) != 0)
+            return i;
+    }
+    return a->n_steps == b->n_steps ? AFD_NOPOS : n;
+}
+
+uint32_t afd_view_find(const afd_view *v, uint64_t key)
+{
+    for (uint32_t i = 0; i < v->n_acc; i++)
+        if (v->acc[i].key == key)
+            return i;
+    return AFD_NOPOS;
+}
+
+int afd_access_conflict(const afd_xaccess *x, const afd_xaccess *y)
+{
+    return (x->write || y->write) && strcmp(x->label, y->label) != 0 && strcmp(x->resource, y->resource) == 0;
+}
+
+static int push_pair(afd_xpair *out, size_t cap, size_t *n, uint32_t x, uint32_t y)
+{
+    if (*n < cap) {
+        out[*n].x = x;
+        out[*n].y = y;
+        out[*n].ochiai = 0;
+        out[*n].fail_with = out[*n].pass_with = 0;
+    }
+    (*n)++;
+    return 0;
+}
+
+int afd_inverted_pairs(const afd_view *fail, const afd_view *pass, afd_xpair *out, size_t cap, size_t *n)
+{
+    *n = 0;
+    uint32_t *where = malloc(((size_t)fail->n_acc + 1) * sizeof *where);
+    if (!where)
+        return AFD_ENOMEM;
+    for (uint32_t i = 0; i < fail->n_acc; i++)
+        where[i] = afd_view_find(pass, fail->acc[i].key);
+    for (uint32_t i = 0; i < fail->n_acc; i++) {
+        if (where[i] == AFD_NOPOS)
+            continue;
+        for (uint32_t j = i + 1; j < fail->n_acc; j++) {
+            if (where[j] == AFD_NOPOS || !afd_access_conflict(&fail->acc[i], &fail->acc[j]))
+                continue;
+            if (where[j] < where[i])
+                push_pair(out, cap, n, i, j);
+        }
+    }
+    free(where);
+    if (*n > cap) {
+        *n = cap;
+        return AFD_EFULL;
+    }
+    return 0;
+}
+
+static afd_hb *view_hb(const afd_view *v)
+{
+    uint32_t *tasks = malloc(((size_t)v->n_steps + 1) * sizeof *tasks);
+    if (!tasks)
+        return NULL;
+    for (uint32_t i = 0; i < v->n_steps; i++)
+        tasks[i] = v->steps[i].task;
+    afd_hb *hb = afd_hb_new(v->n_steps, tasks);
+    free(tasks);
+    if (!hb)
+        return NULL;
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < v->n_steps; i++)
+        if (v->steps[i].origin != AFD_NOPOS && v->steps[i].origin < i)
+            rc = afd_hb_edge(hb, v->steps[i].origin, i);
+    for (uint32_t i = 0; rc == 0 && i < v->n_edges; i++)
+        if (v->edge_to[i] < v->n_steps)
+            rc = afd_hb_edge(hb, v->edge_from[i], v->edge_to[i]);
+    if (rc == 0)
+        rc = afd_hb_compute(hb);
+    if (rc < 0) {
+        afd_hb_free(hb);
+        return NULL;
+    }
+    return hb;
+}
+
+int afd_view_races(const afd_view *v, afd_xpair *out, size_t cap, size_t *n)
+{
+    *n = 0;
+    if (v->n_steps == 0)
+        return 0;
+    afd_hb *hb = view_hb(v);
+    if (!hb)
+        return AFD_ENOMEM;
+    for (uint32_t i = 0; i < v->n_acc; i++)
+        for (uint32_t j = i + 1; j < v->n_acc; j++)
+            if (afd_access_conflict(&v->acc[i], &v->acc[j]) && v->acc[i].step != v->acc[j].step &&
+                afd_hb_concurrent(hb, v->acc[i].step, v->acc[j].step))
+                push_pair(out, cap, n, i, j);
+    afd_hb_free(hb);
+    if (*n > cap) {
+        *n = cap;
+        return AFD_EFULL;
+    }
+    return 0;
+}
+
+int afd_view_lost_updates(const afd_view *v, afd_xatom *out, size_t cap, size_t *n)
+{
+    *n = 0;
+    for (uint32_t r = 0; r < v->n_acc; r++) {
+        const afd_xaccess *ra = &v->acc[r];
+        if (ra->write || ra->sync)
+            continue;
+        /* the same task's next write of the resource, in a later step */
+        uint32_t w = AFD_NOPOS;
+        for (uint32_t j = r + 1; j < v->n_acc; j++) {
+            const afd_xaccess *wa = &v->acc[j];
+            if (wa->task == ra->task && strcmp(wa->resource, ra->resource) == 0) {
+                if (wa->write)
+                    w = j;
+                break; /* a re-read by the task starts a new read-modify-write */
+            }
+        }
+        if (w == AFD_NOPOS || v->acc[w].step == ra->step)
+            continue;
+        for (uint32_t u = r + 1; u < w; u++) {
+            const afd_xaccess *ua = &v->acc[u];
+            if (ua->write && ua->task != ra->task && strcmp(ua->resource, ra->resource) == 0) {
+                if (*n < cap) {
+                    out[*n].r = r;
+                    out[*n].u = u;
+                    out[*n].w = w;
+                    out[*n].await_site = v->steps[ra->step].site;
+                }
+                (*n)++;
+                break;
+            }
+        }
+    }
+    if (*n > cap) {
+        *n = cap;
+        return AFD_EFULL;
+    }
+    return 0;
+}
+
+uint32_t afd_view_object_label(const afd_view *v, uint32_t object)
+{
+    for (uint32_t i = 0; i < v->tr->n_events; i++) {
+        const afd_event *e = &v->tr->events[i];
+        if (e->kind == AFD_EV_SYNC && e->a == object)
+            return e->b;
+    }
+    return AFD_NOSTR;
+}
+
+int afd_view_lock_cycle(const afd_view *v, uint32_t *locks, uint32_t *labels, size_t cap, size_t *len)
+{
+    *len = 0;
+    const afd_trace *tr = v->tr;
+    uint32_t max_obj = 0, max_task = 0;
+    for (uint32_t i = 0; i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind == AFD_EV_SYNC && (e->flags == AFD_SYNC_LOCK_ACQUIRE || e->flags == AFD_SYNC_LOCK_RELEASE)) {
+            if (e->a > max_obj)
+                max_obj = e->a;
+            if (e->task > max_task)
+                max_task = e->task;
+        }
+    }
+    if (!max_obj)
+        return 0;
+    /* holder[lock] = task holding it; a task's held set is the locks whose holder it is. */
+    uint32_t *holder = calloc((size_t)max_obj + 1, sizeof *holder);
+    afd_graph *g = afd_graph_new(max_obj + 1);
+    int rc = (holder && g) ? 0 : AFD_ENOMEM;
+    for (uint32_t i = 0; rc == 0 && i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind != AFD_EV_SYNC || !e->a)
+            continue;
+        if (e->flags == AFD_SYNC_LOCK_ACQUIRE) {
+            for (uint32_t l = 1; rc == 0 && l <= max_obj; l++)
+                if (holder[l] == e->task + 1 && l != e->a)
+                    rc = afd_graph_edge(g, l, e->a);
+            holder[e->a] = e->task + 1;
+        } else if (e->flags == AFD_SYNC_LOCK_RELEASE) {
+            holder[e->a] = 0;
+        }
+    }
+    int found = 0;
+    if (rc == 0) {
+        found = afd_graph_find_cycle(g, locks, cap, len);
+        if (found < 0)
+            rc = found;
+    }
+    for (size_t i = 0; found > 0 && i < *len && i < cap; i++)
+        labels[i] = afd_view_object_label(v, locks[i]);
+    free(holder);
+    afd_graph_free(g);
+    return rc < 0 ? rc : found;
+}
+
+int afd_view_wait_cycle(const afd_view *v, uint32_t *tasks, uint32_t *labels, size_t cap, size_t *len)
+{
+    *len = 0;
+    const afd_trace *tr = v->tr;
+    uint32_t max_task = 0;
+    for (uint32_t i = 0; i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind == AFD_EV_WAITFOR) {
+            if (e->task > max_task)
+                max_task = e->task;
+            if (e->b > max_task)
+                max_task = e->b;
+        }
+    }
+    if (!max_task)
+        return 0;
+    afd_graph *g = afd_graph_new(max_task + 1);
+    if (!g)
+        return AFD_ENOMEM;
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind == AFD_EV_WAITFOR && e->b)
+            rc = afd_graph_edge(g, e->task, e->b);
+    }
+    int found = rc < 0 ? rc : afd_graph_find_cycle(g, tasks, cap, len);
+    for (size_t i = 0; found > 0 && i < *len && i < cap; i++) {
+        labels[i] = AFD_NOSTR;
+        for (uint32_t k = 0; k < tr->n_events; k++) {
+            const afd_event *e = &tr->events[k];
+            if (e->kind == AFD_EV_WAITFOR && e->task == tasks[i] && e->a)
+                labels[i] = afd_view_object_label(v, e->a);
+        }
+    }
+    afd_graph_free(g);
+    return found;
+}
+
+/* ---- summaries ---- */
+
+typedef struct kp {
+    uint64_t key;
+    uint32_t pos;
+} kp;
+
+static int kp_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const kp *)a)->key, y = ((const kp *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+int afd_summary_build(afd_run_summary *s, const afd_view *v, int failed)
+{
+    memset(s, 0, sizeof *s);
+    s->failed = (uint8_t)(failed != 0);
+    kp *tmp = malloc(((size_t)v->n_acc + 1) * sizeof *tmp);
+    s->keys = malloc(((size_t)v->n_acc + 1) * sizeof *s->keys);
+    s->pos = malloc(((size_t)v->n_acc + 1) * sizeof *s->pos);
+    if (!tmp || !s->keys || !s->pos) {
+        free(tmp);
+        afd_summary_finish(s);
+        return AFD_ENOMEM;
+    }
+    for (uint32_t i = 0; i < v->n_acc; i++) {
+        tmp[i].key = v->acc[i].key;
+        tmp[i].pos = i;
+    }
+    qsort(tmp, v->n_acc, sizeof *tmp, kp_cmp);
+    for (uint32_t i = 0; i < v->n_acc; i++) {
+        s->keys[i] = tmp[i].key;
+        s->pos[i] = tmp[i].pos;
+    }
+    s->n = v->n_acc;
+    free(tmp);
+    return 0;
+}
+
+void afd_summary_finish(afd_run_summary *s)
+{
+    free(s->keys);
+    free(s->pos);
+    memset(s, 0, sizeof *s);
+}
+
+static uint32_t summary_pos(const afd_run_summary *s, uint64_t key)
+{
+    uint32_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->keys[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->n && s->keys[lo] == key ? s->pos[lo] : AFD_NOPOS;
+}
+
+int afd_summary_order(const afd_run_summary *s, uint64_t x, uint64_t y)
+{
+    uint32_t px = summary_pos(s, x), py = summary_pos(s, y);
+    if (px == AFD_NOPOS || py == AFD_NOPOS)
+        return -1;
+    return px < py;
+}

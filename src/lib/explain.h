@@ -1,0 +1,126 @@
+/* explain.h -- a run in the user's terms: its steps, the accesses its tasks made to shared state,
+ * and the relations between them that explain a failure.
+ *
+ * A view is built from one decoded trace. Its steps are the trace's STEP events in execution
+ * order; the events between a step's WAKE and its STEP belong to it. Accesses come from explicit
+ * operations (OP_BEGIN: `affidavit.operation` and `affidavit.access`) and from asyncio's
+ * primitives (SYNC: an Event set is a write of the event, a check of it a read; a queue put or
+ * get is a write of the queue, `empty()` a read). Locks and semaphores are not data: they order
+ * steps (happens-before) and form the lock-order graph.
+ *
+ * An access is identified across runs by its key: the hash of (task label, operation name,
+ * resource, occurrence), where occurrence counts the same (task, name, resource) earlier in the
+ * run. Task labels are stable across runs ("deposit#1"), so the same key names the same access in
+ * a failing and a passing run of one test.
+ *
+ * Every analysis here is bounded: beyond AFD_EXPLAIN_MAX_ACCESSES accesses the pairwise ones stop
+ * and say so through their return value (AFD_EFULL), never silently. */
+#ifndef AFD_EXPLAIN_H
+#define AFD_EXPLAIN_H
+
+#include "trace.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define AFD_EXPLAIN_MAX_ACCESSES 20000u
+#define AFD_NOPOS 0xffffffffu
+
+typedef struct afd_xstep {
+    uint32_t task;     /* trace task id */
+    uint32_t ordinal;  /* the task's step number */
+    uint32_t origin;   /* position of the step that scheduled this one, or AFD_NOPOS */
+    uint32_t site;     /* string id of the await the task suspended at after this step, or AFD_NOSTR */
+    uint64_t vstart, cost, wall;
+    uint64_t blocked_ns; /* time spent in blocking calls (time.sleep) during the step */
+    uint32_t block_site; /* string id of the first blocking call's line, or AFD_NOSTR */
+} afd_xstep;
+
+typedef struct afd_xaccess {
+    uint32_t step;        /* position in the view's steps */
+    uint32_t task;        /* trace task id */
+    const char *label;    /* the task's label (borrowed from the trace) */
+    const char *name;     /* operation name, or the primitive's action ("set", "put", ...) */
+    const char *resource; /* borrowed */
+    uint8_t write;
+    uint8_t sync;         /* 1: derived from an asyncio primitive */
+    uint32_t occurrence;
+    uint64_t key;
+} afd_xaccess;
+
+typedef struct afd_view {
+    const afd_trace *tr; /* Borrowed. */
+    afd_xstep *steps;    /* Owned. */
+    uint32_t n_steps;
+    afd_xaccess *acc;    /* Owned, in execution order. */
+    uint32_t n_acc;
+    uint32_t *edge_from, *edge_to; /* Owned: synchronization edges between step positions. */
+    uint32_t n_edges, cap_edges;
+} afd_view;
+
+int afd_view_build(afd_view *v, const afd_trace *tr);
+void afd_view_finish(afd_view *v); /* Accepts a zeroed view. */
+
+/* The position of the first step at which the two runs differ in (task label, ordinal), or the
+ * shorter length when one is a prefix of the other (then equal lengths mean no divergence:
+ * returns AFD_NOPOS). */
+uint32_t afd_view_divergence(const afd_view *a, const afd_view *b);
+
+/* Index of the access with this key in v, or AFD_NOPOS. Linear: views are small. */
+uint32_t afd_view_find(const afd_view *v, uint64_t key);
+
+/* Two accesses conflict when they touch one resource from two different tasks and at least one
+ * writes. */
+int afd_access_conflict(const afd_xaccess *x, const afd_xaccess *y);
+
+/* A pair of accesses of the failing run, first (x) before second (y) there. */
+typedef struct afd_xpair {
+    uint32_t x, y;  /* access indices in the failing view */
+    double ochiai;  /* filled by the caller (afd_stats_ochiai over every run seen) */
+    uint64_t fail_with, pass_with;
+} afd_xpair;
+
+/* Conflicting pairs ordered x before y in `fail` and y before x in `pass` (both present in both
+ * runs). Writes up to cap pairs into out and their number into *n. */
+int afd_inverted_pairs(const afd_view *fail, const afd_view *pass, afd_xpair *out, size_t cap, size_t *n);
+
+/* Races: conflicting pairs of `v` in steps that happen-before does not order. Edges: the step
+ * that scheduled a step; lock release -> next acquire; semaphore release -> next acquire; event
+ * set -> every later observation of it set; queue put -> every later get. */
+int afd_view_races(const afd_view *v, afd_xpair *out, size_t cap, size_t *n);
+
+/* An atomicity violation (a lost update): task T read `resource` (access r) in one step, yielded
+ * at `await_site`, and wrote it (access w) in a later step, while another task wrote it (access u)
+ * in between. */
+typedef struct afd_xatom {
+    uint32_t r, u, w;     /* access indices */
+    uint32_t await_site;  /* string id, or AFD_NOSTR */
+} afd_xatom;
+int afd_view_lost_updates(const afd_view *v, afd_xatom *out, size_t cap, size_t *n);
+
+/* The lock-order graph's first cycle, as lock object numbers (SYNC a) in cycle order, with the
+ * string ids of their labels. Returns 1 with *len set when there is a cycle, 0 when none. */
+int afd_view_lock_cycle(const afd_view *v, uint32_t *locks, uint32_t *labels, size_t cap, size_t *len);
+
+/* The wait-for graph of a deadlocked run (WAITFOR events): its first cycle of task ids, and for
+ * each task in it the lock object label (string id or AFD_NOSTR) it waits for. */
+int afd_view_wait_cycle(const afd_view *v, uint32_t *tasks, uint32_t *labels, size_t cap, size_t *len);
+
+/* The label string id of a synchronization object number (from its SYNC events), or AFD_NOSTR. */
+uint32_t afd_view_object_label(const afd_view *v, uint32_t object);
+
+/* A compact summary of a run that outlives its trace: whether it failed and, for each access
+ * key, its position. Enough to tell, for any pair of keys, whether the first ran before the
+ * second. */
+typedef struct afd_run_summary {
+    uint8_t failed;
+    uint32_t n;
+    uint64_t *keys; /* Owned, sorted. */
+    uint32_t *pos;  /* Owned, parallel to keys. */
+} afd_run_summary;
+int afd_summary_build(afd_run_summary *s, const afd_view *v, int failed);
+void afd_summary_finish(afd_run_summary *s);
+/* 1 when key x ran before key y in the run, 0 when after, -1 when either is missing. */
+int afd_summary_order(const afd_run_summary *s, uint64_t x, uint64_t y);
+
+#endif
