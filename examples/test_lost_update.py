@@ -5,14 +5,18 @@ import random
 
 import pytest
 
+from affidavit import access
+
 BALANCE = {"amount": 0}
 
 
 async def deposit(amount: int) -> None:
     await asyncio.sleep(random.uniform(0, 0.003))  # the request arrives after some network latency
     current = BALANCE["amount"]
+    access("BALANCE.amount", "read")
     await asyncio.sleep(0.0005)  # the ledger write takes a moment
     BALANCE["amount"] = current + amount
+    access("BALANCE.amount", "write")
 
 
 @pytest.mark.asyncio

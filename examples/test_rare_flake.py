@@ -6,6 +6,8 @@ import time
 
 import pytest
 
+from affidavit import access
+
 
 def warm_cache() -> None:
     """Now and then the cache is cold and warming it blocks for a few milliseconds."""
@@ -18,6 +20,7 @@ def warm_cache() -> None:
 async def refresh_token(state: dict) -> None:
     await asyncio.sleep(0.001)
     state["token"] = "fresh"
+    access("state.token", "write")
 
 
 @pytest.mark.asyncio
@@ -26,5 +29,6 @@ async def test_uses_fresh_token() -> None:
     refresher = asyncio.create_task(refresh_token(state))
     warm_cache()
     await asyncio.sleep(0.005)  # "the refresh takes 1 ms; 5 ms is plenty"
+    access("state.token", "read")
     assert state["token"] == "fresh"
     await refresher

@@ -5,16 +5,20 @@ import random
 
 import pytest
 
+from affidavit import access
+
 REPORT: dict = {}
 
 
 async def finalize_report() -> None:
     await asyncio.sleep(random.uniform(0, 0.002))  # rendering takes a variable time
     REPORT["status"] = "done"
+    access("REPORT.status", "write")
 
 
 async def read_status() -> str:
     await asyncio.sleep(0.001)  # "rendering is quick; 1 ms is plenty"
+    access("REPORT.status", "read")
     return REPORT.get("status", "missing")
 
 

@@ -4,6 +4,7 @@
  * such counts (stats.h). A run is "failed" when the test failed, errored, hung or crashed; a skip
  * or a run stopped at the step limit is neither a pass nor a failure and is reported separately. */
 #include "cmds.h"
+#include "runs.h"
 #include "afd.h"
 #include "out.h"
 #include "pool.h"
@@ -19,46 +20,34 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t now_ns(void)
+uint64_t now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-static int is_failure(int outcome)
+int is_failure(int outcome)
 {
     return outcome == AFD_OUT_FAIL || outcome == AFD_OUT_ERROR || outcome == AFD_OUT_HANG ||
            outcome == AFD_OUT_CRASH;
 }
 
-static void error_line(const char *fmt, const char *a, const char *b)
+void error_line(const char *fmt, const char *a, const char *b)
 {
     fprintf(stderr, "affidavit: error: ");
     fprintf(stderr, fmt, a, b);
     fputc('\n', stderr);
 }
 
-/* What every command accumulates over its runs. */
-typedef struct tally {
-    uint64_t runs, failed, no_loop, by_outcome[AFD_OUT__COUNT];
-    uint64_t *steps, *wall; /* Owned arrays of `runs` entries. */
-    uint64_t cap;
-    uint32_t flags_union;
-    uint64_t first_digest;
-    int digests_differ;
-    char *first_failure;  /* Owned. */
-    int first_failure_outcome;
-} tally;
-
-static void tally_finish(tally *t)
+void tally_finish(tally *t)
 {
     free(t->steps);
     free(t->wall);
     free(t->first_failure);
 }
 
-static int tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
+int tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
 {
     if (t->runs == t->cap) {
         uint64_t ncap = t->cap ? t->cap * 2 : 64;
@@ -99,7 +88,7 @@ static int tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
     return 0;
 }
 
-static void json_outcomes(afd_buf *o, const tally *t)
+void json_outcomes(afd_buf *o, const tally *t)
 {
     afd_buf_printf(o, "\"outcomes\": {");
     for (int k = 0; k < AFD_OUT__COUNT; k++)
@@ -107,7 +96,7 @@ static void json_outcomes(afd_buf *o, const tally *t)
     afd_buf_printf(o, "}");
 }
 
-static void json_uncontrolled(afd_buf *o, uint32_t flags)
+void json_uncontrolled(afd_buf *o, uint32_t flags)
 {
     afd_buf_printf(o, "\"uncontrolled\": [");
     int n = 0;
@@ -120,7 +109,7 @@ static void json_uncontrolled(afd_buf *o, uint32_t flags)
     afd_buf_printf(o, "]");
 }
 
-static const char *uncontrolled_words(uint32_t flags)
+const char *uncontrolled_words(uint32_t flags)
 {
     if (flags & AFD_TRACE_THREADS)
         return "threads calling back into the loop";
@@ -154,7 +143,7 @@ static const char *find_python(const afd_cli *cli, char *buf, size_t len)
     return "python3";
 }
 
-static int start_pool(const afd_cli *cli, afd_pool **pool)
+int start_pool(const afd_cli *cli, afd_pool **pool)
 {
     char pybuf[4096];
     afd_pool_opts o = {
@@ -179,10 +168,8 @@ static int start_pool(const afd_cli *cli, afd_pool **pool)
 /* Runs make(i) for i in [first, first + n) on the pool, calling take() for each result in
  * completion order. Stops submitting when take() returns nonzero or the time budget is spent.
  * Returns 0, or AFD_EIO if interrupted. */
-typedef int (*make_fn)(void *ctx, uint64_t i, uint8_t *mode, char **token);
-typedef int (*take_fn)(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr);
 
-static int run_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make,
+int run_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make,
                      take_fn take, void *ctx, afd_progress *prog, tally *t)
 {
     uint64_t next = first, end = first + n;
@@ -233,7 +220,7 @@ static int run_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds,
     return 0;
 }
 
-static int report_no_loop(const afd_cli *cli, const tally *t)
+int report_no_loop(const afd_cli *cli, const tally *t)
 {
     if (t->runs && t->no_loop == t->runs) {
         error_line("%s ran no asyncio event loop: affidavit controls asyncio's loop (is the test async?)%s",
@@ -243,7 +230,7 @@ static int report_no_loop(const afd_cli *cli, const tally *t)
     return 0;
 }
 
-static int interrupted_exit(const tally *t)
+int interrupted_exit(const tally *t)
 {
     fprintf(stderr, "affidavit: interrupted after %" PRIu64 " runs (%" PRIu64 " failed)\n", t->runs, t->failed);
     return AFD_EXIT_INTERRUPTED;
@@ -251,7 +238,7 @@ static int interrupted_exit(const tally *t)
 
 /* ---- sample ---- */
 
-static int make_natural(void *ctx, uint64_t i, uint8_t *mode, char **token)
+int make_natural(void *ctx, uint64_t i, uint8_t *mode, char **token)
 {
     *mode = AFD_MODE_NATURAL;
     *token = NULL;

@@ -27,10 +27,14 @@ typedef struct afd_cli {
     double timeout_s;  /* per-run time budget */
     uint64_t max_steps;
     uint64_t seed;
+    uint64_t natural;     /* investigate: natural runs (default 50) */
+    uint64_t replays;     /* investigate: replays of each token (default 10) */
+    double slow_step_ms;  /* investigate: a step this long is slow (default 100) */
 } afd_cli;
 
 int afd_cmd_sample(const afd_cli *cli);
 int afd_cmd_explore(const afd_cli *cli);
 int afd_cmd_replay(const afd_cli *cli);
+int afd_cmd_investigate(const afd_cli *cli);
 
 #endif

@@ -19,6 +19,9 @@ static const char usage[] =
     "  explore NODEID [--strategy S] [--runs 500] [--seconds S] [--seed N]\n"
     "                                   controlled schedules until one fails; prints its token\n"
     "  replay TOKEN NODEID [-n 10]      run one schedule again, n times\n"
+    "  investigate NODEID [--natural 50] [--runs 1000] [--seconds 60] [--replays 10] [--slow-step 100]\n"
+    "                                   sample, find a failing schedule, replay it, shrink it to the\n"
+    "                                   collision window, and name the cause\n"
     "\n"
     "options (every command):\n"
     "  --json            machine-readable output on stdout\n"
@@ -79,10 +82,15 @@ int main(int argc, char **argv)
     }
     cli.cmd = argv[1];
     int is_sample = !strcmp(cli.cmd, "sample"), is_explore = !strcmp(cli.cmd, "explore"),
-        is_replay = !strcmp(cli.cmd, "replay");
-    if (!is_sample && !is_explore && !is_replay)
+        is_replay = !strcmp(cli.cmd, "replay"), is_investigate = !strcmp(cli.cmd, "investigate");
+    if (!is_sample && !is_explore && !is_replay && !is_investigate)
         return bad("unknown command", cli.cmd);
-    cli.n = is_sample ? 50 : is_explore ? 500 : 10;
+    cli.n = is_sample ? 50 : is_explore ? 500 : is_investigate ? 1000 : 10;
+    cli.natural = 50;
+    cli.replays = 10;
+    cli.slow_step_ms = 100;
+    if (is_investigate)
+        cli.seconds = 60;
     const char *pos[2] = {NULL, NULL};
     int npos = 0;
     for (int i = 2; i < argc; i++) {
@@ -93,6 +101,15 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "-n") || (!strcmp(a, "--runs"))) {
             if (parse_u64(v, &cli.n) < 0 || cli.n == 0)
                 return bad("expected a positive number of runs after", a);
+            i++;
+        } else if (is_investigate && (!strcmp(a, "--natural") || !strcmp(a, "--replays"))) {
+            uint64_t *dst = !strcmp(a, "--natural") ? &cli.natural : &cli.replays;
+            if (parse_u64(v, dst) < 0 || *dst == 0 || *dst > 1000000)
+                return bad("expected a positive number of runs after", a);
+            i++;
+        } else if (is_investigate && !strcmp(a, "--slow-step")) {
+            if (parse_pos_double(v, &cli.slow_step_ms) < 0)
+                return bad("expected a positive number of milliseconds after", a);
             i++;
         } else if (!strcmp(a, "--seconds")) {
             if (!is_explore)
@@ -145,8 +162,9 @@ int main(int argc, char **argv)
         cli.nodeid = pos[1];
     } else {
         if (npos != 1)
-            return bad(is_sample ? "sample needs one node id: affidavit sample NODEID"
-                                 : "explore needs one node id: affidavit explore NODEID",
+            return bad(is_sample    ? "sample needs one node id: affidavit sample NODEID"
+                       : is_explore ? "explore needs one node id: affidavit explore NODEID"
+                                    : "investigate needs one node id: affidavit investigate NODEID",
                        NULL);
         cli.nodeid = pos[0];
     }
@@ -154,7 +172,10 @@ int main(int argc, char **argv)
         return bad("too many runs", NULL);
     afd_install_signal_handlers();
     setvbuf(stdout, NULL, _IOFBF, 1 << 16);
-    int rc = is_sample ? afd_cmd_sample(&cli) : is_explore ? afd_cmd_explore(&cli) : afd_cmd_replay(&cli);
+    int rc = is_sample        ? afd_cmd_sample(&cli)
+             : is_explore     ? afd_cmd_explore(&cli)
+             : is_investigate ? afd_cmd_investigate(&cli)
+                              : afd_cmd_replay(&cli);
     fflush(stdout);
     return rc;
 }

@@ -154,7 +154,7 @@ int afd_view_build(afd_view *v, const afd_trace *tr)
         if (e->kind == AFD_EV_WAKE && e->b > max_index)
             max_index = e->b;
         n_steps += e->kind == AFD_EV_STEP;
-        n_acc += e->kind == AFD_EV_OP_BEGIN || e->kind == AFD_EV_SYNC;
+        n_acc += e->kind == AFD_EV_OP_END || e->kind == AFD_EV_SYNC;
     }
     if (n_acc > AFD_EXPLAIN_MAX_ACCESSES)
         n_acc = AFD_EXPLAIN_MAX_ACCESSES;
@@ -189,7 +189,7 @@ int afd_view_build(afd_view *v, const afd_trace *tr)
                 block_site = e->b;
             blocked += e->cost;
             break;
-        case AFD_EV_OP_BEGIN:
+        case AFD_EV_OP_END: /* an operation's effect is visible when it ends */
             rc = add_access(v, &occ, labels, max_task + 1, e->task,
                             e->a == AFD_NOSTR ? ((e->flags & 1) ? "write" : "read") : afd_trace_string(tr, e->a),
                             afd_trace_string(tr, e->b), e->flags & 1, 0);
@@ -333,6 +333,7 @@ static int push_pair(afd_xpair *out, size_t cap, size_t *n, uint32_t x, uint32_t
     if (*n < cap) {
         out[*n].x = x;
         out[*n].y = y;
+        out[*n].y_pass = 0;
         out[*n].ochiai = 0;
         out[*n].fail_with = out[*n].pass_with = 0;
     }
@@ -356,6 +357,16 @@ int afd_inverted_pairs(const afd_view *fail, const afd_view *pass, afd_xpair *ou
                 continue;
             if (where[j] < where[i])
                 push_pair(out, cap, n, i, j);
+        }
+        /* y never ran in the failing run but ran before x in the passing one */
+        for (uint32_t j = 0; j < where[i] && j < pass->n_acc; j++) {
+            if (afd_view_find(fail, pass->acc[j].key) != AFD_NOPOS ||
+                !afd_access_conflict(&fail->acc[i], &pass->acc[j]))
+                continue;
+            size_t k = *n;
+            push_pair(out, cap, n, i, j);
+            if (k < cap)
+                out[k].y_pass = 1;
         }
     }
     free(where);
@@ -613,4 +624,9 @@ int afd_summary_order(const afd_run_summary *s, uint64_t x, uint64_t y)
     if (px == AFD_NOPOS || py == AFD_NOPOS)
         return -1;
     return px < py;
+}
+
+int afd_summary_has(const afd_run_summary *s, uint64_t x)
+{
+    return summary_pos(s, x) != AFD_NOPOS;
 }

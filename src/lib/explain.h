@@ -3,7 +3,8 @@
  *
  * A view is built from one decoded trace. Its steps are the trace's STEP events in execution
  * order; the events between a step's WAKE and its STEP belong to it. Accesses come from explicit
- * operations (OP_BEGIN: `affidavit.operation` and `affidavit.access`) and from asyncio's
+ * operations (OP_END, where the operation's effect is visible: `affidavit.operation` and
+ * `affidavit.access`) and from asyncio's
  * primitives (SYNC: an Event set is a write of the event, a check of it a read; a queue put or
  * get is a write of the queue, `empty()` a read). Locks and semaphores are not data: they order
  * steps (happens-before) and form the lock-order graph.
@@ -75,13 +76,15 @@ int afd_access_conflict(const afd_xaccess *x, const afd_xaccess *y);
 
 /* A pair of accesses of the failing run, first (x) before second (y) there. */
 typedef struct afd_xpair {
-    uint32_t x, y;  /* access indices in the failing view */
+    uint32_t x, y;  /* access indices in the failing view (y: in the passing view when y_pass) */
+    uint8_t y_pass; /* y ran only in the passing run: in the failing run x ran and y never did */
     double ochiai;  /* filled by the caller (afd_stats_ochiai over every run seen) */
     uint64_t fail_with, pass_with;
 } afd_xpair;
 
-/* Conflicting pairs ordered x before y in `fail` and y before x in `pass` (both present in both
- * runs). Writes up to cap pairs into out and their number into *n. */
+/* Conflicting pairs ordered x before y in `fail` and y before x in `pass`: either both ran in both
+ * runs, or y ran only in the passing run (before x there) and never in the failing one. Writes up
+ * to cap pairs into out and their number into *n. */
 int afd_inverted_pairs(const afd_view *fail, const afd_view *pass, afd_xpair *out, size_t cap, size_t *n);
 
 /* Races: conflicting pairs of `v` in steps that happen-before does not order. Edges: the step
@@ -122,5 +125,7 @@ int afd_summary_build(afd_run_summary *s, const afd_view *v, int failed);
 void afd_summary_finish(afd_run_summary *s);
 /* 1 when key x ran before key y in the run, 0 when after, -1 when either is missing. */
 int afd_summary_order(const afd_run_summary *s, uint64_t x, uint64_t y);
+/* 1 when key x ran in the run. */
+int afd_summary_has(const afd_run_summary *s, uint64_t x);
 
 #endif

@@ -1,0 +1,1251 @@
+/* investigate.c -- `affidavit investigate NODEID`: sample, search, reproduce, minimize, explain.
+ *
+ * Every figure printed is a count of runs executed here. The pipeline (DESIGN.md, steps 1-5):
+ *   1. natural runs: the flake rate with its Wilson interval;
+ *   2. the portfolio until a schedule fails (within --runs and --seconds);
+ *   3. that schedule replayed R times: R/R must fail alike, or we abstain and name the likely
+ *      uncontrolled source;
+ *   4. the schedule rewritten as explicit per-step delays, ddmin to a 1-minimal set, and each
+ *      remaining delay bisected to the threshold where failure starts (the collision window);
+ *      when the failure needs no delay at all (the program's `random` decided it), one delay is
+ *      searched for under a seed that passes, so the window is still a delay of one step;
+ *   5. the minimal failing run and its nearest passing run (the same delay just under the
+ *      threshold), both replayed R times, compared: divergence, inverted conflicting pairs ranked
+ *      by Ochiai over every run seen, happens-before races, lost updates, lock-order and wait-for
+ *      cycles, blocking calls and slow steps. */
+#include "afd.h"
+#include "cmds.h"
+#include "explain.h"
+#include "minimize.h"
+#include "out.h"
+#include "pool.h"
+#include "runs.h"
+#include "schedule.h"
+#include "stats.h"
+#include "token.h"
+#include "trace.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BISECT_PRECISION_NS 100u
+#define MAX_FALLBACK_SEEDS 8u
+#define MAX_FALLBACK_STEPS 400u
+#define MAX_PAIRS 64u
+
+/* One finished run kept whole: its outcome, failure text and trace. */
+typedef struct kept_run {
+    int outcome;
+    char *failure;
+    afd_trace tr;
+    int have_trace;
+    uint64_t digest;
+} kept_run;
+
+static void kept_finish(kept_run *k)
+{
+    free(k->failure);
+    if (k->have_trace)
+        afd_trace_finish(&k->tr);
+    memset(k, 0, sizeof *k);
+}
+
+typedef struct inv {
+    const afd_cli *cli;
+    afd_pool *pool;
+    afd_progress prog;
+    uint64_t total_runs;
+    /* every run seen, for Ochiai and the blocking-call predicate */
+    afd_run_summary *sums;
+    uint8_t *blocked; /* per run: it made a blocking call of >= 1 ms */
+    size_t n_sums, cap_sums;
+    uint32_t failing_flags; /* uncontrolled sources seen in failing runs */
+    /* search */
+    uint64_t seed;
+    uint32_t est_steps;
+    uint64_t found_index;
+    char *found_token;
+    /* a batch's kept run (first failing, or first of a replay) */
+    kept_run keep;
+    int keep_failing_only;
+    int error;
+} inv;
+
+static int remember(inv *v, const afd_run_result *res, const afd_trace *tr)
+{
+    v->total_runs++;
+    if (!tr)
+        return 0;
+    if (is_failure(res->outcome))
+        v->failing_flags |= tr->flags;
+    afd_view view;
+    if (afd_view_build(&view, tr) < 0)
+        return AFD_ENOMEM;
+    if (v->n_sums == v->cap_sums) {
+        size_t ncap = v->cap_sums ? v->cap_sums * 2 : 256;
+        afd_run_summary *ns = realloc(v->sums, ncap * sizeof *ns);
+        if (!ns) {
+            afd_view_finish(&view);
+            return AFD_ENOMEM;
+        }
+        v->sums = ns;
+        uint8_t *nb = realloc(v->blocked, ncap);
+        if (!nb) {
+            afd_view_finish(&view);
+            return AFD_ENOMEM;
+        }
+        v->blocked = nb;
+        v->cap_sums = ncap;
+    }
+    int rc = afd_summary_build(&v->sums[v->n_sums], &view, is_failure(res->outcome));
+    uint8_t blocked = 0;
+    for (uint32_t i = 0; i < view.n_steps; i++)
+        if (view.steps[i].blocked_ns >= 1000000u)
+            blocked = 1;
+    afd_view_finish(&view);
+    if (rc < 0)
+        return rc;
+    v->blocked[v->n_sums] = blocked;
+    v->n_sums++;
+    return 0;
+}
+
+static int keep_run(kept_run *k, const afd_run_result *res, const afd_trace *tr)
+{
+    kept_finish(k);
+    k->outcome = res->outcome;
+    k->failure = strdup(res->failure ? res->failure : "");
+    if (!k->failure)
+        return AFD_ENOMEM;
+    if (tr) {
+        afd_buf b;
+        afd_buf_init(&b);
+        int rc = afd_trace_encode(tr, &b);
+        if (rc == 0 && !b.err)
+            rc = afd_trace_decode(&k->tr, b.data, b.len);
+        afd_buf_finish(&b);
+        if (rc < 0)
+            return rc;
+        k->have_trace = 1;
+        k->digest = afd_trace_digest(&k->tr);
+    }
+    return 0;
+}
+
+/* ---- batches ---- */
+
+static int take_sample(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+{
+    inv *v = ctx;
+    if (remember(v, res, tr) < 0)
+        v->error = AFD_ENOMEM;
+    if (is_failure(res->outcome) && !v->keep.failure && keep_run(&v->keep, res, tr) < 0)
+        v->error = AFD_ENOMEM;
+    return v->error != 0;
+}
+
+static int make_portfolio_inv(void *ctx, uint64_t i, uint8_t *mode, char **token)
+{
+    inv *v = ctx;
+    afd_schedule s;
+    int rc = afd_sched_portfolio(&s, v->seed, i, v->est_steps, -1);
+    if (rc < 0)
+        return rc;
+    rc = afd_token_encode(&s, token);
+    afd_schedule_finish(&s);
+    *mode = AFD_MODE_CONTROLLED;
+    return rc;
+}
+
+static int take_search(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+{
+    inv *v = ctx;
+    if (remember(v, res, tr) < 0)
+        v->error = AFD_ENOMEM;
+    if (i == 0 && tr)
+        v->est_steps = tr->steps ? (uint32_t)(tr->steps > UINT32_MAX ? UINT32_MAX : tr->steps) : 1;
+    if (is_failure(res->outcome) && tr && i < v->found_index) {
+        v->found_index = i;
+        free(v->found_token);
+        v->found_token = strdup(tr->token);
+        if (!v->found_token || keep_run(&v->keep, res, tr) < 0)
+            v->error = AFD_ENOMEM;
+    }
+    return v->error != 0 || is_failure(res->outcome);
+}
+
+typedef struct replay_ctx {
+    inv *v;
+    const char *token;
+} replay_ctx;
+
+static int make_token(void *ctx, uint64_t i, uint8_t *mode, char **token)
+{
+    replay_ctx *r = ctx;
+    *mode = AFD_MODE_CONTROLLED;
+    *token = strdup(r->token);
+    return *token ? 0 : AFD_ENOMEM;
+}
+
+static int take_replay(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+{
+    replay_ctx *r = ctx;
+    if (remember(r->v, res, tr) < 0)
+        r->v->error = AFD_ENOMEM;
+    if (!r->v->keep.failure && keep_run(&r->v->keep, res, tr) < 0)
+        r->v->error = AFD_ENOMEM;
+    return r->v->error != 0;
+}
+
+/* Runs token n times. *t receives the tally (the caller finishes it); v->keep the first run. */
+static int replay(inv *v, const char *token, uint64_t n, tally *t)
+{
+    memset(t, 0, sizeof *t);
+    kept_finish(&v->keep);
+    replay_ctx r = {v, token};
+    int rc = run_batch(v->pool, 0, n, 0, make_token, take_replay, &r, &v->prog, t);
+    return rc < 0 ? rc : v->error;
+}
+
+/* One run of one schedule: 1 when it failed, 0 when it passed, negative on error. */
+static int run_schedule(inv *v, const afd_schedule *s, kept_run *keep)
+{
+    char *token = NULL;
+    int rc = afd_token_encode(s, &token);
+    if (rc < 0)
+        return rc;
+    tally t;
+    rc = replay(v, token, 1, &t);
+    free(token);
+    int failed = t.failed > 0;
+    tally_finish(&t);
+    if (rc < 0)
+        return rc;
+    if (keep) {
+        kept_finish(keep);
+        *keep = v->keep;
+        memset(&v->keep, 0, sizeof v->keep);
+    }
+    return failed;
+}
+
+/* ---- explicit delays ---- */
+
+typedef struct delay_set {
+    afd_schedule base;  /* strategy zero with the failing seed, no delays */
+    afd_delay *d;       /* Owned labels. */
+    uint32_t n;
+    uint64_t *cost;     /* the current cost of each delay (bisection changes one) */
+    const uint8_t *keep; /* NULL: all */
+} delay_set;
+
+static void delay_set_finish(delay_set *ds)
+{
+    for (uint32_t i = 0; i < ds->n; i++)
+        free(ds->d[i].label);
+    free(ds->d);
+    free(ds->cost);
+    afd_schedule_finish(&ds->base);
+    memset(ds, 0, sizeof *ds);
+}
+
+static int delay_push(delay_set *ds, const char *label, uint32_t ordinal, uint64_t cost)
+{
+    afd_delay *nd = realloc(ds->d, ((size_t)ds->n + 1) * sizeof *nd);
+    if (!nd)
+        return AFD_ENOMEM;
+    ds->d = nd;
+    uint64_t *nc = realloc(ds->cost, ((size_t)ds->n + 1) * sizeof *nc);
+    if (!nc)
+        return AFD_ENOMEM;
+    ds->cost = nc;
+    ds->d[ds->n].label = strdup(label);
+    if (!ds->d[ds->n].label)
+        return AFD_ENOMEM;
+    ds->d[ds->n].ordinal = ordinal;
+    ds->d[ds->n].cost_ns = cost;
+    ds->cost[ds->n] = cost;
+    ds->n++;
+    return 0;
+}
+
+/* The failing run's costs and latenesses as explicit delays. A late idle wake-up becomes extra
+ * cost of the step before it: the clock then reaches the same deadline-plus-lateness without the
+ * idle jump, and every timer due by then is ready in the same deadline order. */
+static int delays_from_trace(delay_set *ds, const afd_trace *tr, uint64_t seed)
+{
+    memset(ds, 0, sizeof *ds);
+    afd_schedule_init(&ds->base);
+    ds->base.strategy = AFD_STRAT_ZERO;
+    ds->base.seed = seed;
+    int32_t last = -1; /* delay index of the last step, or -1 if it had no cost */
+    const afd_event *last_step = NULL;
+    for (uint32_t i = 0; i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind == AFD_EV_STEP) {
+            last_step = e;
+            last = -1;
+            if (e->cost) {
+                int rc = delay_push(ds, afd_trace_task_label(tr, e->task), e->a, e->cost);
+                if (rc < 0)
+                    return rc;
+                last = (int32_t)ds->n - 1;
+            }
+        } else if (e->kind == AFD_EV_IDLE && e->a && last_step) {
+            if (last < 0) {
+                int rc = delay_push(ds, afd_trace_task_label(tr, last_step->task), last_step->a, 0);
+                if (rc < 0)
+                    return rc;
+                last = (int32_t)ds->n - 1;
+            }
+            ds->d[last].cost_ns += e->cost;
+            ds->cost[last] += e->cost;
+        }
+    }
+    return ds->n > AFD_TOKEN_MAX_DELAYS ? AFD_EFULL : 0;
+}
+
+static int delay_schedule(const delay_set *ds, afd_schedule *out)
+{
+    int rc = afd_schedule_copy(out, &ds->base);
+    for (uint32_t i = 0; rc == 0 && i < ds->n; i++)
+        if (!ds->keep || ds->keep[i])
+            rc = afd_schedule_add_delay(out, ds->d[i].label, ds->d[i].ordinal, ds->cost[i]);
+    if (rc < 0)
+        afd_schedule_finish(out);
+    return rc;
+}
+
+typedef struct oracle_ctx {
+    inv *v;
+    delay_set *ds;
+    uint32_t which; /* bisection: the delay whose cost varies */
+    uint64_t runs;
+} oracle_ctx;
+
+static int subset_oracle(void *ctx, const uint8_t *keep, size_t n)
+{
+    oracle_ctx *o = ctx;
+    o->ds->keep = keep;
+    afd_schedule s;
+    int rc = delay_schedule(o->ds, &s);
+    o->ds->keep = NULL;
+    if (rc < 0)
+        return rc;
+    rc = run_schedule(o->v, &s, NULL);
+    afd_schedule_finish(&s);
+    afd_progress_update(&o->v->prog, o->v->total_runs, 0, 0);
+    return rc;
+}
+
+static int value_oracle(void *ctx, uint64_t value)
+{
+    oracle_ctx *o = ctx;
+    uint64_t saved = o->ds->cost[o->which];
+    o->ds->cost[o->which] = value;
+    afd_schedule s;
+    int rc = delay_schedule(o->ds, &s);
+    o->ds->cost[o->which] = saved;
+    if (rc < 0)
+        return rc;
+    rc = run_schedule(o->v, &s, NULL);
+    afd_schedule_finish(&s);
+    afd_progress_update(&o->v->prog, o->v->total_runs, 0, 0);
+    return rc;
+}
+
+/* ---- the result ---- */
+
+typedef struct window {
+    int found;
+    char *label;      /* the delayed step's task */
+    uint32_t ordinal;
+    uint64_t lo, hi;  /* passes at lo, fails at hi (ns) */
+    uint64_t runs;    /* oracle runs spent minimizing and bisecting */
+    uint32_t n_delays_before, n_delays_after;
+    int via_fallback; /* found by searching one delay under a passing seed */
+} window;
+
+/* afd_buf_printf keeps the text NUL-terminated. */
+static const char *bstr(afd_buf *b)
+{
+    return b->len && b->data ? (const char *)b->data : "";
+}
+
+static void buf_reset(afd_buf *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = 0;
+}
+
+typedef struct evidence {
+    afd_buf json; /* the JSON array's items, comma-separated */
+    afd_buf text; /* the terminal table's rows */
+    int n;
+} evidence;
+
+static void ev_add(evidence *e, const char *claim, const char *measured, const char *strength)
+{
+    afd_buf_printf(&e->json, "%s{\"claim\": ", e->n ? ", " : "");
+    afd_json_str(&e->json, claim);
+    afd_buf_printf(&e->json, ", \"measured\": ");
+    afd_json_str(&e->json, measured);
+    afd_buf_printf(&e->json, ", \"strength\": ");
+    afd_json_str(&e->json, strength);
+    afd_buf_printf(&e->json, "}");
+    afd_buf_printf(&e->text, "    - %s: %s [%s]\n", claim, measured, strength);
+    e->n++;
+}
+
+typedef struct cause {
+    const char *kind; /* NULL: none */
+    afd_buf resource, await_site, sentence;
+    afd_buf ops; /* JSON array items */
+} cause;
+
+static void acc_text(afd_buf *b, const afd_xaccess *a)
+{
+    afd_buf_printf(b, "%s %s %s", a->label, a->write ? "writes" : "reads", a->resource);
+    if (strcmp(a->name, a->write ? "write" : "read") != 0)
+        afd_buf_printf(b, " (%s)", a->name);
+}
+
+static void op_json(afd_buf *b, int *n, const afd_view *v, const afd_xaccess *a)
+{
+    afd_buf_printf(b, "%s{\"task\": ", (*n)++ ? ", " : "");
+    afd_json_str(b, a->label);
+    afd_buf_printf(b, ", \"operation\": ");
+    afd_json_str(b, a->name);
+    afd_buf_printf(b, ", \"resource\": ");
+    afd_json_str(b, a->resource);
+    afd_buf_printf(b, ", \"access\": \"%s\", \"step\": %" PRIu32 ", \"occurrence\": %" PRIu32 "}",
+                   a->write ? "write" : "read", v->steps[a->step].ordinal, a->occurrence);
+}
+
+/* The await the task of access x resumed from just before x: the suspension site of its
+ * previous step. */
+static uint32_t await_before(const afd_view *v, const afd_xaccess *x)
+{
+    for (uint32_t i = x->step; i-- > 0;)
+        if (v->steps[i].task == x->task)
+            return v->steps[i].site;
+    return AFD_NOSTR;
+}
+
+static const afd_xaccess *pair_y(const afd_view *fail, const afd_view *pass, const afd_xpair *p)
+{
+    return p->y_pass ? &pass->acc[p->y] : &fail->acc[p->y];
+}
+
+static void ochiai_rank(inv *v, const afd_view *fail, const afd_view *pass, afd_xpair *pairs, size_t n)
+{
+    uint64_t total_failed = 0;
+    for (size_t r = 0; r < v->n_sums; r++)
+        total_failed += v->sums[r].failed;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t kx = fail->acc[pairs[i].x].key, ky = pair_y(fail, pass, &pairs[i])->key;
+        for (size_t r = 0; r < v->n_sums; r++) {
+            /* "x ran, and y had not run before it" */
+            int order = afd_summary_order(&v->sums[r], kx, ky);
+            if (order == 1 || (order == -1 && afd_summary_has(&v->sums[r], kx))) {
+                if (v->sums[r].failed)
+                    pairs[i].fail_with++;
+                else
+                    pairs[i].pass_with++;
+            }
+        }
+        pairs[i].ochiai = afd_stats_ochiai(pairs[i].fail_with, pairs[i].pass_with, total_failed);
+    }
+    /* insertion sort, highest first, stable */
+    for (size_t i = 1; i < n; i++) {
+        afd_xpair p = pairs[i];
+        size_t j = i;
+        while (j > 0 && pairs[j - 1].ochiai < p.ochiai) {
+            pairs[j] = pairs[j - 1];
+            j--;
+        }
+        pairs[j] = p;
+    }
+}
+
+static double blocking_ochiai(const inv *v, uint64_t *fw, uint64_t *pw)
+{
+    uint64_t total_failed = 0;
+    *fw = *pw = 0;
+    for (size_t r = 0; r < v->n_sums; r++) {
+        total_failed += v->sums[r].failed;
+        if (v->blocked[r]) {
+            if (v->sums[r].failed)
+                (*fw)++;
+            else
+                (*pw)++;
+        }
+    }
+    return afd_stats_ochiai(*fw, *pw, total_failed);
+}
+
+/* Decides the cause from the minimal failing run (f) and its nearest passing run (p, may be
+ * NULL), filling c and the evidence. confirm_fail / confirm_pass: the replay counts of both. */
+static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evidence *ev, uint64_t k_fail,
+                    uint64_t n_fail, uint64_t k_pass, uint64_t n_pass)
+{
+    const afd_trace *tr = f->tr;
+    char buf[512];
+    afd_buf m;
+    afd_buf_init(&m);
+    int n_ops = 0;
+    /* deadlock */
+    if (tr->flags & AFD_TRACE_DEADLOCK) {
+        uint32_t tasks[16], labels[16];
+        size_t len = 0;
+        int cyc = afd_view_wait_cycle(f, tasks, labels, 16, &len);
+        c->kind = "deadlock";
+        afd_buf_printf(&c->sentence, "deadlock: ");
+        if (cyc > 0) {
+            for (size_t i = 0; i < len && i < 16; i++) {
+                const char *res = afd_trace_string(tr, labels[i]);
+                afd_buf_printf(&c->sentence, "%s%s waits for %s held by %s", i ? "; " : "",
+                               afd_trace_task_label(tr, tasks[i]), res,
+                               afd_trace_task_label(tr, tasks[(i + 1) % len]));
+                afd_buf_printf(&c->resource, "%s%s", i ? ", " : "", res);
+                afd_buf_printf(&c->ops, "%s{\"task\": ", i ? ", " : "");
+                afd_json_str(&c->ops, afd_trace_task_label(tr, tasks[i]));
+                afd_buf_printf(&c->ops, ", \"operation\": \"acquire\", \"resource\": ");
+                afd_json_str(&c->ops, res);
+                afd_buf_printf(&c->ops, ", \"access\": \"wait\"}");
+            }
+            /* where the first task of the cycle is blocked: its last step's suspension site */
+            for (uint32_t i = f->n_steps; i-- > 0;)
+                if (f->steps[i].task == tasks[0]) {
+                    afd_buf_printf(&c->await_site, "%s", afd_trace_string(tr, f->steps[i].site));
+                    break;
+                }
+            ev_add(ev, "every task blocked; the wait-for graph has a cycle",
+                   (snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " hung", k_fail, n_fail), buf),
+                   k_fail == n_fail ? "confirmed" : "weaker");
+        } else {
+            afd_buf_printf(&c->sentence, "every task is blocked and nothing can wake one");
+        }
+        afd_buf_finish(&m);
+        return;
+    }
+    /* lost update */
+    afd_xatom atoms[8];
+    size_t n_atoms = 0;
+    afd_view_lost_updates(f, atoms, 8, &n_atoms);
+    afd_xpair inv_pairs[MAX_PAIRS];
+    size_t n_inv = 0;
+    if (p) {
+        afd_inverted_pairs(f, p, inv_pairs, MAX_PAIRS, &n_inv);
+        ochiai_rank(v, f, p, inv_pairs, n_inv);
+    }
+    afd_xpair races[MAX_PAIRS];
+    size_t n_races = 0;
+    afd_view_races(f, races, MAX_PAIRS, &n_races);
+    uint64_t bfw, bpw;
+    double b_ochiai = blocking_ochiai(v, &bfw, &bpw);
+    uint32_t block_site = AFD_NOSTR;
+    uint64_t block_ns = 0;
+    const afd_xstep *block_step = NULL;
+    for (uint32_t i = 0; i < f->n_steps; i++)
+        if (f->steps[i].blocked_ns > block_ns) {
+            block_ns = f->steps[i].blocked_ns;
+            block_site = f->steps[i].block_site;
+            block_step = &f->steps[i];
+        }
+    if (n_atoms) {
+        const afd_xatom *a = &atoms[0];
+        const afd_xaccess *r = &f->acc[a->r], *u = &f->acc[a->u], *w = &f->acc[a->w];
+        c->kind = "lost_update";
+        afd_buf_printf(&c->resource, "%s", r->resource);
+        afd_buf_printf(&c->await_site, "%s", afd_trace_string(tr, a->await_site));
+        afd_buf_printf(&c->sentence, "lost update on %s: %s reads it, yields at %s, %s writes it, then %s "
+                                     "writes back the stale value",
+                       r->resource, r->label, afd_trace_string(tr, a->await_site), u->label, w->label);
+        op_json(&c->ops, &n_ops, f, r);
+        op_json(&c->ops, &n_ops, f, u);
+        op_json(&c->ops, &n_ops, f, w);
+    } else if (block_site != AFD_NOSTR && block_ns >= 1000000u && b_ochiai >= 0.5) {
+        c->kind = "starvation";
+        afd_buf_printf(&c->resource, "event loop");
+        afd_buf_printf(&c->await_site, "%s", afd_trace_string(tr, block_site));
+        afd_buf_printf(&c->sentence, "starvation: %s blocks the event loop for %.1f ms in time.sleep at %s",
+                       afd_trace_task_label(tr, block_step->task), (double)block_ns / 1e6,
+                       afd_trace_string(tr, block_site));
+        afd_buf_printf(&c->ops, "{\"task\": ");
+        afd_json_str(&c->ops, afd_trace_task_label(tr, block_step->task));
+        afd_buf_printf(&c->ops, ", \"operation\": \"time.sleep\", \"resource\": \"event loop\", \"access\": \"block\", "
+                                "\"step\": %" PRIu32 "}",
+                       block_step->ordinal);
+    } else if (n_inv) {
+        const afd_xaccess *x = &f->acc[inv_pairs[0].x], *y = pair_y(f, p, &inv_pairs[0]);
+        c->kind = "order_violation";
+        afd_buf_printf(&c->resource, "%s", x->resource);
+        uint32_t site = await_before(f, x);
+        if (site == AFD_NOSTR)
+            site = await_before(f, y);
+        afd_buf_printf(&c->await_site, "%s", afd_trace_string(tr, site));
+        afd_buf_printf(&c->sentence, "order violation on %s: ", x->resource);
+        acc_text(&c->sentence, x);
+        afd_buf_printf(&c->sentence, " before ");
+        acc_text(&c->sentence, y);
+        if (inv_pairs[0].y_pass)
+            afd_buf_printf(&c->sentence, " (which then never ran)");
+        afd_buf_printf(&c->sentence, "; %s resumed too early from the await at %s", x->label,
+                       afd_trace_string(tr, site));
+        op_json(&c->ops, &n_ops, f, x);
+        op_json(&c->ops, &n_ops, inv_pairs[0].y_pass ? p : f, y);
+    } else {
+        uint32_t locks[16], labels[16];
+        size_t len = 0;
+        if (afd_view_lock_cycle(f, locks, labels, 16, &len) > 0 ||
+            (p && afd_view_lock_cycle(p, locks, labels, 16, &len) > 0)) {
+            c->kind = "lock_order";
+            afd_buf_printf(&c->sentence, "lock-order cycle (a potential deadlock): ");
+            for (size_t i = 0; i < len && i < 16; i++) {
+                const char *res = afd_trace_string(tr, labels[i]);
+                afd_buf_printf(&c->sentence, "%s%s", i ? " -> " : "", res);
+                afd_buf_printf(&c->resource, "%s%s", i ? ", " : "", res);
+                afd_buf_printf(&c->ops, "%s{\"operation\": \"acquire\", \"resource\": ", i ? ", " : "");
+                afd_json_str(&c->ops, res);
+                afd_buf_printf(&c->ops, ", \"access\": \"lock\"}");
+            }
+            afd_buf_printf(&c->sentence, " -> %s", afd_trace_string(tr, labels[0]));
+            /* the await inside the first lock's critical section, in a task that then took the
+             * second: the step before its acquisition of locks[1] */
+            uint32_t step = 0;
+            uint32_t task = 0;
+            for (uint32_t i = 0; i < tr->n_events; i++) {
+                const afd_event *e = &tr->events[i];
+                if (e->kind == AFD_EV_STEP)
+                    step++;
+                if (len > 1 && e->kind == AFD_EV_SYNC && e->flags == AFD_SYNC_LOCK_ACQUIRE && e->a == locks[1]) {
+                    task = e->task;
+                    break;
+                }
+            }
+            for (uint32_t i = step; task && i-- > 0;)
+                if (f->steps[i].task == task) {
+                    afd_buf_printf(&c->await_site, "%s", afd_trace_string(tr, f->steps[i].site));
+                    break;
+                }
+        } else {
+            c->kind = "other";
+            afd_buf_printf(&c->sentence, "no conflicting operations were recorded: annotate shared state with "
+                                         "affidavit.access() or affidavit.operation() to name the cause");
+        }
+    }
+    /* evidence */
+    if (n_inv) {
+        const afd_xaccess *x = &f->acc[inv_pairs[0].x], *y = pair_y(f, p, &inv_pairs[0]);
+        buf_reset(&m);
+        acc_text(&m, x);
+        afd_buf_printf(&m, " before ");
+        acc_text(&m, y);
+        afd_buf_printf(&m, ": forcing this order fails");
+        snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " failed", k_fail, n_fail);
+        ev_add(ev, bstr(&m), buf, k_fail == n_fail && n_fail ? "confirmed" : "weaker");
+        buf_reset(&m);
+        afd_buf_printf(&m, "the opposite order passes");
+        snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " passed", k_pass, n_pass);
+        ev_add(ev, bstr(&m), buf, k_pass == n_pass && n_pass ? "confirmed" : "weaker");
+        snprintf(buf, sizeof buf, "Ochiai %.2f (%" PRIu64 " failing, %" PRIu64 " passing runs)", inv_pairs[0].ochiai,
+                 inv_pairs[0].fail_with, inv_pairs[0].pass_with);
+        ev_add(ev, "the order is suspicious over every run seen", buf, "observed");
+    }
+    if (n_atoms)
+        ev_add(ev, "a task wrote between another task's read and its write (atomicity violation)",
+               "in the minimal failing run", "observed");
+    int race_on_cause = 0;
+    for (size_t i = 0; i < n_races; i++)
+        if (c->resource.len && strcmp(f->acc[races[i].x].resource, bstr(&c->resource)) == 0)
+            race_on_cause = 1;
+    if (n_races)
+        ev_add(ev, race_on_cause ? "the conflicting accesses are unordered by happens-before (a race)"
+                                 : "conflicting accesses unordered by happens-before exist",
+               (snprintf(buf, sizeof buf, "%zu racing pair%s", n_races, n_races == 1 ? "" : "s"), buf), "observed");
+    if (block_site != AFD_NOSTR) {
+        snprintf(buf, sizeof buf, "%.1f ms at %s", (double)block_ns / 1e6, afd_trace_string(tr, block_site));
+        ev_add(ev, "blocking call time.sleep inside a coroutine", buf, "observed");
+        snprintf(buf, sizeof buf, "Ochiai %.2f (%" PRIu64 " failing, %" PRIu64 " passing runs)", b_ochiai, bfw, bpw);
+        ev_add(ev, "runs with a blocking call of 1 ms or more fail", buf, "observed");
+    }
+    uint64_t slow = (uint64_t)(v->cli->slow_step_ms * 1e6);
+    for (uint32_t i = 0; i < f->n_steps; i++)
+        if (f->steps[i].wall >= slow) {
+            snprintf(buf, sizeof buf, "%.1f ms wall", (double)f->steps[i].wall / 1e6);
+            buf_reset(&m);
+            afd_buf_printf(&m, "slow step: %s step %" PRIu32 " (over --slow-step)",
+                           afd_trace_task_label(tr, f->steps[i].task), f->steps[i].ordinal);
+                ev_add(ev, bstr(&m), buf, "observed");
+            break;
+        }
+    if (strcmp(c->kind, "lock_order") != 0) {
+        uint32_t locks[16], labels[16];
+        size_t len = 0;
+        if (afd_view_lock_cycle(f, locks, labels, 16, &len) > 0)
+            ev_add(ev, "the lock-order graph has a cycle (a potential deadlock)", "in the minimal failing run",
+                   "observed");
+    }
+    afd_buf_finish(&m);
+}
+
+/* ---- the command ---- */
+
+static void cause_init(cause *c)
+{
+    c->kind = NULL;
+    afd_buf_init(&c->resource);
+    afd_buf_init(&c->await_site);
+    afd_buf_init(&c->sentence);
+    afd_buf_init(&c->ops);
+}
+
+static void cause_finish(cause *c)
+{
+    afd_buf_finish(&c->resource);
+    afd_buf_finish(&c->await_site);
+    afd_buf_finish(&c->sentence);
+    afd_buf_finish(&c->ops);
+}
+
+
+typedef struct outcome {
+    const char *verdict; /* reproduced | no_failure | abstained | deterministic */
+    tally natural;
+    double lo, hi;
+    char *token;         /* the minimal failing token (or the searched one) */
+    char *pass_token;
+    uint64_t replay_runs, replay_failed, pass_runs, pass_passed;
+    window win;
+    cause c;
+    evidence ev;
+    char *failure;
+    const char *abstain_reason;
+} outcome;
+
+static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapsed_ns)
+{
+    afd_buf b;
+    afd_buf_init(&b);
+    if (cli->json) {
+        afd_buf_printf(&b, "{\"nodeid\": ");
+        afd_json_str(&b, cli->nodeid);
+        afd_buf_printf(&b, ", \"verdict\": \"%s\", \"natural\": {\"runs\": %" PRIu64 ", \"failed\": %" PRIu64
+                           ", \"ci95\": [",
+                       o->verdict, o->natural.runs, o->natural.failed);
+        afd_json_num(&b, o->lo);
+        afd_buf_printf(&b, ", ");
+        afd_json_num(&b, o->hi);
+        afd_buf_printf(&b, "]}, \"token\": ");
+        if (o->token)
+            afd_json_str(&b, o->token);
+        else
+            afd_buf_printf(&b, "null");
+        afd_buf_printf(&b, ", \"replay\": {\"runs\": %" PRIu64 ", \"failed\": %" PRIu64 "}", o->replay_runs,
+                       o->replay_failed);
+        afd_buf_printf(&b, ", \"passing_token\": ");
+        if (o->pass_token)
+            afd_json_str(&b, o->pass_token);
+        else
+            afd_buf_printf(&b, "null");
+        afd_buf_printf(&b, ", \"passing_replay\": {\"runs\": %" PRIu64 ", \"passed\": %" PRIu64 "}", o->pass_runs,
+                       o->pass_passed);
+        afd_buf_printf(&b, ", \"window_us\": ");
+        if (o->win.found)
+            afd_json_num(&b, (double)o->win.hi / 1e3);
+        else
+            afd_buf_printf(&b, "null");
+        afd_buf_printf(&b, ", \"window\": ");
+        if (o->win.found) {
+            afd_buf_printf(&b, "{\"task\": ");
+            afd_json_str(&b, o->win.label);
+            afd_buf_printf(&b, ", \"step\": %" PRIu32 ", \"passes_at_us\": ", o->win.ordinal);
+            afd_json_num(&b, (double)o->win.lo / 1e3);
+            afd_buf_printf(&b, ", \"fails_at_us\": ");
+            afd_json_num(&b, (double)o->win.hi / 1e3);
+            afd_buf_printf(&b, ", \"delays_before\": %" PRIu32 ", \"delays_after\": %" PRIu32
+                               ", \"runs\": %" PRIu64 ", \"searched_one_delay\": %s}",
+                           o->win.n_delays_before, o->win.n_delays_after, o->win.runs,
+                           o->win.via_fallback ? "true" : "false");
+        } else {
+            afd_buf_printf(&b, "null");
+        }
+        afd_buf_printf(&b, ", \"cause\": ");
+        if (o->c.kind) {
+            afd_buf_printf(&b, "{\"kind\": \"%s\", \"resource\": ", o->c.kind);
+            afd_json_str(&b, bstr(&o->c.resource));
+            afd_buf_printf(&b, ", \"await_site\": ");
+            if (o->c.await_site.len)
+                afd_json_str(&b, bstr(&o->c.await_site));
+            else
+                afd_buf_printf(&b, "null");
+            afd_buf_printf(&b, ", \"summary\": ");
+            afd_json_str(&b, bstr(&o->c.sentence));
+            afd_buf_printf(&b, ", \"operations\": [%s]}", bstr(&o->c.ops));
+        } else {
+            afd_buf_printf(&b, "null");
+        }
+        afd_buf_printf(&b, ", \"evidence\": [%s]", bstr(&o->ev.json));
+        afd_buf_printf(&b, ", \"failure\": ");
+        afd_json_str(&b, o->failure ? o->failure : "");
+        afd_buf_printf(&b, ", \"runs\": %" PRIu64 ", \"seconds\": ", v->total_runs);
+        afd_json_num(&b, (double)elapsed_ns / 1e9);
+        afd_buf_printf(&b, "}\n");
+    } else {
+        const char *head = !strcmp(o->verdict, "reproduced")      ? "REPRODUCED"
+                           : !strcmp(o->verdict, "no_failure")    ? "NO FAILURE FOUND"
+                           : !strcmp(o->verdict, "deterministic") ? "FAILS DETERMINISTICALLY, NOT A RACE"
+                                                                  : "ABSTAINED";
+        afd_buf_printf(&b, "%s: %s\n", cli->nodeid, head);
+        afd_buf_printf(&b, "  natural:  %" PRIu64 "/%" PRIu64 " failed (%.1f%%, 95%% CI %.1f%%-%.1f%%)\n",
+                       o->natural.failed, o->natural.runs,
+                       o->natural.runs ? 100.0 * (double)o->natural.failed / (double)o->natural.runs : 0.0,
+                       100 * o->lo, 100 * o->hi);
+        if (o->abstain_reason)
+            afd_buf_printf(&b, "  why:      %s\n", o->abstain_reason);
+        if (o->failure && *o->failure)
+            afd_buf_printf(&b, "  failure:  %.300s\n", o->failure);
+        if (o->c.kind) {
+            afd_buf_printf(&b, "  cause:    %s\n", bstr(&o->c.sentence));
+            if (o->c.await_site.len)
+                afd_buf_printf(&b, "  await:    %s\n", bstr(&o->c.await_site));
+        }
+        if (o->win.found)
+            /* rounded outward to 0.1 us, so the printed bounds stay on their measured sides */
+            afd_buf_printf(&b, "  window:   fails exactly when %s, step %" PRIu32 ", is delayed by more than %.1f us "
+                               "(measured: passes at %.1f us, fails at %.1f us)\n",
+                           o->win.label, o->win.ordinal, floor((double)o->win.lo / 100.0) / 10.0,
+                           floor((double)o->win.lo / 100.0) / 10.0, ceil((double)o->win.hi / 100.0) / 10.0);
+        if (o->token) {
+            afd_buf_printf(&b, "  replayed: %" PRIu64 "/%" PRIu64 " failed", o->replay_failed, o->replay_runs);
+            if (o->pass_runs)
+                afd_buf_printf(&b, "; nearest passing schedule %" PRIu64 "/%" PRIu64 " passed", o->pass_passed,
+                               o->pass_runs);
+            afd_buf_printf(&b, "\n  token:    %s\n", o->token);
+        }
+        if (o->ev.n)
+            afd_buf_printf(&b, "  evidence:\n%s", bstr(&o->ev.text));
+        if (o->token)
+            afd_buf_printf(&b, "  replay:   affidavit replay %s %s\n", o->token, cli->nodeid);
+        afd_buf_printf(&b, "  (%" PRIu64 " runs in %.1f s)\n", v->total_runs, (double)elapsed_ns / 1e9);
+    }
+    fwrite(b.data, 1, b.len, stdout);
+    afd_buf_finish(&b);
+}
+
+static int is_callback_task(const afd_trace *tr, uint32_t task)
+{
+    for (uint32_t i = 0; i < tr->n_events; i++)
+        if (tr->events[i].kind == AFD_EV_TASK && tr->events[i].task == task)
+            return tr->events[i].flags & 1;
+    return 0;
+}
+
+/* Searches one delay under a seed whose zero schedule passes: the failure needed no delay under
+ * the failing seed (the program's random values decided it), so the window is measured where
+ * timing alone decides. Task steps are tried before plain callbacks (a delay of a task's step is
+ * what a reader can act on). Fills ds (base + one delay) and w and returns 1 when found; returns 0
+ * when no single delay fails, with *pass_token set to the first passing schedule (the nearest
+ * passing run then differs only in the values drawn from `random`). */
+static int fallback_one_delay(inv *v, delay_set *ds, window *w, char **pass_token)
+{
+    for (uint64_t i = 1; i <= MAX_FALLBACK_SEEDS; i++) {
+        afd_schedule z;
+        int rc = afd_sched_portfolio(&z, v->seed ^ 0x5eedULL, i, 1, AFD_STRAT_ZERO);
+        if (rc < 0)
+            return rc;
+        kept_run pass = {0};
+        rc = run_schedule(v, &z, &pass);
+        uint64_t seed = z.seed;
+        if (rc == 0 && !*pass_token)
+            rc = afd_token_encode(&z, pass_token);
+        afd_schedule_finish(&z);
+        w->runs++;
+        if (rc < 0 || rc == 1 || !pass.have_trace) {
+            kept_finish(&pass);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
+        /* the passing run's steps, each tried with one large delay */
+        uint64_t span = 0;
+        for (uint32_t k = 0; k < pass.tr.n_events; k++) {
+            const afd_event *e = &pass.tr.events[k];
+            if ((e->kind == AFD_EV_STEP || e->kind == AFD_EV_IDLE) && e->vtime + e->cost > span)
+                span = e->vtime + e->cost;
+        }
+        uint64_t first = pass.tr.n_events ? pass.tr.events[0].vtime : 0;
+        uint64_t big = 2 * (span > first ? span - first : 0) + AFD_PCT_MIN_NS;
+        uint32_t tried = 0;
+        for (int want_cb = 0; want_cb < 2 && rc == 0; want_cb++) {
+            for (uint32_t k = 0; k < pass.tr.n_events && tried < MAX_FALLBACK_STEPS; k++) {
+                const afd_event *e = &pass.tr.events[k];
+                if (e->kind != AFD_EV_STEP || is_callback_task(&pass.tr, e->task) != want_cb)
+                    continue;
+                tried++;
+                delay_set_finish(ds);
+                afd_schedule_init(&ds->base);
+                ds->base.strategy = AFD_STRAT_ZERO;
+                ds->base.seed = seed;
+                rc = delay_push(ds, afd_trace_task_label(&pass.tr, e->task), e->a, big);
+                if (rc < 0)
+                    break;
+                afd_schedule s;
+                rc = delay_schedule(ds, &s);
+                if (rc < 0)
+                    break;
+                rc = run_schedule(v, &s, NULL);
+                afd_schedule_finish(&s);
+                w->runs++;
+                afd_progress_update(&v->prog, v->total_runs, 0, 0);
+                if (rc != 0)
+                    break;
+            }
+        }
+        kept_finish(&pass);
+        if (rc < 0)
+            return rc;
+        if (rc == 1) {
+            w->via_fallback = 1;
+            return 1;
+        }
+        break; /* one passing seed is enough: its steps were all tried */
+    }
+    delay_set_finish(ds);
+    return 0;
+}
+
+static int schedule_token(const delay_set *ds, char **token)
+{
+    afd_schedule s;
+    int rc = delay_schedule(ds, &s);
+    if (rc < 0)
+        return rc;
+    rc = afd_token_encode(&s, token);
+    afd_schedule_finish(&s);
+    return rc;
+}
+
+int afd_cmd_investigate(const afd_cli *cli)
+{
+    uint64_t t0 = now_ns();
+    inv v = {.cli = cli, .seed = cli->seed, .est_steps = 1, .found_index = UINT64_MAX};
+    outcome o;
+    memset(&o, 0, sizeof o);
+    cause_init(&o.c);
+    afd_buf_init(&o.ev.json);
+    afd_buf_init(&o.ev.text);
+    delay_set ds = {0};
+    kept_run fail_run = {0}, pass_run = {0};
+    tally t = {0}, search = {0};
+    int rc = start_pool(cli, &v.pool);
+    if (rc)
+        goto done_early;
+    afd_progress_init(&v.prog, "investigate");
+
+    /* 1. natural runs */
+    rc = run_batch(v.pool, 0, cli->natural, 0, make_natural, take_sample, &v, &v.prog, &o.natural);
+    if (rc < 0 || v.error)
+        goto fail;
+    if (report_no_loop(cli, &o.natural)) {
+        rc = AFD_EXIT_USAGE;
+        goto out;
+    }
+    afd_stats_wilson(o.natural.failed, o.natural.runs, &o.lo, &o.hi);
+    if (o.natural.first_failure)
+        o.failure = strdup(o.natural.first_failure);
+
+    /* 2. search */
+    kept_finish(&v.keep);
+    rc = run_batch(v.pool, 0, 1, 0, make_portfolio_inv, take_search, &v, &v.prog, &search);
+    if (rc == 0 && !v.error && v.found_index == UINT64_MAX && cli->n > 1)
+        rc = run_batch(v.pool, 1, cli->n - 1, cli->seconds, make_portfolio_inv, take_search, &v, &v.prog, &search);
+    if (rc < 0 || v.error)
+        goto fail;
+    if (v.found_index == UINT64_MAX) {
+        if (o.natural.failed) {
+            o.verdict = "abstained";
+            const char *why = uncontrolled_words(v.failing_flags);
+            o.abstain_reason = why ? why
+                                   : "it failed naturally but under no controlled schedule: the likely source is "
+                                     "one affidavit does not control (threads, real sockets, wall-clock reads, "
+                                     "os.urandom or other unseeded entropy)";
+            rc = AFD_EXIT_ABSTAIN;
+        } else {
+            o.verdict = "no_failure";
+            rc = AFD_EXIT_CLEAN;
+        }
+        goto report;
+    }
+    free(o.failure);
+    o.failure = strdup(v.keep.failure ? v.keep.failure : "");
+    kept_finish(&v.keep);
+
+    /* 3. reproduce */
+    rc = replay(&v, v.found_token, cli->replays, &t);
+    if (rc < 0)
+        goto fail;
+    o.replay_runs = t.runs;
+    o.replay_failed = t.failed;
+    if (t.failed != t.runs || t.digests_differ) {
+        o.verdict = "abstained";
+        const char *why = uncontrolled_words(t.flags_union | v.failing_flags);
+        o.abstain_reason = why ? why
+                               : "replay is not deterministic and no thread, socket or real wait was recorded: the "
+                                 "likely source is a wall-clock read or unseeded entropy (os.urandom, uuid4, secrets)";
+        o.token = strdup(v.found_token);
+        rc = AFD_EXIT_ABSTAIN;
+        goto report;
+    }
+    fail_run = v.keep;
+    memset(&v.keep, 0, sizeof v.keep);
+    tally_finish(&t);
+    memset(&t, 0, sizeof t);
+
+    /* deterministic failure: every natural run failed and so does the zero schedule */
+    if (o.natural.runs >= 5 && o.natural.failed == o.natural.runs && v.found_index == 0) {
+        uint64_t all = 1, failed = 1;
+        for (uint64_t i = 1; i < 10; i++) {
+            afd_schedule s;
+            rc = afd_sched_portfolio(&s, v.seed, i, v.est_steps, -1);
+            if (rc < 0)
+                goto fail;
+            rc = run_schedule(&v, &s, NULL);
+            afd_schedule_finish(&s);
+            if (rc < 0)
+                goto fail;
+            all++;
+            failed += (uint64_t)rc;
+        }
+        if (failed == all) {
+            o.verdict = "deterministic";
+            char buf[128];
+            snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " natural, %" PRIu64 "/%" PRIu64 " controlled failed",
+                     o.natural.failed, o.natural.runs, failed, all);
+            ev_add(&o.ev, "it fails under every schedule tried: the failure does not depend on timing", buf,
+                   "observed");
+            rc = AFD_EXIT_FAILURE;
+            goto report;
+        }
+    }
+
+    /* 4. minimize */
+    afd_schedule found;
+    rc = afd_token_decode(&found, v.found_token);
+    if (rc < 0)
+        goto fail;
+    uint64_t fseed = found.seed;
+    afd_schedule_finish(&found);
+    rc = delays_from_trace(&ds, &fail_run.tr, fseed);
+    int explicit_ok = 0;
+    if (rc == 0) {
+        afd_schedule s;
+        rc = delay_schedule(&ds, &s);
+        if (rc == 0) {
+            rc = run_schedule(&v, &s, NULL);
+            afd_schedule_finish(&s);
+            o.win.runs++;
+        }
+        explicit_ok = rc == 1;
+    }
+    if (rc < 0 && rc != AFD_EFULL)
+        goto fail;
+    rc = 0;
+    if (explicit_ok) {
+        o.win.n_delays_before = ds.n;
+        uint8_t *keep = calloc(ds.n + 1, 1);
+        if (!keep) {
+            rc = AFD_ENOMEM;
+            goto fail;
+        }
+        oracle_ctx oc = {.v = &v, .ds = &ds};
+        uint64_t runs = 0;
+        rc = afd_ddmin(ds.n, subset_oracle, &oc, keep, &runs);
+        o.win.runs += runs;
+        if (rc < 0) {
+            free(keep);
+            goto fail;
+        }
+        /* keep only the minimal set */
+        uint32_t m = 0;
+        for (uint32_t i = 0; i < ds.n; i++) {
+            if (keep[i]) {
+                ds.d[m] = ds.d[i];
+                ds.cost[m] = ds.cost[i];
+                m++;
+            } else {
+                free(ds.d[i].label);
+            }
+        }
+        ds.n = m;
+        free(keep);
+        o.win.n_delays_after = m;
+        if (m == 0) {
+            delay_set_finish(&ds);
+            rc = fallback_one_delay(&v, &ds, &o.win, &o.pass_token);
+            if (rc < 0)
+                goto fail;
+        } else {
+            rc = 1;
+        }
+        if (rc == 1) {
+            /* bisect each remaining delay; the first is the one the sentence names */
+            for (uint32_t i = 0; i < ds.n; i++) {
+                uint64_t lo = 0, hi = ds.cost[i];
+                oracle_ctx bc = {.v = &v, .ds = &ds, .which = i};
+                uint64_t runs2 = 0;
+                if (hi > BISECT_PRECISION_NS)
+                    rc = afd_bisect(&lo, &hi, BISECT_PRECISION_NS, value_oracle, &bc, &runs2);
+                else
+                    rc = 0;
+                o.win.runs += runs2;
+                if (rc < 0)
+                    goto fail;
+                if (i == 0) {
+                    o.win.found = 1;
+                    o.win.label = strdup(ds.d[0].label);
+                    o.win.ordinal = ds.d[0].ordinal;
+                    o.win.lo = lo;
+                    o.win.hi = hi;
+                }
+            }
+        }
+        rc = 0;
+    }
+
+    /* the minimal failing and the nearest passing schedules, replayed */
+    if (o.win.found) {
+        free(o.pass_token);
+        o.pass_token = NULL;
+        ds.cost[0] = o.win.hi;
+        rc = schedule_token(&ds, &o.token);
+        if (rc == 0) {
+            ds.cost[0] = o.win.lo;
+            rc = schedule_token(&ds, &o.pass_token);
+        }
+    } else {
+        o.token = strdup(v.found_token);
+        rc = o.token ? 0 : AFD_ENOMEM;
+    }
+    if (rc < 0)
+        goto fail;
+    rc = replay(&v, o.token, cli->replays, &t);
+    if (rc < 0)
+        goto fail;
+    o.replay_runs = t.runs;
+    o.replay_failed = t.failed;
+    kept_finish(&fail_run);
+    fail_run = v.keep;
+    memset(&v.keep, 0, sizeof v.keep);
+    if (t.failed != t.runs || t.digests_differ) {
+        o.verdict = "abstained";
+        o.abstain_reason = "the minimized schedule does not replay deterministically";
+        rc = AFD_EXIT_ABSTAIN;
+        goto report;
+    }
+    tally_finish(&t);
+    memset(&t, 0, sizeof t);
+    if (o.pass_token) {
+        rc = replay(&v, o.pass_token, cli->replays, &t);
+        if (rc < 0)
+            goto fail;
+        o.pass_runs = t.runs;
+        o.pass_passed = t.by_outcome[AFD_OUT_PASS];
+        pass_run = v.keep;
+        memset(&v.keep, 0, sizeof v.keep);
+        tally_finish(&t);
+        memset(&t, 0, sizeof t);
+    }
+    free(o.failure);
+    o.failure = strdup(fail_run.failure ? fail_run.failure : "");
+
+    /* 5. explain */
+    afd_view fv = {0}, pv = {0};
+    int have_p = pass_run.have_trace && o.pass_passed == o.pass_runs && o.pass_runs > 0;
+    if (fail_run.have_trace && afd_view_build(&fv, &fail_run.tr) == 0) {
+        if (have_p && afd_view_build(&pv, &pass_run.tr) < 0)
+            have_p = 0;
+        explain(&v, &fv, have_p ? &pv : NULL, &o.c, &o.ev, o.replay_failed, o.replay_runs, o.pass_passed,
+                o.pass_runs);
+        if (have_p) {
+            uint32_t d = afd_view_divergence(&fv, &pv);
+            if (d != AFD_NOPOS && d < fv.n_steps) {
+                char buf[512];
+                snprintf(buf, sizeof buf, "step %" PRIu32 ": %s step %" PRIu32 " runs instead of %s step %" PRIu32,
+                         d, afd_trace_task_label(fv.tr, fv.steps[d].task), fv.steps[d].ordinal,
+                         d < pv.n_steps ? afd_trace_task_label(pv.tr, pv.steps[d].task) : "(end)",
+                         d < pv.n_steps ? pv.steps[d].ordinal : 0);
+                ev_add(&o.ev, "the failing and the passing run first diverge", buf, "observed");
+            }
+            uint32_t only_f = 0, only_p = 0;
+            for (uint32_t i = 0; i < fv.n_acc; i++)
+                only_f += afd_view_find(&pv, fv.acc[i].key) == AFD_NOPOS;
+            for (uint32_t i = 0; i < pv.n_acc; i++)
+                only_p += afd_view_find(&fv, pv.acc[i].key) == AFD_NOPOS;
+            if (only_f || only_p) {
+                char buf[128];
+                snprintf(buf, sizeof buf, "%" PRIu32 " only when failing, %" PRIu32 " only when passing", only_f,
+                         only_p);
+                ev_add(&o.ev, "operations that ran in one run and never in the other", buf, "observed");
+            }
+        }
+    }
+    afd_view_finish(&fv);
+    afd_view_finish(&pv);
+    if (!o.win.found && o.pass_token && o.pass_runs)
+        ev_add(&o.ev, "no single delay makes it fail: the values the program draws from `random` decide it; "
+                      "the passing run compared differs in those values (another seed)",
+               "no window", "observed");
+    if (o.win.found) {
+        char buf[160], claim[256];
+        snprintf(buf, sizeof buf, "%.1f us (+-%.1f us, %" PRIu64 " runs)", (double)o.win.hi / 1e3,
+                 (double)(o.win.hi - o.win.lo) / 1e3, o.win.runs);
+        snprintf(claim, sizeof claim, "collision window: fails when %.200s step %" PRIu32 " is delayed by more",
+                 o.win.label, o.win.ordinal);
+        ev_add(&o.ev, claim, buf, "confirmed");
+    }
+    o.verdict = "reproduced";
+    rc = AFD_EXIT_FAILURE;
+
+report:
+    afd_progress_done(&v.prog);
+    print_result(cli, &v, &o, now_ns() - t0);
+    goto out;
+fail:
+    afd_progress_done(&v.prog);
+    if (rc == AFD_EIO || afd_interrupted) {
+        fprintf(stderr, "affidavit: interrupted after %" PRIu64 " runs\n", v.total_runs);
+        rc = AFD_EXIT_INTERRUPTED;
+    } else {
+        error_line("investigation failed: %s%s", afd_strerror(rc < 0 ? rc : v.error), "");
+        rc = AFD_EXIT_INTERNAL;
+    }
+out:
+    afd_pool_free(v.pool);
+done_early:
+    tally_finish(&t);
+    tally_finish(&search);
+    tally_finish(&o.natural);
+    kept_finish(&fail_run);
+    kept_finish(&pass_run);
+    kept_finish(&v.keep);
+    delay_set_finish(&ds);
+    for (size_t i = 0; i < v.n_sums; i++)
+        afd_summary_finish(&v.sums[i]);
+    free(v.sums);
+    free(v.blocked);
+    free(v.found_token);
+    free(o.token);
+    free(o.pass_token);
+    free(o.failure);
+    free(o.win.label);
+    cause_finish(&o.c);
+    afd_buf_finish(&o.ev.json);
+    afd_buf_finish(&o.ev.text);
+    return rc;
+}

@@ -1,0 +1,51 @@
+/* runs.h -- what the engine's commands share: the pool started from the command line, batches of
+ * runs dispatched to it, and the tally every command keeps of their outcomes. */
+#ifndef AFD_ENGINE_RUNS_H
+#define AFD_ENGINE_RUNS_H
+
+#include "buf.h"
+#include "cmds.h"
+#include "out.h"
+#include "pool.h"
+#include "trace.h"
+
+#include <stdint.h>
+
+/* What every command accumulates over its runs. */
+typedef struct tally {
+    uint64_t runs, failed, no_loop, by_outcome[AFD_OUT__COUNT];
+    uint64_t *steps, *wall; /* Owned arrays of `runs` entries. */
+    uint64_t cap;
+    uint32_t flags_union;
+    uint64_t first_digest;
+    int digests_differ;
+    char *first_failure;  /* Owned. */
+    int first_failure_outcome;
+} tally;
+
+uint64_t now_ns(void);
+/* Failed, errored, hung or crashed: a skip or a step-limit stop is neither a pass nor a failure. */
+int is_failure(int outcome);
+/* "affidavit: error: " + fmt (two %s) on stderr. */
+void error_line(const char *fmt, const char *a, const char *b);
+void tally_finish(tally *t);
+int tally_add(tally *t, const afd_run_result *res, const afd_trace *tr);
+void json_outcomes(afd_buf *o, const tally *t);
+void json_uncontrolled(afd_buf *o, uint32_t flags);
+/* Words for the first uncontrolled source in flags, or NULL. */
+const char *uncontrolled_words(uint32_t flags);
+/* Starts the pool; on failure prints the one-line error and returns the exit code. */
+int start_pool(const afd_cli *cli, afd_pool **pool);
+int report_no_loop(const afd_cli *cli, const tally *t);
+int interrupted_exit(const tally *t);
+
+/* make(i) builds run i's mode and token (the token is the caller's to free); take() sees each
+ * result in completion order with its decoded trace (NULL when none) and returns nonzero to stop
+ * submitting. Returns 0, or AFD_EIO if interrupted. seconds > 0 bounds the batch in time. */
+typedef int (*make_fn)(void *ctx, uint64_t i, uint8_t *mode, char **token);
+typedef int (*take_fn)(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr);
+int run_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make, take_fn take, void *ctx,
+              afd_progress *prog, tally *t);
+int make_natural(void *ctx, uint64_t i, uint8_t *mode, char **token);
+
+#endif
