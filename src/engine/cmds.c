@@ -455,6 +455,35 @@ static int make_replay(void *vctx, uint64_t i, uint8_t *mode, char **token)
     return *token ? 0 : AFD_ENOMEM;
 }
 
+typedef struct replay_ctx {
+    const char *token;
+    int events; /* print the first run's events */
+} replay_ctx;
+
+static int make_replay_token(void *vctx, uint64_t i, uint8_t *mode, char **token)
+{
+    return make_replay((void *)((replay_ctx *)vctx)->token, i, mode, token);
+}
+
+static int take_replay_events(void *vctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+{
+    replay_ctx *c = vctx;
+    if (!c->events || !tr)
+        return 0;
+    c->events = 0;
+    afd_buf b;
+    afd_buf_init(&b);
+    afd_buf_printf(&b, "events of run %" PRIu64 " (%s):\n", i + 1, afd_outcome_name(res->outcome));
+    for (uint32_t k = 0; k < tr->n_events; k++) {
+        afd_buf_printf(&b, "  ");
+        afd_trace_format_event(tr, &tr->events[k], &b);
+        afd_buf_printf(&b, "\n");
+    }
+    fwrite(b.data, 1, b.len, stderr);
+    afd_buf_finish(&b);
+    return 0;
+}
+
 int afd_cmd_replay(const afd_cli *cli)
 {
     afd_schedule s;
@@ -481,7 +510,8 @@ int afd_cmd_replay(const afd_cli *cli)
     tally t = {0};
     afd_progress prog;
     afd_progress_init(&prog, "replay");
-    rc = run_batch(pool, 0, cli->n, 0, make_replay, take_none, canon ? canon : (char *)cli->token, &prog, &t);
+    replay_ctx rctx = {canon ? canon : cli->token, cli->events};
+    rc = run_batch(pool, 0, cli->n, 0, make_replay_token, take_replay_events, &rctx, &prog, &t);
     afd_progress_done(&prog);
     afd_pool_free(pool);
     if (rc == AFD_EIO) {

@@ -30,6 +30,7 @@ typedef struct afd_cli {
     uint64_t natural;     /* investigate: natural runs (default 50) */
     uint64_t replays;     /* investigate: replays of each token (default 10) */
     double slow_step_ms;  /* investigate: a step this long is slow (default 100) */
+    int events;           /* replay: print the first run's events on stderr */
 } afd_cli;
 
 int afd_cmd_sample(const afd_cli *cli);

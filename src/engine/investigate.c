@@ -60,8 +60,13 @@ typedef struct inv {
     uint64_t total_runs;
     /* every run seen, for Ochiai and the blocking-call predicate */
     afd_run_summary *sums;
-    uint8_t *blocked; /* per run: it made a blocking call of >= 1 ms */
+    uint8_t *blocked; /* per run: it made a blocking call of >= 1 ms or had a slow step */
+    uint8_t *natural; /* per run: a natural run */
     size_t n_sums, cap_sums;
+    int in_natural;   /* the natural phase is running */
+    char *block_site; /* the longest blocking call of a failing natural run: "file:line" */
+    char *block_task;
+    uint64_t block_ns;
     uint32_t failing_flags; /* uncontrolled sources seen in failing runs */
     /* search */
     uint64_t seed;
@@ -98,17 +103,40 @@ static int remember(inv *v, const afd_run_result *res, const afd_trace *tr)
             return AFD_ENOMEM;
         }
         v->blocked = nb;
+        uint8_t *nn = realloc(v->natural, ncap);
+        if (!nn) {
+            afd_view_finish(&view);
+            return AFD_ENOMEM;
+        }
+        v->natural = nn;
         v->cap_sums = ncap;
     }
     int rc = afd_summary_build(&v->sums[v->n_sums], &view, is_failure(res->outcome));
     uint8_t blocked = 0;
-    for (uint32_t i = 0; i < view.n_steps; i++)
-        if (view.steps[i].blocked_ns >= 1000000u)
-            blocked = 1;
+    uint64_t slow = (uint64_t)(v->cli->slow_step_ms * 1e6);
+    for (uint32_t i = 0; i < view.n_steps; i++) {
+        const afd_xstep *st = &view.steps[i];
+        int is_block = st->blocked_ns >= 1000000u && st->block_site != AFD_NOSTR;
+        if (!is_block && !(v->in_natural && st->wall >= slow))
+            continue;
+        blocked = 1;
+        uint64_t ns = is_block ? st->blocked_ns : st->wall;
+        if (v->in_natural && is_failure(res->outcome) && ns > v->block_ns) {
+            uint32_t site = is_block ? st->block_site : st->site;
+            free(v->block_site);
+            free(v->block_task);
+            v->block_site = strdup(afd_trace_string(tr, site));
+            v->block_task = strdup(afd_trace_task_label(tr, st->task));
+            v->block_ns = ns;
+            if (!v->block_site || !v->block_task)
+                rc = AFD_ENOMEM;
+        }
+    }
     afd_view_finish(&view);
     if (rc < 0)
         return rc;
     v->blocked[v->n_sums] = blocked;
+    v->natural[v->n_sums] = (uint8_t)v->in_natural;
     v->n_sums++;
     return 0;
 }
@@ -357,6 +385,14 @@ static int value_oracle(void *ctx, uint64_t value)
     return rc;
 }
 
+static int is_callback_task(const afd_trace *tr, uint32_t task)
+{
+    for (uint32_t i = 0; i < tr->n_events; i++)
+        if (tr->events[i].kind == AFD_EV_TASK && tr->events[i].task == task)
+            return tr->events[i].flags & 1;
+    return 0;
+}
+
 /* ---- the result ---- */
 
 typedef struct window {
@@ -367,6 +403,7 @@ typedef struct window {
     uint64_t runs;    /* oracle runs spent minimizing and bisecting */
     uint32_t n_delays_before, n_delays_after;
     int via_fallback; /* found by searching one delay under a passing seed */
+    char *wakes;      /* a plain callback's window: the task that callback wakes (or NULL) */
 } window;
 
 /* afd_buf_printf keeps the text NUL-terminated. */
@@ -472,11 +509,15 @@ static void ochiai_rank(inv *v, const afd_view *fail, const afd_view *pass, afd_
     }
 }
 
+/* Over the natural runs (what happens without steering): how strongly "a blocking call or a slow
+ * step happened" goes with failure. */
 static double blocking_ochiai(const inv *v, uint64_t *fw, uint64_t *pw)
 {
     uint64_t total_failed = 0;
     *fw = *pw = 0;
     for (size_t r = 0; r < v->n_sums; r++) {
+        if (!v->natural[r])
+            continue;
         total_failed += v->sums[r].failed;
         if (v->blocked[r]) {
             if (v->sums[r].failed)
@@ -491,7 +532,7 @@ static double blocking_ochiai(const inv *v, uint64_t *fw, uint64_t *pw)
 /* Decides the cause from the minimal failing run (f) and its nearest passing run (p, may be
  * NULL), filling c and the evidence. confirm_fail / confirm_pass: the replay counts of both. */
 static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evidence *ev, uint64_t k_fail,
-                    uint64_t n_fail, uint64_t k_pass, uint64_t n_pass)
+                    uint64_t n_fail, uint64_t k_pass, uint64_t n_pass, int same_data)
 {
     const afd_trace *tr = f->tr;
     char buf[512];
@@ -518,12 +559,14 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
                 afd_json_str(&c->ops, res);
                 afd_buf_printf(&c->ops, ", \"access\": \"wait\"}");
             }
-            /* where the first task of the cycle is blocked: its last step's suspension site */
-            for (uint32_t i = f->n_steps; i-- > 0;)
-                if (f->steps[i].task == tasks[0]) {
-                    afd_buf_printf(&c->await_site, "%s", afd_trace_string(tr, f->steps[i].site));
-                    break;
-                }
+            /* where the first task of the cycle is blocked: the suspension site of its last step
+             * before the deadlock was detected (steps after it are the cancellation's) */
+            uint32_t site = AFD_NOSTR;
+            for (uint32_t i = 0; i < tr->n_events && tr->events[i].kind != AFD_EV_WAITFOR; i++)
+                if (tr->events[i].kind == AFD_EV_STEP && tr->events[i].task == tasks[0])
+                    site = tr->events[i].b;
+            if (site != AFD_NOSTR)
+                afd_buf_printf(&c->await_site, "%s", afd_trace_string(tr, site));
             ev_add(ev, "every task blocked; the wait-for graph has a cycle",
                    (snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " hung", k_fail, n_fail), buf),
                    k_fail == n_fail ? "confirmed" : "weaker");
@@ -569,18 +612,24 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
         op_json(&c->ops, &n_ops, f, r);
         op_json(&c->ops, &n_ops, f, u);
         op_json(&c->ops, &n_ops, f, w);
-    } else if (block_site != AFD_NOSTR && block_ns >= 1000000u && b_ochiai >= 0.5) {
+    } else if ((block_site != AFD_NOSTR && block_ns >= 1000000u) || (v->block_site && b_ochiai >= 0.8)) {
+        /* a blocking call in the minimal failing run, or in the failing natural runs and strongly
+         * associated with failure there */
+        const char *site = block_site != AFD_NOSTR ? afd_trace_string(tr, block_site) : v->block_site;
+        const char *task = block_site != AFD_NOSTR ? afd_trace_task_label(tr, block_step->task) : v->block_task;
+        double ms = (double)(block_site != AFD_NOSTR ? block_ns : v->block_ns) / 1e6;
         c->kind = "starvation";
         afd_buf_printf(&c->resource, "event loop");
-        afd_buf_printf(&c->await_site, "%s", afd_trace_string(tr, block_site));
-        afd_buf_printf(&c->sentence, "starvation: %s blocks the event loop for %.1f ms in time.sleep at %s",
-                       afd_trace_task_label(tr, block_step->task), (double)block_ns / 1e6,
-                       afd_trace_string(tr, block_site));
+        afd_buf_printf(&c->await_site, "%s", site);
+        afd_buf_printf(&c->sentence, "starvation: %s blocks the event loop for %.1f ms at %s (a blocking call inside "
+                                     "a coroutine: every other task waits)",
+                       task, ms, site);
         afd_buf_printf(&c->ops, "{\"task\": ");
-        afd_json_str(&c->ops, afd_trace_task_label(tr, block_step->task));
-        afd_buf_printf(&c->ops, ", \"operation\": \"time.sleep\", \"resource\": \"event loop\", \"access\": \"block\", "
-                                "\"step\": %" PRIu32 "}",
-                       block_step->ordinal);
+        afd_json_str(&c->ops, task);
+        afd_buf_printf(&c->ops, ", \"operation\": \"blocking call\", \"resource\": \"event loop\", \"access\": \"block\", "
+                                "\"site\": ");
+        afd_json_str(&c->ops, site);
+        afd_buf_printf(&c->ops, "}");
     } else if (n_inv) {
         const afd_xaccess *x = &f->acc[inv_pairs[0].x], *y = pair_y(f, p, &inv_pairs[0]);
         c->kind = "order_violation";
@@ -602,35 +651,46 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
     } else {
         uint32_t locks[16], labels[16];
         size_t len = 0;
-        if (afd_view_lock_cycle(f, locks, labels, 16, &len) > 0 ||
-            (p && afd_view_lock_cycle(p, locks, labels, 16, &len) > 0)) {
+        const afd_view *lv = NULL;
+        if (afd_view_lock_cycle(f, locks, labels, 16, &len) > 0)
+            lv = f;
+        else if (p && afd_view_lock_cycle(p, locks, labels, 16, &len) > 0)
+            lv = p;
+        if (lv) {
+            const afd_trace *ltr = lv->tr;
             c->kind = "lock_order";
             afd_buf_printf(&c->sentence, "lock-order cycle (a potential deadlock): ");
             for (size_t i = 0; i < len && i < 16; i++) {
-                const char *res = afd_trace_string(tr, labels[i]);
+                const char *res = afd_trace_string(ltr, labels[i]);
                 afd_buf_printf(&c->sentence, "%s%s", i ? " -> " : "", res);
                 afd_buf_printf(&c->resource, "%s%s", i ? ", " : "", res);
                 afd_buf_printf(&c->ops, "%s{\"operation\": \"acquire\", \"resource\": ", i ? ", " : "");
                 afd_json_str(&c->ops, res);
                 afd_buf_printf(&c->ops, ", \"access\": \"lock\"}");
             }
-            afd_buf_printf(&c->sentence, " -> %s", afd_trace_string(tr, labels[0]));
-            /* the await inside the first lock's critical section, in a task that then took the
-             * second: the step before its acquisition of locks[1] */
-            uint32_t step = 0;
-            uint32_t task = 0;
-            for (uint32_t i = 0; i < tr->n_events; i++) {
-                const afd_event *e = &tr->events[i];
+            afd_buf_printf(&c->sentence, " -> %s (taken in one order by one task and in the other by another)",
+                           afd_trace_string(ltr, labels[0]));
+            /* the await inside the first lock's critical section: in the task that took locks[1]
+             * while holding locks[0], the suspension site of the step before that acquisition */
+            uint32_t step = 0, task = 0, holder0 = 0;
+            for (uint32_t i = 0; len > 1 && i < ltr->n_events; i++) {
+                const afd_event *e = &ltr->events[i];
                 if (e->kind == AFD_EV_STEP)
                     step++;
-                if (len > 1 && e->kind == AFD_EV_SYNC && e->flags == AFD_SYNC_LOCK_ACQUIRE && e->a == locks[1]) {
-                    task = e->task;
-                    break;
+                if (e->kind != AFD_EV_SYNC || e->a != locks[0] || (e->flags != AFD_SYNC_LOCK_ACQUIRE &&
+                                                                    e->flags != AFD_SYNC_LOCK_RELEASE)) {
+                    if (e->kind == AFD_EV_SYNC && e->a == locks[1] && e->flags == AFD_SYNC_LOCK_ACQUIRE &&
+                        holder0 == e->task + 1) {
+                        task = e->task;
+                        break;
+                    }
+                    continue;
                 }
+                holder0 = e->flags == AFD_SYNC_LOCK_ACQUIRE ? e->task + 1 : 0;
             }
             for (uint32_t i = step; task && i-- > 0;)
-                if (f->steps[i].task == task) {
-                    afd_buf_printf(&c->await_site, "%s", afd_trace_string(tr, f->steps[i].site));
+                if (lv->steps[i].task == task) {
+                    afd_buf_printf(&c->await_site, "%s", afd_trace_string(ltr, lv->steps[i].site));
                     break;
                 }
         } else {
@@ -648,11 +708,14 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
         acc_text(&m, y);
         afd_buf_printf(&m, ": forcing this order fails");
         snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " failed", k_fail, n_fail);
-        ev_add(ev, bstr(&m), buf, k_fail == n_fail && n_fail ? "confirmed" : "weaker");
+        /* Causal only when the two runs differ in one delay and nothing else; runs that also
+         * differ in the values drawn from `random` show the orders, not that the order alone
+         * decides. */
+        ev_add(ev, bstr(&m), buf, same_data && k_fail == n_fail && n_fail ? "confirmed" : "weaker");
         buf_reset(&m);
-        afd_buf_printf(&m, "the opposite order passes");
+        afd_buf_printf(&m, "the opposite order passes%s", same_data ? "" : " (in a run with other random values)");
         snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " passed", k_pass, n_pass);
-        ev_add(ev, bstr(&m), buf, k_pass == n_pass && n_pass ? "confirmed" : "weaker");
+        ev_add(ev, bstr(&m), buf, same_data && k_pass == n_pass && n_pass ? "confirmed" : "weaker");
         snprintf(buf, sizeof buf, "Ochiai %.2f (%" PRIu64 " failing, %" PRIu64 " passing runs)", inv_pairs[0].ochiai,
                  inv_pairs[0].fail_with, inv_pairs[0].pass_with);
         ev_add(ev, "the order is suspicious over every run seen", buf, "observed");
@@ -670,9 +733,14 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
                (snprintf(buf, sizeof buf, "%zu racing pair%s", n_races, n_races == 1 ? "" : "s"), buf), "observed");
     if (block_site != AFD_NOSTR) {
         snprintf(buf, sizeof buf, "%.1f ms at %s", (double)block_ns / 1e6, afd_trace_string(tr, block_site));
-        ev_add(ev, "blocking call time.sleep inside a coroutine", buf, "observed");
-        snprintf(buf, sizeof buf, "Ochiai %.2f (%" PRIu64 " failing, %" PRIu64 " passing runs)", b_ochiai, bfw, bpw);
-        ev_add(ev, "runs with a blocking call of 1 ms or more fail", buf, "observed");
+        ev_add(ev, "blocking call (time.sleep) inside a coroutine, in the minimal failing run", buf, "observed");
+    }
+    if (v->block_site) {
+        snprintf(buf, sizeof buf, "%.1f ms at %.300s", (double)v->block_ns / 1e6, v->block_site);
+        ev_add(ev, "a blocking call or slow step in a failing natural run", buf, "observed");
+        snprintf(buf, sizeof buf, "Ochiai %.2f (%" PRIu64 " failing, %" PRIu64 " passing natural runs)", b_ochiai, bfw,
+                 bpw);
+        ev_add(ev, "natural runs with a blocking call (1 ms or more) or a slow step fail", buf, "observed");
     }
     uint64_t slow = (uint64_t)(v->cli->slow_step_ms * 1e6);
     for (uint32_t i = 0; i < f->n_steps; i++)
@@ -764,7 +832,12 @@ static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapse
         if (o->win.found) {
             afd_buf_printf(&b, "{\"task\": ");
             afd_json_str(&b, o->win.label);
-            afd_buf_printf(&b, ", \"step\": %" PRIu32 ", \"passes_at_us\": ", o->win.ordinal);
+            afd_buf_printf(&b, ", \"step\": %" PRIu32 ", \"wakes\": ", o->win.ordinal);
+            if (o->win.wakes)
+                afd_json_str(&b, o->win.wakes);
+            else
+                afd_buf_printf(&b, "null");
+            afd_buf_printf(&b, ", \"passes_at_us\": ");
             afd_json_num(&b, (double)o->win.lo / 1e3);
             afd_buf_printf(&b, ", \"fails_at_us\": ");
             afd_json_num(&b, (double)o->win.hi / 1e3);
@@ -815,12 +888,18 @@ static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapse
             if (o->c.await_site.len)
                 afd_buf_printf(&b, "  await:    %s\n", bstr(&o->c.await_site));
         }
-        if (o->win.found)
+        if (o->win.found) {
             /* rounded outward to 0.1 us, so the printed bounds stay on their measured sides */
-            afd_buf_printf(&b, "  window:   fails exactly when %s, step %" PRIu32 ", is delayed by more than %.1f us "
-                               "(measured: passes at %.1f us, fails at %.1f us)\n",
-                           o->win.label, o->win.ordinal, floor((double)o->win.lo / 100.0) / 10.0,
+            afd_buf_printf(&b, "  window:   fails exactly when ");
+            if (o->win.wakes)
+                afd_buf_printf(&b, "the callback that wakes %s (%s, call %" PRIu32 ")", o->win.wakes, o->win.label,
+                               o->win.ordinal);
+            else
+                afd_buf_printf(&b, "%s, step %" PRIu32 ",", o->win.label, o->win.ordinal);
+            afd_buf_printf(&b, " is delayed by more than %.1f us (measured: passes at %.1f us, fails at %.1f us)\n",
+                           floor((double)o->win.lo / 100.0) / 10.0,
                            floor((double)o->win.lo / 100.0) / 10.0, ceil((double)o->win.hi / 100.0) / 10.0);
+        }
         if (o->token) {
             afd_buf_printf(&b, "  replayed: %" PRIu64 "/%" PRIu64 " failed", o->replay_failed, o->replay_runs);
             if (o->pass_runs)
@@ -838,13 +917,6 @@ static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapse
     afd_buf_finish(&b);
 }
 
-static int is_callback_task(const afd_trace *tr, uint32_t task)
-{
-    for (uint32_t i = 0; i < tr->n_events; i++)
-        if (tr->events[i].kind == AFD_EV_TASK && tr->events[i].task == task)
-            return tr->events[i].flags & 1;
-    return 0;
-}
 
 /* Searches one delay under a seed whose zero schedule passes: the failure needed no delay under
  * the failing seed (the program's random values decided it), so the window is measured where
@@ -949,7 +1021,9 @@ int afd_cmd_investigate(const afd_cli *cli)
     afd_progress_init(&v.prog, "investigate");
 
     /* 1. natural runs */
+    v.in_natural = 1;
     rc = run_batch(v.pool, 0, cli->natural, 0, make_natural, take_sample, &v, &v.prog, &o.natural);
+    v.in_natural = 0;
     if (rc < 0 || v.error)
         goto fail;
     if (report_no_loop(cli, &o.natural)) {
@@ -1171,7 +1245,19 @@ int afd_cmd_investigate(const afd_cli *cli)
         if (have_p && afd_view_build(&pv, &pass_run.tr) < 0)
             have_p = 0;
         explain(&v, &fv, have_p ? &pv : NULL, &o.c, &o.ev, o.replay_failed, o.replay_runs, o.pass_passed,
-                o.pass_runs);
+                o.pass_runs, o.win.found);
+        /* a plain callback's delay is named by the task it wakes */
+        for (uint32_t i = 0; o.win.found && !o.win.wakes && i < fv.n_steps; i++) {
+            const afd_xstep *st = &fv.steps[i];
+            if (st->ordinal != o.win.ordinal || strcmp(afd_trace_task_label(fv.tr, st->task), o.win.label) != 0 ||
+                !is_callback_task(fv.tr, st->task))
+                continue;
+            for (uint32_t j = i + 1; j < fv.n_steps; j++)
+                if (fv.steps[j].origin == i && !is_callback_task(fv.tr, fv.steps[j].task)) {
+                    o.win.wakes = strdup(afd_trace_task_label(fv.tr, fv.steps[j].task));
+                    break;
+                }
+        }
         if (have_p) {
             uint32_t d = afd_view_divergence(&fv, &pv);
             if (d != AFD_NOPOS && d < fv.n_steps) {
@@ -1202,11 +1288,15 @@ int afd_cmd_investigate(const afd_cli *cli)
                       "the passing run compared differs in those values (another seed)",
                "no window", "observed");
     if (o.win.found) {
-        char buf[160], claim[256];
+        char buf[160], claim[400];
         snprintf(buf, sizeof buf, "%.1f us (+-%.1f us, %" PRIu64 " runs)", (double)o.win.hi / 1e3,
                  (double)(o.win.hi - o.win.lo) / 1e3, o.win.runs);
-        snprintf(claim, sizeof claim, "collision window: fails when %.200s step %" PRIu32 " is delayed by more",
-                 o.win.label, o.win.ordinal);
+        if (o.win.wakes)
+            snprintf(claim, sizeof claim, "collision window: fails when the callback that wakes %.100s (%.100s, call "
+                     "%" PRIu32 ") is delayed by more", o.win.wakes, o.win.label, o.win.ordinal);
+        else
+            snprintf(claim, sizeof claim, "collision window: fails when %.200s step %" PRIu32 " is delayed by more",
+                     o.win.label, o.win.ordinal);
         ev_add(&o.ev, claim, buf, "confirmed");
     }
     o.verdict = "reproduced";
@@ -1239,11 +1329,15 @@ done_early:
         afd_summary_finish(&v.sums[i]);
     free(v.sums);
     free(v.blocked);
+    free(v.natural);
+    free(v.block_site);
+    free(v.block_task);
     free(v.found_token);
     free(o.token);
     free(o.pass_token);
     free(o.failure);
     free(o.win.label);
+    free(o.win.wakes);
     cause_finish(&o.c);
     afd_buf_finish(&o.ev.json);
     afd_buf_finish(&o.ev.text);

@@ -18,7 +18,9 @@ static const char usage[] =
     "  sample NODEID [-n 50]            natural runs: how often does the test fail?\n"
     "  explore NODEID [--strategy S] [--runs 500] [--seconds S] [--seed N]\n"
     "                                   controlled schedules until one fails; prints its token\n"
-    "  replay TOKEN NODEID [-n 10]      run one schedule again, n times\n"
+    "  replay TOKEN NODEID [-n 10] [--events]\n"
+    "                                   run one schedule again, n times (--events: print the first\n"
+    "                                   run's steps and operations on stderr)\n"
     "  investigate NODEID [--natural 50] [--runs 1000] [--seconds 60] [--replays 10] [--slow-step 100]\n"
     "                                   sample, find a failing schedule, replay it, shrink it to the\n"
     "                                   collision window, and name the cause\n"
@@ -98,6 +100,8 @@ int main(int argc, char **argv)
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--json")) {
             cli.json = 1;
+        } else if (is_replay && !strcmp(a, "--events")) {
+            cli.events = 1;
         } else if (!strcmp(a, "-n") || (!strcmp(a, "--runs"))) {
             if (parse_u64(v, &cli.n) < 0 || cli.n == 0)
                 return bad("expected a positive number of runs after", a);

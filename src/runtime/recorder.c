@@ -771,11 +771,28 @@ static uint32_t sync_number(afd_rt_state *st, PyObject *obj)
     Py_XDECREF(code);
     Py_XDECREF(f);
     PyObject *label = site ? PyUnicode_FromFormat("%s@%U", Py_TYPE(obj)->tp_name, site)
-                           : PyUnicode_FromFormat("%s#%u", Py_TYPE(obj)->tp_name, rec.n_objs + 1);
+                           : PyUnicode_FromFormat("%s", Py_TYPE(obj)->tp_name);
     Py_XDECREF(site);
     if (!label) {
         PyErr_Clear();
         return 0;
+    }
+    /* Two objects made on one line (`a, b = Lock(), Lock()`) get "#2", "#3"... after the first: a
+     * label names one object, stably across runs (creation order is part of the run). */
+    PyObject *seen = PyDict_GetItemWithError(rec.qual_counts, label); /* Borrowed. */
+    long nth = seen ? PyLong_AsLong(seen) + 1 : 1;
+    PyObject *nv = PyLong_FromLong(nth);
+    if (!nv || PyDict_SetItem(rec.qual_counts, label, nv) < 0)
+        PyErr_Clear();
+    Py_XDECREF(nv);
+    if (nth > 1) {
+        PyObject *numbered = PyUnicode_FromFormat("%U#%ld", label, nth);
+        Py_DECREF(label);
+        label = numbered;
+        if (!label) {
+            PyErr_Clear();
+            return 0;
+        }
     }
     uint32_t number = ++rec.n_objs;
     afd_sync_obj *o = &rec.objs[number];
