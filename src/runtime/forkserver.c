@@ -62,6 +62,35 @@ static int wait_exit(pid_t pid, int pidfd, uint32_t timeout_ms)
     }
 }
 
+/* "; T waits at file:line for Lock@... held by U" for each task blocked at a deadlock (at most 4). */
+static void describe_waits(const afd_trace *tr, afd_buf *out)
+{
+    int shown = 0;
+    for (uint32_t i = 0; i < tr->n_events && shown < 4; i++) {
+        const afd_event *w = &tr->events[i];
+        if (w->kind != AFD_EV_WAITFOR)
+            continue;
+        uint32_t site = AFD_NOSTR, label = AFD_NOSTR;
+        for (uint32_t k = 0; k < i; k++) {
+            const afd_event *e = &tr->events[k];
+            if (e->kind == AFD_EV_STEP && e->task == w->task)
+                site = e->b;
+            if (w->a && e->kind == AFD_EV_SYNC && e->a == w->a && label == AFD_NOSTR)
+                label = e->b;
+        }
+        if (site == AFD_NOSTR && !w->a)
+            continue; /* a task waiting on nothing we can name (e.g. the one awaiting the others) */
+        afd_buf_printf(out, "; %s waits", afd_trace_task_label(tr, w->task));
+        if (site != AFD_NOSTR)
+            afd_buf_printf(out, " at %s", afd_trace_string(tr, site));
+        if (label != AFD_NOSTR)
+            afd_buf_printf(out, " for %s", afd_trace_string(tr, label));
+        if (w->b)
+            afd_buf_printf(out, " held by %s", afd_trace_task_label(tr, w->b));
+        shown++;
+    }
+}
+
 static const char *signal_name(int sig)
 {
     switch (sig) {
@@ -176,6 +205,7 @@ static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int i
         if (tr.flags & AFD_TRACE_DEADLOCK) {
             outcome = AFD_OUT_HANG;
             afd_buf_printf(&fail, "hang: deadlock: every task is blocked and nothing can wake one");
+            describe_waits(&tr, &fail);
         } else {
             afd_buf_put(&fail, tr.failure, strlen(tr.failure));
         }

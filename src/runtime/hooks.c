@@ -309,7 +309,8 @@ PyObject *afd_rt_install_hooks(PyObject *module, PyObject *unused)
         set_call_hook(module, "Queue", "get_nowait", AFD_SYNC_QUEUE_GET) < 0 ||
         set_call_hook(module, "Queue", "empty", AFD_SYNC_QUEUE_CHECK) < 0 ||
         set_call_hook(module, "Queue", "full", AFD_SYNC_QUEUE_CHECK) < 0 ||
-        set_call_hook(module, "Queue", "qsize", AFD_SYNC_QUEUE_CHECK) < 0)
+        set_call_hook(module, "Queue", "qsize", AFD_SYNC_QUEUE_CHECK) < 0 ||
+        set_call_hook(module, "Queue", "__init__", AFD_SYNC_CREATE) < 0)
         return NULL;
     PyObject *time = PyImport_ImportModule("time");
     PyObject *orig = time ? PyObject_GetAttrString(time, "sleep") : NULL;
