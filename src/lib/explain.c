@@ -127,6 +127,8 @@ static int add_access(afd_view *v, ctab *occ, const char **labels, uint32_t n_la
 static objstate *object(objstate **objs, uint32_t *n_objs, uint32_t number)
 {
     if (number >= *n_objs) {
+        if (number > UINT32_MAX - 16) /* number + 16 would wrap: a table too small for number */
+            return NULL;
         uint32_t ncap = number + 16;
         objstate *no = realloc(*objs, ncap * sizeof *no);
         if (!no)

@@ -91,7 +91,7 @@ enum afd_sync_kind {
     AFD_SYNC_SEM_ACQUIRE = 8,
     AFD_SYNC_SEM_RELEASE = 9,
     AFD_SYNC_EVENT_CHECK = 10,  /* the flag was read as not set */
-    AFD_SYNC_QUEUE_CHECK = 11,  /* Queue.empty(), full() or qsize() was read */
+    AFD_SYNC_QUEUE_CHECK = 11,  /* Queue.empty() or qsize() was read */
     AFD_SYNC__COUNT
 };
 const char *afd_sync_kind_name(int kind); /* "acquire", "release", "set", ... (static) */

@@ -6,7 +6,7 @@
  * `Lock._locked`, `Event._value`, `Semaphore._value` become C data descriptors on their classes
  * that keep the value in the instance's __dict__ (so asyncio's code, pickling and repr see what
  * they always saw) and record the transition. `Queue.put_nowait` and `get_nowait` (which `put`
- * and `get` call) are wrapped by a C callable. Outside a recorded run every hook is a plain
+ * and `get` call), `empty` and `qsize` are replaced by C method descriptors that call the original. Outside a recorded run every hook is a plain
  * pass-through.
  *
  * `time.sleep` inside a step is recorded as a blocking call with its line. Under the controlled
@@ -137,63 +137,77 @@ static PyType_Spec attr_hook_spec = {
     .slots = attr_hook_slots,
 };
 
-/* ---- call hooks (Queue.put_nowait, get_nowait, and the reads empty, full, qsize) ---- */
+/* ---- queue hooks: Queue.__init__, put_nowait, get_nowait, empty, qsize ----
+ *
+ * Each is replaced by a C method descriptor (the same kind of object as a builtin type's methods,
+ * so the interpreter calls it without creating a bound method) that calls the original function
+ * and then records the operation. `full()` is not hooked: `put()` calls it on every put, and a
+ * full check of an unbounded queue says nothing. */
 
-typedef struct {
-    PyObject_HEAD
-    PyObject *func; /* Owned: the original function. */
-    int kind;       /* enum afd_sync_kind recorded after a successful call */
-} call_hook;
+enum { QH_INIT, QH_PUT, QH_GET, QH_EMPTY, QH_QSIZE, QH__COUNT };
+static PyObject *queue_orig[QH__COUNT]; /* Owned: the original functions. */
+static const char *const queue_names[QH__COUNT] = {"__init__", "put_nowait", "get_nowait", "empty", "qsize"};
+static const int queue_kinds[QH__COUNT] = {AFD_SYNC_CREATE, AFD_SYNC_QUEUE_PUT, AFD_SYNC_QUEUE_GET,
+                                           AFD_SYNC_QUEUE_CHECK, AFD_SYNC_QUEUE_CHECK};
 
-static PyObject *call_hook_call(PyObject *self, PyObject *args, PyObject *kwargs)
+static PyObject *queue_call(int which, PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
 {
-    call_hook *h = (call_hook *)self;
-    PyObject *r = PyObject_Call(h->func, args, kwargs);
-    if (r && afd_rec_active() && PyTuple_GET_SIZE(args) >= 1)
-        afd_rec_sync(hooks_state, PyTuple_GET_ITEM(args, 0), h->kind);
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *small[8];
+    PyObject **stack = nargs + nkw + 1 <= 8 ? small : PyMem_Malloc((size_t)(nargs + nkw + 1) * sizeof *stack);
+    if (!stack)
+        return PyErr_NoMemory();
+    stack[0] = self;
+    for (Py_ssize_t i = 0; i < nargs + nkw; i++)
+        stack[i + 1] = args[i];
+    PyObject *r = PyObject_Vectorcall(queue_orig[which], stack, (size_t)(nargs + 1), kwnames);
+    if (stack != small)
+        PyMem_Free(stack);
+    if (r && afd_rec_active())
+        afd_rec_sync(hooks_state, self, queue_kinds[which]);
     return r;
 }
 
-static PyObject *call_hook_get(PyObject *self, PyObject *obj, PyObject *type)
-{
-    if (!obj || obj == Py_None)
-        return Py_NewRef(self);
-    return PyMethod_New(self, obj);
-}
+#define QUEUE_TRAMPOLINE(fn, which)                                                                  \
+    static PyObject *fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)    \
+    {                                                                                                \
+        return queue_call(which, self, args, nargs, kwnames);                                        \
+    }
+QUEUE_TRAMPOLINE(queue_init_hook, QH_INIT)
+QUEUE_TRAMPOLINE(queue_put_hook, QH_PUT)
+QUEUE_TRAMPOLINE(queue_get_hook, QH_GET)
+QUEUE_TRAMPOLINE(queue_empty_hook, QH_EMPTY)
+QUEUE_TRAMPOLINE(queue_qsize_hook, QH_QSIZE)
 
-static void call_hook_dealloc(PyObject *self)
-{
-    PyTypeObject *tp = Py_TYPE(self);
-    Py_CLEAR(((call_hook *)self)->func);
-    tp->tp_free(self);
-    Py_DECREF(tp);
-}
-
-static PyObject *call_hook_wrapped(PyObject *self, void *unused)
-{
-    return Py_NewRef(((call_hook *)self)->func);
-}
-
-static PyGetSetDef call_hook_getset[] = {
-    {"__wrapped__", call_hook_wrapped, NULL, "the original function", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
+#define QUEUE_DEF(name, fn, doc) {name, (PyCFunction)(void (*)(void))fn, METH_FASTCALL | METH_KEYWORDS, doc}
+static PyMethodDef queue_defs[QH__COUNT] = {
+    QUEUE_DEF("__init__", queue_init_hook, "asyncio.Queue.__init__, recorded by affidavit"),
+    QUEUE_DEF("put_nowait", queue_put_hook, "asyncio.Queue.put_nowait, recorded by affidavit"),
+    QUEUE_DEF("get_nowait", queue_get_hook, "asyncio.Queue.get_nowait, recorded by affidavit"),
+    QUEUE_DEF("empty", queue_empty_hook, "asyncio.Queue.empty, recorded by affidavit"),
+    QUEUE_DEF("qsize", queue_qsize_hook, "asyncio.Queue.qsize, recorded by affidavit"),
 };
 
-static PyType_Slot call_hook_slots[] = {
-    {Py_tp_call, call_hook_call},
-    {Py_tp_descr_get, call_hook_get},
-    {Py_tp_dealloc, call_hook_dealloc},
-    {Py_tp_getset, call_hook_getset},
-    {Py_tp_doc, "affidavit: records a queue operation after the original method succeeds"},
-    {0, NULL},
-};
-
-static PyType_Spec call_hook_spec = {
-    .name = "affidavit._runtime.CallHook",
-    .basicsize = sizeof(call_hook),
-    .flags = Py_TPFLAGS_DEFAULT,
-    .slots = call_hook_slots,
-};
+static int set_queue_hooks(void)
+{
+    PyObject *m = PyImport_ImportModule("asyncio.queues");
+    PyObject *cls = m ? PyObject_GetAttrString(m, "Queue") : NULL;
+    Py_XDECREF(m);
+    if (!cls)
+        return -1;
+    int rc = 0;
+    for (int i = 0; rc == 0 && i < QH__COUNT; i++) {
+        PyObject *orig = PyObject_GetAttrString(cls, queue_names[i]);
+        PyObject *descr = orig ? PyDescr_NewMethod((PyTypeObject *)cls, &queue_defs[i]) : NULL;
+        rc = descr ? PyObject_SetAttrString(cls, queue_names[i], descr) : -1;
+        if (rc == 0)
+            queue_orig[i] = Py_NewRef(orig);
+        Py_XDECREF(descr);
+        Py_XDECREF(orig);
+    }
+    Py_DECREF(cls);
+    return rc;
+}
 
 /* ---- time.sleep ---- */
 
@@ -256,33 +270,6 @@ static int set_attr_hook(PyObject *module, const char *modname, const char *clsn
     return rc;
 }
 
-static int set_call_hook(PyObject *module, const char *clsname, const char *meth, int kind)
-{
-    PyObject *m = PyImport_ImportModule("asyncio.queues");
-    PyObject *cls = m ? PyObject_GetAttrString(m, clsname) : NULL;
-    Py_XDECREF(m);
-    if (!cls)
-        return -1;
-    PyObject *tp = PyObject_GetAttrString(module, "CallHook");
-    PyObject *orig = PyObject_GetAttrString(cls, meth);
-    int rc = -1;
-    if (tp && orig && Py_TYPE(orig) == (PyTypeObject *)tp) {
-        rc = 0; /* installed already */
-    } else if (tp && orig) {
-        call_hook *h = PyObject_New(call_hook, (PyTypeObject *)tp);
-        if (h) {
-            h->func = Py_NewRef(orig);
-            h->kind = kind;
-            rc = PyObject_SetAttrString(cls, meth, (PyObject *)h);
-            Py_DECREF(h);
-        }
-    }
-    Py_XDECREF(orig);
-    Py_XDECREF(tp);
-    Py_DECREF(cls);
-    return rc;
-}
-
 /* install_hooks(): puts the hooks in place (idempotent). Called by the worker before it imports
  * the test, so `from time import sleep` in the user's module gets the recorded sleep too. */
 PyObject *afd_rt_install_hooks(PyObject *module, PyObject *unused)
@@ -293,24 +280,15 @@ PyObject *afd_rt_install_hooks(PyObject *module, PyObject *unused)
         Py_RETURN_NONE;
     if (!PyObject_HasAttrString(module, "AttrHook")) {
         PyObject *a = PyType_FromModuleAndSpec(module, &attr_hook_spec, NULL);
-        PyObject *c = PyType_FromModuleAndSpec(module, &call_hook_spec, NULL);
-        int rc = (a && c) ? PyModule_AddObjectRef(module, "AttrHook", a) : -1;
-        if (rc == 0)
-            rc = PyModule_AddObjectRef(module, "CallHook", c);
+        int rc = a ? PyModule_AddObjectRef(module, "AttrHook", a) : -1;
         Py_XDECREF(a);
-        Py_XDECREF(c);
         if (rc < 0)
             return NULL;
     }
     if (set_attr_hook(module, "asyncio.locks", "Lock", "_locked", HOOK_LOCK) < 0 ||
         set_attr_hook(module, "asyncio.locks", "Event", "_value", HOOK_EVENT) < 0 ||
         set_attr_hook(module, "asyncio.locks", "Semaphore", "_value", HOOK_SEM) < 0 ||
-        set_call_hook(module, "Queue", "put_nowait", AFD_SYNC_QUEUE_PUT) < 0 ||
-        set_call_hook(module, "Queue", "get_nowait", AFD_SYNC_QUEUE_GET) < 0 ||
-        set_call_hook(module, "Queue", "empty", AFD_SYNC_QUEUE_CHECK) < 0 ||
-        set_call_hook(module, "Queue", "full", AFD_SYNC_QUEUE_CHECK) < 0 ||
-        set_call_hook(module, "Queue", "qsize", AFD_SYNC_QUEUE_CHECK) < 0 ||
-        set_call_hook(module, "Queue", "__init__", AFD_SYNC_CREATE) < 0)
+        set_queue_hooks() < 0)
         return NULL;
     PyObject *time = PyImport_ImportModule("time");
     PyObject *orig = time ? PyObject_GetAttrString(time, "sleep") : NULL;
