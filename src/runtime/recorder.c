@@ -750,13 +750,54 @@ uint32_t afd_rec_sync_count(void)
 
 /* The number of a synchronization object, registering it (and recording its creation, named by
  * its type and the user's line that first touched it) on first sight. 0 on failure. */
+#define IGNORED_OBJECT 0xffffffffu
+
+/* Whether the primitive being touched for the first time was made by asyncio's queue module: the
+ * frame running is the primitive's own method, its caller the code that made it. */
+static int made_by_asyncio_queue(void)
+{
+    PyFrameObject *f = PyEval_GetFrame(); /* Borrowed. */
+    PyFrameObject *back = f ? PyFrame_GetBack(f) : NULL;
+    int internal = 0;
+    if (back) {
+        PyCodeObject *code = PyFrame_GetCode(back);
+        PyObject *fn = PyObject_GetAttrString((PyObject *)code, "co_filename");
+        if (fn && PyUnicode_Check(fn)) {
+            PyObject *suffix = PyUnicode_FromString("asyncio/queues.py");
+            internal = suffix && PyUnicode_Tailmatch(fn, suffix, 0, PY_SSIZE_T_MAX, 1) == 1;
+            Py_XDECREF(suffix);
+        }
+        Py_XDECREF(fn);
+        Py_DECREF(code);
+        Py_DECREF(back);
+    }
+    PyErr_Clear();
+    return internal;
+}
+
 static uint32_t sync_number(afd_rt_state *st, PyObject *obj)
 {
     pmap_entry *e = pmap_slot(&rec.obj_map, obj, 0);
     if (!e)
         return 0;
     if (e->key)
-        return e->value;
+        return e->value == IGNORED_OBJECT ? 0 : e->value;
+    if (made_by_asyncio_queue()) {
+        /* a queue's own `_finished` event: its set/clear on every put and get is the queue's
+         * bookkeeping, recorded already as the queue's operations */
+        if (PyList_Append(rec.keep, obj) < 0) { /* keeps the address from being reused */
+            PyErr_Clear();
+            return 0;
+        }
+        e = pmap_slot(&rec.obj_map, obj, 0);
+        if (e) {
+            e->key = obj;
+            e->aux = 0;
+            e->value = IGNORED_OBJECT;
+            rec.obj_map.used++;
+        }
+        return 0;
+    }
     if (rec.n_objs + 1 >= rec.cap_objs) {
         uint32_t ncap = rec.cap_objs ? rec.cap_objs * 2 : 32;
         afd_sync_obj *no = realloc(rec.objs, ncap * sizeof *no);

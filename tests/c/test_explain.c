@@ -736,6 +736,40 @@ TEST(lock_cycle_absent)
     afd_trace_finish(&t);
 }
 
+TEST(lock_cycle_other_holders)
+{
+    /* Interleaved: one#0 holds L1 while two#0 takes L2, and two#0 holds L2 while one#0 takes L1
+     * again. Only a task's own held locks order its acquisitions: no edge, no cycle. */
+    afd_trace t;
+    CHECK_EQ_INT(afd_trace_init(&t), 0);
+    uint32_t l1 = str(&t, "one#0"), l2 = str(&t, "two#0");
+    uint32_t lab1 = str(&t, "Lock@l.py:1"), lab2 = str(&t, "Lock@l.py:2");
+    task(&t, 1, 0, l1);
+    task(&t, 2, 0, l2);
+    wake(&t, 1, 0, 1);
+    sync_ev(&t, 1, AFD_SYNC_LOCK_ACQUIRE, 1, lab1);
+    step(&t, 1, 0, AFD_NOSTR);
+    wake(&t, 2, 0, 2);
+    sync_ev(&t, 2, AFD_SYNC_LOCK_ACQUIRE, 2, lab2);
+    step(&t, 2, 0, AFD_NOSTR);
+    wake(&t, 1, 0, 3);
+    sync_ev(&t, 1, AFD_SYNC_LOCK_RELEASE, 1, lab1);
+    sync_ev(&t, 1, AFD_SYNC_LOCK_ACQUIRE, 1, lab1);
+    sync_ev(&t, 1, AFD_SYNC_LOCK_RELEASE, 1, lab1);
+    step(&t, 1, 1, AFD_NOSTR);
+    wake(&t, 2, 0, 4);
+    sync_ev(&t, 2, AFD_SYNC_LOCK_RELEASE, 2, lab2);
+    step(&t, 2, 1, AFD_NOSTR);
+    afd_view v;
+    build(&v, &t);
+    uint32_t locks[4], labels[4];
+    size_t len = 99;
+    CHECK_EQ_INT(afd_view_lock_cycle(&v, locks, labels, 4, &len), 0);
+    CHECK_EQ_INT(len, 0);
+    afd_view_finish(&v);
+    afd_trace_finish(&t);
+}
+
 TEST(wait_cycle_deadlock)
 {
     afd_trace t;
@@ -969,5 +1003,6 @@ int main(void)
               T(inverted_pairs_both_ran), T(inverted_pairs_y_only_in_pass), T(races_unordered_writers),
               T(races_lock_orders), T(races_event_and_queue_order), T(races_full),
               T(races_queue_kth_get_matches_kth_put), T(lock_cycle_inverted_order), T(lock_cycle_absent),
-              T(wait_cycle_deadlock), T(divergence), T(summary), T(access_bound), T(huge_object_number));
+              T(lock_cycle_other_holders), T(wait_cycle_deadlock), T(divergence), T(summary), T(access_bound),
+              T(huge_object_number));
 }
