@@ -63,6 +63,14 @@ static void ctab_free(ctab *t)
 
 /* ---- building a view ---- */
 
+/* Ids in a trace (task ids, step indices, object numbers) are handed out one per recorded (or
+ * dropped) event at most; anything larger comes from a corrupt producer and is ignored, so no
+ * table is sized by it. */
+static uint64_t id_bound(const afd_trace *tr)
+{
+    return (uint64_t)tr->n_events + tr->dropped + 1;
+}
+
 typedef struct objstate {
     uint32_t label;
     uint32_t last_release; /* lock or semaphore */
@@ -149,11 +157,12 @@ int afd_view_build(afd_view *v, const afd_trace *tr)
     memset(v, 0, sizeof *v);
     v->tr = tr;
     uint32_t max_task = 0, max_index = 0, n_steps = 0, n_acc = 0;
+    uint64_t bound = id_bound(tr);
     for (uint32_t i = 0; i < tr->n_events; i++) {
         const afd_event *e = &tr->events[i];
-        if (e->kind == AFD_EV_TASK && e->task > max_task)
+        if (e->kind == AFD_EV_TASK && e->task > max_task && e->task <= bound)
             max_task = e->task;
-        if (e->kind == AFD_EV_WAKE && e->b > max_index)
+        if (e->kind == AFD_EV_WAKE && e->b > max_index && e->b <= bound)
             max_index = e->b;
         n_steps += e->kind == AFD_EV_STEP;
         n_acc += e->kind == AFD_EV_OP_END || e->kind == AFD_EV_SYNC;
@@ -177,11 +186,12 @@ int afd_view_build(afd_view *v, const afd_trace *tr)
         const afd_event *e = &tr->events[i];
         switch (e->kind) {
         case AFD_EV_TASK:
-            labels[e->task] = afd_trace_string(tr, e->b);
+            if (e->task <= max_task)
+                labels[e->task] = afd_trace_string(tr, e->b);
             break;
         case AFD_EV_WAKE:
             origin = (e->a && e->a <= max_index) ? pos_of_index[e->a] : AFD_NOPOS;
-            if (e->b)
+            if (e->b && e->b <= max_index)
                 pos_of_index[e->b] = v->n_steps;
             blocked = 0;
             block_site = AFD_NOSTR;
@@ -197,6 +207,8 @@ int afd_view_build(afd_view *v, const afd_trace *tr)
                             afd_trace_string(tr, e->b), e->flags & 1, 0);
             break;
         case AFD_EV_SYNC: {
+            if (e->a > bound)
+                break; /* not a number the recorder can have given */
             objstate *o = object(&objs, &n_objs, e->a);
             if (!o) {
                 rc = AFD_ENOMEM;
@@ -417,6 +429,7 @@ int afd_view_races(const afd_view *v, afd_xpair *out, size_t cap, size_t *n)
     for (uint32_t i = 0; i < v->n_acc; i++)
         for (uint32_t j = i + 1; j < v->n_acc; j++)
             if (afd_access_conflict(&v->acc[i], &v->acc[j]) && v->acc[i].step != v->acc[j].step &&
+                !(v->acc[i].sync && v->acc[j].sync && v->acc[i].write && v->acc[j].write) &&
                 afd_hb_concurrent(hb, v->acc[i].step, v->acc[j].step))
                 push_pair(out, cap, n, i, j);
     afd_hb_free(hb);
@@ -484,7 +497,8 @@ int afd_view_lock_cycle(const afd_view *v, uint32_t *locks, uint32_t *labels, si
     uint32_t max_obj = 0, max_task = 0;
     for (uint32_t i = 0; i < tr->n_events; i++) {
         const afd_event *e = &tr->events[i];
-        if (e->kind == AFD_EV_SYNC && (e->flags == AFD_SYNC_LOCK_ACQUIRE || e->flags == AFD_SYNC_LOCK_RELEASE)) {
+        if (e->kind == AFD_EV_SYNC && (e->flags == AFD_SYNC_LOCK_ACQUIRE || e->flags == AFD_SYNC_LOCK_RELEASE) &&
+            e->a <= id_bound(tr) && e->task <= id_bound(tr)) {
             if (e->a > max_obj)
                 max_obj = e->a;
             if (e->task > max_task)
@@ -499,7 +513,7 @@ int afd_view_lock_cycle(const afd_view *v, uint32_t *locks, uint32_t *labels, si
     int rc = (holder && g) ? 0 : AFD_ENOMEM;
     for (uint32_t i = 0; rc == 0 && i < tr->n_events; i++) {
         const afd_event *e = &tr->events[i];
-        if (e->kind != AFD_EV_SYNC || !e->a)
+        if (e->kind != AFD_EV_SYNC || !e->a || e->a > max_obj)
             continue;
         if (e->flags == AFD_SYNC_LOCK_ACQUIRE) {
             for (uint32_t l = 1; rc == 0 && l <= max_obj; l++)
@@ -530,7 +544,7 @@ int afd_view_wait_cycle(const afd_view *v, uint32_t *tasks, uint32_t *labels, si
     uint32_t max_task = 0;
     for (uint32_t i = 0; i < tr->n_events; i++) {
         const afd_event *e = &tr->events[i];
-        if (e->kind == AFD_EV_WAITFOR) {
+        if (e->kind == AFD_EV_WAITFOR && e->task <= id_bound(tr) && e->b <= id_bound(tr)) {
             if (e->task > max_task)
                 max_task = e->task;
             if (e->b > max_task)
@@ -545,7 +559,7 @@ int afd_view_wait_cycle(const afd_view *v, uint32_t *tasks, uint32_t *labels, si
     int rc = 0;
     for (uint32_t i = 0; rc == 0 && i < tr->n_events; i++) {
         const afd_event *e = &tr->events[i];
-        if (e->kind == AFD_EV_WAITFOR && e->b)
+        if (e->kind == AFD_EV_WAITFOR && e->b && e->task <= max_task && e->b <= max_task)
             rc = afd_graph_edge(g, e->task, e->b);
     }
     int found = rc < 0 ? rc : afd_graph_find_cycle(g, tasks, cap, len);

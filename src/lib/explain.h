@@ -87,7 +87,8 @@ typedef struct afd_xpair {
  * to cap pairs into out and their number into *n. */
 int afd_inverted_pairs(const afd_view *fail, const afd_view *pass, afd_xpair *out, size_t cap, size_t *n);
 
-/* Races: conflicting pairs of `v` in steps that happen-before does not order. Edges: the step
+/* Races: conflicting pairs of `v` in steps that happen-before does not order (two writes through
+ * a primitive, e.g. a queue's put and get, are atomic operations, not a race). Edges: the step
  * that scheduled a step; lock release -> next acquire; semaphore release -> next acquire; event
  * set -> every later observation of it set; queue put -> every later get. */
 int afd_view_races(const afd_view *v, afd_xpair *out, size_t cap, size_t *n);
