@@ -276,7 +276,7 @@ def test_every_run_starts_with_fresh_module_state(test: str) -> None:
 # ---- tests that hang or crash ----
 
 
-@pytest.mark.parametrize("test", ["test_hang", "test_busy_loop"])
+@pytest.mark.parametrize("test", ["test_hang", "test_sleep_forever", "test_busy_loop"])
 def test_hang_is_reported_within_the_time_budget(test: str) -> None:
     start = time.monotonic()
     _, data = run_json("sample", f"{CASES}/case_hang.py::{test}", "-n", "2", "--timeout", "1", expect=1, timeout=60)
@@ -314,7 +314,8 @@ def test_sys_exit_in_a_test_is_reported_as_system_exit() -> None:
 def test_interrupted_run_leaves_no_worker_behind() -> None:
     """SIGINT while two runs hang: exit 130, a message, and every worker and child gone. Also
     shows that leftover_workers() does see live processes, so the leftover checks can fail."""
-    argv = [str(AFFIDAVIT), "sample", f"{CASES}/case_hang.py::test_hang", "-n", "4", "--timeout", "30", *WORKERS]
+    argv = [str(AFFIDAVIT), "sample", f"{CASES}/case_hang.py::test_sleep_forever", "-n", "4", "--timeout", "30",
+            *WORKERS]
     proc = subprocess.Popen(argv, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 20

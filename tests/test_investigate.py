@@ -159,3 +159,44 @@ def test_bad_input_is_one_line() -> None:
     proc = subprocess.run([str(AFFIDAVIT), "investigate", "tests/cases/case_sync.py::test_sync", "--workers", "2"],
                           cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "ran no asyncio event loop" in proc.stderr
+
+
+def test_uncontrolled_entropy_abstains_and_says_why() -> None:
+    rc, data, err = investigate("tests/cases/case_entropy.py::test_coin")
+    assert rc == 4, err
+    assert data["verdict"] == "abstained"
+    assert data["cause"] is None
+    assert 0 < data["replay"]["failed"] < data["replay"]["runs"] == 10
+    proc = subprocess.run([str(AFFIDAVIT), "investigate", "tests/cases/case_entropy.py::test_coin", "--workers", "2"],
+                          cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 4
+    assert "ABSTAINED" in proc.stdout
+    assert "unseeded entropy" in proc.stdout or "os.urandom" in proc.stdout
+
+
+def test_interrupt_stops_cleanly() -> None:
+    import os
+    import signal
+    import time
+
+    proc = subprocess.Popen([str(AFFIDAVIT), "investigate", "tests/cases/case_hang.py::test_sleep_forever",
+                             "--workers", "2", "--timeout", "30"], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(3)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 130, (out, err)
+    assert "interrupted" in err
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        left = subprocess.run(["pgrep", "-f", "case_hang.py"], capture_output=True, text=True).stdout.split()
+        left = [p for p in left if int(p) != os.getpid()]
+        if not left:
+            break
+        time.sleep(0.1)
+    assert not left, "processes left behind"
