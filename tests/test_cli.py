@@ -351,7 +351,7 @@ def test_nonexistent_file() -> None:
 
 def test_node_id_selecting_several_tests() -> None:
     proc = run("sample", f"{CASES}/case_hang.py", "-n", "1")
-    assert_usage_error(proc, "selects 2 tests")
+    assert_usage_error(proc, "selects 3 tests")
     assert_no_leftovers("case_hang.py")
 
 
