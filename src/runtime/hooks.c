@@ -4,8 +4,8 @@
  * queue item was put and got; the lock-order and wait-for graphs need lock owners. Rather than
  * wrapping asyncio's coroutine methods, the hooks watch the one attribute each primitive flips:
  * `Lock._locked`, `Event._value`, `Semaphore._value` become C data descriptors on their classes
- * that keep the value in the instance's __dict__ (so asyncio's code, pickling and repr see what
- * they always saw) and record the transition. `Queue.put_nowait` and `get_nowait` (which `put`
+ * that keep the value in another instance attribute (so asyncio's code and repr see what they
+ * always saw) and record the transition. `Queue.put_nowait` and `get_nowait` (which `put`
  * and `get` call), `empty` and `qsize` are replaced by C method descriptors that call the original. Outside a recorded run every hook is a plain
  * pass-through.
  *
@@ -22,38 +22,28 @@ enum { HOOK_LOCK = 1, HOOK_EVENT = 2, HOOK_SEM = 3 };
 
 typedef struct {
     PyObject_HEAD
-    PyObject *name; /* Owned interned str: the attribute, also its key in the instance dict. */
+    PyObject *name;  /* Owned interned str: the attribute asyncio uses ("_locked", "_value"). */
+    PyObject *store; /* Owned interned str: where the value really lives on the instance. */
     int kind;
 } attr_hook;
 
 static afd_rt_state *hooks_state;
 
-static PyObject *instance_dict(PyObject *obj)
-{
-    PyObject *d = PyObject_GenericGetDict(obj, NULL);
-    if (d && !PyDict_Check(d)) {
-        Py_DECREF(d);
-        PyErr_SetString(PyExc_TypeError, "affidavit: unexpected __dict__");
-        return NULL;
-    }
-    return d;
-}
-
+/* The value lives in an ordinary instance attribute under another name ("_afd_locked"): reading and
+ * writing it through the generic attribute functions keeps CPython's compact per-instance storage
+ * (asking for the instance __dict__ would make CPython build one for every object). */
 static PyObject *attr_hook_get(PyObject *self, PyObject *obj, PyObject *type)
 {
     attr_hook *h = (attr_hook *)self;
     if (!obj || obj == Py_None)
         return Py_NewRef(self);
-    PyObject *d = instance_dict(obj);
-    if (!d)
-        return NULL;
-    PyObject *v = PyDict_GetItemWithError(d, h->name); /* Borrowed. */
-    Py_XINCREF(v);
-    Py_DECREF(d);
+    PyObject *v = PyObject_GenericGetAttr(obj, h->store);
     if (!v) {
-        if (!PyErr_Occurred())
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
             PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute '%U'", Py_TYPE(obj)->tp_name,
                          h->name);
+        }
         return NULL;
     }
     if (h->kind == HOOK_EVENT && afd_rec_active() && afd_rec_current) {
@@ -69,22 +59,18 @@ static PyObject *attr_hook_get(PyObject *self, PyObject *obj, PyObject *type)
 static int attr_hook_set(PyObject *self, PyObject *obj, PyObject *value)
 {
     attr_hook *h = (attr_hook *)self;
-    PyObject *d = instance_dict(obj);
-    if (!d)
-        return -1;
-    if (!value) {
-        int rc = PyDict_DelItem(d, h->name);
-        Py_DECREF(d);
-        return rc;
+    if (!value)
+        return PyObject_GenericSetAttr(obj, h->store, NULL);
+    PyObject *old = NULL;
+    if (afd_rec_active()) {
+        old = PyObject_GenericGetAttr(obj, h->store);
+        if (!old) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                return -1;
+            PyErr_Clear();
+        }
     }
-    PyObject *old = PyDict_GetItemWithError(d, h->name); /* Borrowed. */
-    Py_XINCREF(old);
-    if (!old && PyErr_Occurred()) {
-        Py_DECREF(d);
-        return -1;
-    }
-    int rc = PyDict_SetItem(d, h->name, value);
-    Py_DECREF(d);
+    int rc = PyObject_GenericSetAttr(obj, h->store, value);
     if (rc < 0 || !afd_rec_active()) {
         Py_XDECREF(old);
         return rc;
@@ -118,6 +104,7 @@ static void attr_hook_dealloc(PyObject *self)
 {
     PyTypeObject *tp = Py_TYPE(self);
     Py_CLEAR(((attr_hook *)self)->name);
+    Py_CLEAR(((attr_hook *)self)->store);
     tp->tp_free(self);
     Py_DECREF(tp);
 }
@@ -176,8 +163,57 @@ static PyObject *queue_call(int which, PyObject *self, PyObject *const *args, Py
 QUEUE_TRAMPOLINE(queue_init_hook, QH_INIT)
 QUEUE_TRAMPOLINE(queue_put_hook, QH_PUT)
 QUEUE_TRAMPOLINE(queue_get_hook, QH_GET)
-QUEUE_TRAMPOLINE(queue_empty_hook, QH_EMPTY)
-QUEUE_TRAMPOLINE(queue_qsize_hook, QH_QSIZE)
+
+/* empty() and qsize() read the queue's storage: `not self._queue` and `len(self._queue)` in every
+ * asyncio from 3.10 to 3.13 (Queue, LifoQueue and PriorityQueue alike). get() calls empty() on
+ * every get, so they are answered here in C, without a Python frame; a subclass that overrides
+ * them is not hooked at all, and one without `_queue` falls back to the original. */
+static PyObject *queue_storage(PyObject *self)
+{
+    static PyObject *name;
+    if (!name && !(name = PyUnicode_InternFromString("_queue")))
+        return NULL;
+    /* through getattr, not the instance __dict__: asking for the dict would make CPython build one
+     * and drop the faster inline attribute storage of the object for good */
+    PyObject *q = PyObject_GetAttr(self, name);
+    if (!q && PyErr_ExceptionMatches(PyExc_AttributeError))
+        PyErr_Clear();
+    return q;
+}
+
+static PyObject *queue_empty_hook(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *q = nargs || kwnames ? NULL : queue_storage(self);
+    if (!q) {
+        if (PyErr_Occurred())
+            return NULL;
+        return queue_call(QH_EMPTY, self, args, nargs, kwnames);
+    }
+    int t = PyObject_IsTrue(q);
+    Py_DECREF(q);
+    if (t < 0)
+        return NULL;
+    if (afd_rec_active())
+        afd_rec_sync(hooks_state, self, AFD_SYNC_QUEUE_CHECK);
+    return Py_NewRef(t ? Py_False : Py_True);
+}
+
+static PyObject *queue_qsize_hook(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *q = nargs || kwnames ? NULL : queue_storage(self);
+    if (!q) {
+        if (PyErr_Occurred())
+            return NULL;
+        return queue_call(QH_QSIZE, self, args, nargs, kwnames);
+    }
+    Py_ssize_t n = PyObject_Size(q);
+    Py_DECREF(q);
+    if (n < 0)
+        return NULL;
+    if (afd_rec_active())
+        afd_rec_sync(hooks_state, self, AFD_SYNC_QUEUE_CHECK);
+    return PyLong_FromSsize_t(n);
+}
 
 #define QUEUE_DEF(name, fn, doc) {name, (PyCFunction)(void (*)(void))fn, METH_FASTCALL | METH_KEYWORDS, doc}
 static PyMethodDef queue_defs[QH__COUNT] = {
@@ -264,7 +300,10 @@ static int set_attr_hook(PyObject *module, const char *modname, const char *clsn
     }
     h->kind = kind;
     h->name = PyUnicode_InternFromString(attr);
-    int rc = h->name ? PyObject_SetAttrString(cls, attr, (PyObject *)h) : -1;
+    h->store = PyUnicode_FromFormat("_afd%s", attr);
+    if (h->store)
+        PyUnicode_InternInPlace(&h->store);
+    int rc = h->name && h->store ? PyObject_SetAttrString(cls, attr, (PyObject *)h) : -1;
     Py_DECREF(h);
     Py_DECREF(cls);
     return rc;

@@ -106,6 +106,8 @@ static struct {
     pmap obj_map;       /* synchronization object -> number (from 1) */
     afd_sync_obj *objs; /* Owned, index = number (slot 0 unused). */
     uint32_t n_objs, cap_objs;
+    const void *last_obj; /* the last object numbered (alive: every numbered object is kept) */
+    uint32_t last_number;
 } rec;
 
 static void drop_tables(void)
@@ -126,6 +128,8 @@ static void drop_tables(void)
     free(rec.objs);
     rec.objs = NULL;
     rec.n_objs = rec.cap_objs = 0;
+    rec.last_obj = NULL;
+    rec.last_number = 0;
     Py_CLEAR(rec.interned);
     Py_CLEAR(rec.qual_counts);
     Py_CLEAR(rec.keep);
@@ -752,6 +756,8 @@ uint32_t afd_rec_sync_count(void)
  * its type and the user's line that first touched it) on first sight. 0 on failure. */
 #define IGNORED_OBJECT 0xffffffffu
 
+static uint32_t sync_number_slow(afd_rt_state *st, PyObject *obj);
+
 /* Whether the primitive being touched for the first time was made by asyncio's queue module: the
  * frame running is the primitive's own method, its caller the code that made it. */
 static int made_by_asyncio_queue(void)
@@ -776,6 +782,17 @@ static int made_by_asyncio_queue(void)
 }
 
 static uint32_t sync_number(afd_rt_state *st, PyObject *obj)
+{
+    /* a queue or lock is usually touched several times in a row: remember the last one */
+    if (obj == rec.last_obj && rec.last_obj)
+        return rec.last_number;
+    uint32_t n = sync_number_slow(st, obj);
+    rec.last_obj = obj;
+    rec.last_number = n;
+    return n;
+}
+
+static uint32_t sync_number_slow(afd_rt_state *st, PyObject *obj)
 {
     pmap_entry *e = pmap_slot(&rec.obj_map, obj, 0);
     if (!e)
