@@ -7,6 +7,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 AFD := $(VENV)/bin/affidavit
 STAMP_DEPS := $(VENV)/.deps-stamp
+STAMP_NPM := node_modules/.affidavit-stamp
 CBUILD := build/c
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
@@ -21,7 +22,12 @@ $(STAMP_DEPS): requirements-dev.txt scripts/install-deps.sh
 	$(VPY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
 	touch $@
 
-deps: $(STAMP_DEPS)
+# The tree-sitter-python grammar's C sources, pinned by package-lock.json; no install scripts run.
+$(STAMP_NPM): package.json package-lock.json $(STAMP_DEPS)
+	npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
+
+deps: $(STAMP_DEPS) $(STAMP_NPM)
 
 # The package (engine executable + extension + Python modules) into .venv, and the C unit tests.
 build: deps

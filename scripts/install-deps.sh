@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages affidavit builds with, if any is missing. Idempotent; quiet when
-# everything is present. Python packages are installed by the Makefile into .venv.
+# everything is present. Python packages (into .venv) and the pinned tree-sitter-python grammar
+# sources (npm ci --ignore-scripts, into node_modules/) are installed by the Makefile.
 set -euo pipefail
 need=()
-for pkg in gcc libc6-dev pkg-config; do
+for pkg in gcc libc6-dev pkg-config libtree-sitter-dev; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ((${#need[@]})); then
@@ -12,4 +13,13 @@ if ((${#need[@]})); then
   [ "$(id -u)" = 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+# npm fetches the grammar sources. It usually comes with Node.js (here from NodeSource's nodejs
+# package); only a machine without any npm gets Debian's.
+if ! command -v npm >/dev/null 2>&1; then
+  echo "installing Debian packages: npm" >&2
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq npm >/dev/null
 fi
