@@ -112,6 +112,7 @@ def main() -> None:
     stock = min((ring("stock") for _ in range(3)), key=lambda r: r["us_per_hop"])
     ctl = min((ring("controlled") for _ in range(3)), key=lambda r: r["us_per_hop"])
     bare = min((ring("controlled-nohooks") for _ in range(3)), key=lambda r: r["us_per_hop"])
+    traced = min((ring("controlled-traced") for _ in range(3)), key=lambda r: r["us_per_hop"])
     results = {
         "machine": {"platform": platform.platform(), "python": platform.python_version(),
                     "cpus": os.cpu_count()},
@@ -122,12 +123,14 @@ def main() -> None:
         "ring_stock": stock,
         "ring_controlled": ctl,
         "ring_controlled_nohooks": bare,
+        "ring_controlled_traced": traced,
         "investigate": inv,
         "ratios": {
             "engine_vs_reinvocation_parallel": eng["runs_per_s_steady"] / par["runs_per_s"],
             "engine_vs_reinvocation_sequential": eng["runs_per_s_steady"] / seq["runs_per_s"],
             "ring_stock_over_controlled": stock["us_per_hop"] / ctl["us_per_hop"],
             "ring_stock_over_controlled_nohooks": stock["us_per_hop"] / bare["us_per_hop"],
+            "ring_traced_over_untraced": traced["us_per_hop"] / ctl["us_per_hop"],
         },
     }
     with open(os.path.join(ROOT, "bench", "results.json"), "w") as f:
@@ -155,6 +158,9 @@ def main() -> None:
          f"{ctl['selector_polls_per_hop']:.2f} polls/hop, 3 recorded queue operations per hop"),
         ("stock / controlled per hop, loop + recorder", f"{r['ring_stock_over_controlled_nohooks']:.2f}x", "goal >= 1.5x"),
         ("stock / controlled per hop, with queue hooks", f"{r['ring_stock_over_controlled']:.2f}x", "goal >= 1.5x"),
+        ("ring, controlled loop + line tracer", f"{traced['us_per_hop']:.2f} us/hop",
+         "every line of user code recorded, as in the runs investigate explains"),
+        ("traced / untraced per step (hop)", f"{r['ring_traced_over_untraced']:.2f}x", "goal <= 3x"),
     ]
     for row in inv["examples"]:
         name = row["nodeid"].split("::")[0].replace("examples/", "")

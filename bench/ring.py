@@ -3,7 +3,8 @@
 Usage: python bench/ring.py [stock|controlled|controlled-nohooks] [hops] -> prints one JSON line.
 `controlled` is what a run gets: the controlled loop, the recorder, and the hooks that record every
 queue operation (a C method descriptor around each of put_nowait, get_nowait and empty, three per
-hop). `controlled-nohooks` is the loop and the recorder alone.
+hop). `controlled-nohooks` is the loop and the recorder alone. `controlled-traced` adds the line tracer
+(every line of user code a step runs is recorded, as in the runs investigate explains).
 Each configuration runs in its own process so that neither warms the other's caches.
 """
 
@@ -44,7 +45,7 @@ def main() -> None:
         import affidavit
         from affidavit import _runtime
 
-        _runtime.configure(_runtime.MODE_CONTROLLED, "")
+        _runtime.configure(_runtime.MODE_CONTROLLED, "", 0, mode == "controlled-traced")
         _runtime.recorder_begin(64 << 20)
         if mode == "controlled-nohooks":
             from affidavit.loop import ControlledPolicy

@@ -77,6 +77,8 @@ typedef struct inv {
     kept_run keep;
     int keep_failing_only;
     int error;
+    int trace_lines; /* replays record the lines of user code (for inferred accesses) */
+    afd_srcmap *srcs; /* the sources traced runs ran, scanned once */
 } inv;
 
 static int remember(inv *v, const afd_run_result *res, const afd_trace *tr)
@@ -87,7 +89,7 @@ static int remember(inv *v, const afd_run_result *res, const afd_trace *tr)
     if (is_failure(res->outcome))
         v->failing_flags |= tr->flags;
     afd_view view;
-    if (afd_view_build(&view, tr) < 0)
+    if (afd_view_build_src(&view, tr, v->srcs) < 0)
         return AFD_ENOMEM;
     if (v->n_sums == v->cap_sums) {
         size_t ncap = v->cap_sums ? v->cap_sums * 2 : 256;
@@ -213,7 +215,7 @@ typedef struct replay_ctx {
 static int make_token(void *ctx, uint64_t i, uint8_t *mode, char **token)
 {
     replay_ctx *r = ctx;
-    *mode = AFD_MODE_CONTROLLED;
+    *mode = (uint8_t)(AFD_MODE_CONTROLLED | (r->v->trace_lines ? AFD_MODE_TRACE_LINES : 0));
     *token = strdup(r->token);
     return *token ? 0 : AFD_ENOMEM;
 }
@@ -441,7 +443,8 @@ static void ev_add(evidence *e, const char *claim, const char *measured, const c
 typedef struct cause {
     const char *kind; /* NULL: none */
     afd_buf resource, await_site, sentence;
-    afd_buf ops; /* JSON array items */
+    afd_buf ops;   /* JSON array items */
+    afd_buf races; /* JSON array items: the minimal failing run's racing pairs */
 } cause;
 
 static void acc_text(afd_buf *b, const afd_xaccess *a)
@@ -459,8 +462,10 @@ static void op_json(afd_buf *b, int *n, const afd_view *v, const afd_xaccess *a)
     afd_json_str(b, a->name);
     afd_buf_printf(b, ", \"resource\": ");
     afd_json_str(b, a->resource);
-    afd_buf_printf(b, ", \"access\": \"%s\", \"step\": %" PRIu32 ", \"occurrence\": %" PRIu32 "}",
-                   a->write ? "write" : "read", v->steps[a->step].ordinal, a->occurrence);
+    afd_buf_printf(b, ", \"access\": \"%s\", \"step\": %" PRIu32 ", \"occurrence\": %" PRIu32
+                      ", \"observed\": %s}",
+                   a->write ? "write" : "read", v->steps[a->step].ordinal, a->occurrence,
+                   a->inferred ? "false" : "true");
 }
 
 /* The await the task of access x resumed from just before x: the suspension site of its
@@ -589,6 +594,15 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
     afd_xpair races[MAX_PAIRS];
     size_t n_races = 0;
     afd_view_races(f, races, MAX_PAIRS, &n_races);
+    for (size_t i = 0; i < n_races; i++) {
+        int n_race_ops = 0;
+        afd_buf_printf(&c->races, "%s{\"resource\": ", i ? ", " : "");
+        afd_json_str(&c->races, f->acc[races[i].x].resource);
+        afd_buf_printf(&c->races, ", \"operations\": [");
+        op_json(&c->races, &n_race_ops, f, &f->acc[races[i].x]);
+        op_json(&c->races, &n_race_ops, f, &f->acc[races[i].y]);
+        afd_buf_printf(&c->races, "]}");
+    }
     uint64_t bfw, bpw;
     double b_ochiai = blocking_ochiai(v, &bfw, &bpw);
     uint32_t block_site = AFD_NOSTR;
@@ -723,6 +737,14 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
     if (n_atoms)
         ev_add(ev, "a task wrote between another task's read and its write (atomicity violation)",
                "in the minimal failing run", "observed");
+    uint32_t n_inferred = 0;
+    for (uint32_t i = 0; i < f->n_acc; i++)
+        n_inferred += f->acc[i].inferred;
+    if (n_inferred)
+        ev_add(ev, "accesses inferred from the traced lines and the source (no annotations): the lines ran, "
+                   "what they touch is read off the code",
+               (snprintf(buf, sizeof buf, "%" PRIu32 " of %" PRIu32 " accesses", n_inferred, f->n_acc), buf),
+               "inferred");
     int race_on_cause = 0;
     for (size_t i = 0; i < n_races; i++)
         if (c->resource.len && strcmp(f->acc[races[i].x].resource, bstr(&c->resource)) == 0)
@@ -771,6 +793,7 @@ static void cause_init(cause *c)
     afd_buf_init(&c->await_site);
     afd_buf_init(&c->sentence);
     afd_buf_init(&c->ops);
+    afd_buf_init(&c->races);
 }
 
 static void cause_finish(cause *c)
@@ -779,6 +802,7 @@ static void cause_finish(cause *c)
     afd_buf_finish(&c->await_site);
     afd_buf_finish(&c->sentence);
     afd_buf_finish(&c->ops);
+    afd_buf_finish(&c->races);
 }
 
 
@@ -864,6 +888,7 @@ static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapse
             afd_buf_printf(&b, "null");
         }
         afd_buf_printf(&b, ", \"evidence\": [%s]", bstr(&o->ev.json));
+        afd_buf_printf(&b, ", \"races\": [%s]", bstr(&o->c.races));
         afd_buf_printf(&b, ", \"failure\": ");
         afd_json_str(&b, o->failure ? o->failure : "");
         afd_buf_printf(&b, ", \"runs\": %" PRIu64 ", \"seconds\": ", v->total_runs);
@@ -1015,7 +1040,8 @@ int afd_cmd_investigate(const afd_cli *cli)
     delay_set ds = {0};
     kept_run fail_run = {0}, pass_run = {0};
     tally t = {0}, search = {0};
-    int rc = start_pool(cli, &v.pool);
+    v.srcs = afd_srcmap_new();
+    int rc = v.srcs ? start_pool(cli, &v.pool) : AFD_EXIT_INTERNAL;
     if (rc)
         goto done_early;
     afd_progress_init(&v.prog, "investigate");
@@ -1208,6 +1234,8 @@ int afd_cmd_investigate(const afd_cli *cli)
     }
     if (rc < 0)
         goto fail;
+    /* the runs the explanation reads record the lines of user code they run */
+    v.trace_lines = 1;
     rc = replay(&v, o.token, cli->replays, &t);
     if (rc < 0)
         goto fail;
@@ -1241,8 +1269,17 @@ int afd_cmd_investigate(const afd_cli *cli)
     /* 5. explain */
     afd_view fv = {0}, pv = {0};
     int have_p = pass_run.have_trace && o.pass_passed == o.pass_runs && o.pass_runs > 0;
-    if (fail_run.have_trace && afd_view_build(&fv, &fail_run.tr) == 0) {
-        if (have_p && afd_view_build(&pv, &pass_run.tr) < 0)
+    int vrc = fail_run.have_trace ? afd_view_build_src(&fv, &fail_run.tr, v.srcs) : AFD_EINVAL;
+    if (vrc < 0) {
+        /* say so rather than print no cause: the runs were counted, the explanation is missing */
+        o.c.kind = "other";
+        afd_buf_printf(&o.c.sentence, "no explanation: %s", fail_run.have_trace
+                                                                ? afd_strerror(vrc)
+                                                                : "the minimal failing run returned no readable trace");
+        fprintf(stderr, "affidavit: warning: %s\n", bstr(&o.c.sentence));
+    }
+    if (vrc == 0) {
+        if (have_p && afd_view_build_src(&pv, &pass_run.tr, v.srcs) < 0)
             have_p = 0;
         explain(&v, &fv, have_p ? &pv : NULL, &o.c, &o.ev, o.replay_failed, o.replay_runs, o.pass_passed,
                 o.pass_runs, o.win.found);
@@ -1325,6 +1362,7 @@ done_early:
     kept_finish(&pass_run);
     kept_finish(&v.keep);
     delay_set_finish(&ds);
+    afd_srcmap_free(v.srcs);
     for (size_t i = 0; i < v.n_sums; i++)
         afd_summary_finish(&v.sums[i]);
     free(v.sums);

@@ -4,6 +4,7 @@
 #include "graph.h"
 #include "hb.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -127,6 +128,7 @@ static int add_access(afd_view *v, ctab *occ, const char **labels, uint32_t n_la
     a->resource = resource;
     a->write = (uint8_t)write;
     a->sync = (uint8_t)sync;
+    a->inferred = 0;
     a->occurrence = n;
     a->key = afd_mix64(h ^ ((uint64_t)n * 0x9e3779b97f4a7c15ULL));
     return 0;
@@ -154,6 +156,154 @@ static objstate *object(objstate **objs, uint32_t *n_objs, uint32_t number)
 
 int afd_view_build(afd_view *v, const afd_trace *tr)
 {
+    return afd_view_build_src(v, tr, NULL);
+}
+
+static const char *intern_resource(afd_view *v, const char *res)
+{
+    for (uint32_t i = v->n_names; i-- > 0 && i + 256 >= v->n_names;) /* recent names: loops repeat */
+        if (strcmp(v->names[i], res) == 0)
+            return v->names[i];
+    if (v->n_names == v->cap_names) {
+        uint32_t ncap = v->cap_names ? v->cap_names * 2 : 32;
+        char **nn = realloc(v->names, ncap * sizeof *nn);
+        if (!nn)
+            return NULL;
+        v->names = nn;
+        v->cap_names = ncap;
+    }
+    char *copy = strdup(res);
+    if (!copy)
+        return NULL;
+    v->names[v->n_names++] = copy;
+    return copy;
+}
+
+/* ---- sources ---- */
+
+struct afd_srcmap {
+    char **paths;
+    afd_pyscan *scans;
+    uint8_t *ok;
+    size_t n, cap;
+};
+
+afd_srcmap *afd_srcmap_new(void)
+{
+    return calloc(1, sizeof(afd_srcmap));
+}
+
+void afd_srcmap_free(afd_srcmap *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->n; i++) {
+        free(m->paths[i]);
+        afd_pyscan_finish(&m->scans[i]);
+    }
+    free(m->paths);
+    free(m->scans);
+    free(m->ok);
+    free(m);
+}
+
+static char *read_source(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+        if (n == cap) {
+            if (cap > AFD_PYSCAN_MAX_SOURCE) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+const afd_pyscan *afd_srcmap_get(afd_srcmap *m, const char *path)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (strcmp(m->paths[i], path) == 0)
+            return m->ok[i] ? &m->scans[i] : NULL;
+    if (m->n == m->cap) {
+        size_t ncap = m->cap ? m->cap * 2 : 16;
+        char **np = realloc(m->paths, ncap * sizeof *np);
+        if (!np)
+            return NULL;
+        m->paths = np;
+        afd_pyscan *ns = realloc(m->scans, ncap * sizeof *ns);
+        if (!ns)
+            return NULL;
+        m->scans = ns;
+        uint8_t *no = realloc(m->ok, ncap);
+        if (!no)
+            return NULL;
+        m->ok = no;
+        m->cap = ncap;
+    }
+    char *copy = strdup(path);
+    if (!copy)
+        return NULL;
+    size_t i = m->n++;
+    m->paths[i] = copy;
+    memset(&m->scans[i], 0, sizeof m->scans[i]);
+    size_t len = 0;
+    char *text = read_source(path, &len);
+    m->ok[i] = text && afd_pyscan_source(text, len, &m->scans[i]) == 0;
+    free(text);
+    return m->ok[i] ? &m->scans[i] : NULL;
+}
+
+/* The resource an inferred access names: "Store#0.sessions[*]" for an attribute of a method's
+ * receiver, "module.NAME[...]" for a module global (a local variable's object is named by the
+ * caller from the LOCAL events). Written into out (NUL-terminated). */
+static void inferred_resource(const afd_trace *tr, const afd_event *e, const afd_pyaccess *a, char *out,
+                              size_t cap)
+{
+    if (a->root == AFD_ROOT_GLOBAL) {
+        const char *file = afd_trace_string(tr, e->a);
+        const char *base = strrchr(file, '/');
+        base = base ? base + 1 : file;
+        size_t n = strlen(base);
+        if (n > 3 && strcmp(base + n - 3, ".py") == 0)
+            n -= 3;
+        snprintf(out, cap, "%.*s.%s%s", (int)n, base, a->name, a->path);
+    } else {
+        const char *recv = e->cost != AFD_NOSTR ? afd_trace_string(tr, (uint32_t)e->cost) : a->name;
+        snprintf(out, cap, "%s%s", recv, a->path);
+    }
+}
+
+static int has_explicit_ops(const afd_trace *tr)
+{
+    for (uint32_t i = 0; i < tr->n_events; i++)
+        if (tr->events[i].kind == AFD_EV_OP_END)
+            return 1;
+    return 0;
+}
+
+int afd_view_build_src(afd_view *v, const afd_trace *tr, afd_srcmap *src)
+{
     memset(v, 0, sizeof *v);
     v->tr = tr;
     uint32_t max_task = 0, max_index = 0, n_steps = 0, n_acc = 0;
@@ -167,6 +317,9 @@ int afd_view_build(afd_view *v, const afd_trace *tr)
         n_steps += e->kind == AFD_EV_STEP;
         n_acc += e->kind == AFD_EV_OP_END || e->kind == AFD_EV_SYNC;
     }
+    int infer = src && (tr->flags & AFD_TRACE_LINES) && !has_explicit_ops(tr);
+    if (infer) /* a traced line makes a few accesses at most; grown below when not */
+        n_acc = AFD_EXPLAIN_MAX_ACCESSES;
     if (n_acc > AFD_EXPLAIN_MAX_ACCESSES)
         n_acc = AFD_EXPLAIN_MAX_ACCESSES;
     const char **labels = calloc((size_t)max_task + 1, sizeof *labels);
@@ -201,6 +354,42 @@ int afd_view_build(afd_view *v, const afd_trace *tr)
                 block_site = e->b;
             blocked += e->cost;
             break;
+        case AFD_EV_LINE: {
+            if (!infer || e->a == AFD_NOSTR)
+                break;
+            const afd_pyscan *ps = afd_srcmap_get(src, afd_trace_string(tr, e->a));
+            size_t first, count;
+            if (!ps)
+                break;
+            afd_pyscan_line(ps, e->b, &first, &count);
+            for (size_t k = 0; rc == 0 && k < count; k++) {
+                const afd_pyaccess *pa = &ps->acc[first + k];
+                char res[512];
+                if (pa->root == AFD_ROOT_LOCAL) {
+                    /* the object the variable held, from the LOCAL events right after the line */
+                    const char *holder = NULL;
+                    for (uint32_t j = i + 1; j < tr->n_events && tr->events[j].kind == AFD_EV_LOCAL; j++)
+                        if (tr->events[j].b == e->b && strcmp(afd_trace_string(tr, tr->events[j].a), pa->name) == 0 &&
+                            tr->events[j].cost != AFD_NOSTR)
+                            holder = afd_trace_string(tr, (uint32_t)tr->events[j].cost);
+                    if (!holder)
+                        continue; /* a plain value, or not recorded: no shared state */
+                    snprintf(res, sizeof res, "%s%s", holder, pa->path);
+                } else {
+                    inferred_resource(tr, e, pa, res, sizeof res);
+                }
+                const char *stored = intern_resource(v, res);
+                if (!stored) {
+                    rc = AFD_ENOMEM;
+                    break;
+                }
+                rc = add_access(v, &occ, labels, max_task + 1, e->task, pa->write ? "write" : "read", stored,
+                                pa->write, 0);
+                if (rc == 0)
+                    v->acc[v->n_acc - 1].inferred = 1;
+            }
+            break;
+        }
         case AFD_EV_OP_END: /* an operation's effect is visible when it ends */
             rc = add_access(v, &occ, labels, max_task + 1, e->task,
                             e->a == AFD_NOSTR ? ((e->flags & 1) ? "write" : "read") : afd_trace_string(tr, e->a),
@@ -310,6 +499,9 @@ int afd_view_build(afd_view *v, const afd_trace *tr)
 
 void afd_view_finish(afd_view *v)
 {
+    for (uint32_t i = 0; i < v->n_names; i++)
+        free(v->names[i]);
+    free(v->names);
     free(v->steps);
     free(v->acc);
     free(v->edge_from);
@@ -337,9 +529,50 @@ uint32_t afd_view_find(const afd_view *v, uint64_t key)
     return AFD_NOPOS;
 }
 
+static int at_boundary(char c)
+{
+    return c == 0 || c == '.' || c == '[';
+}
+
+/* Skips one "[...]" segment starting at s (s[0] == '['), honouring quotes inside the key. */
+static const char *skip_key(const char *s)
+{
+    char quote = 0;
+    for (s++; *s; s++) {
+        if (quote) {
+            if (*s == '\\' && s[1])
+                s++;
+            else if (*s == quote)
+                quote = 0;
+        } else if (*s == '"' || *s == '\'') {
+            quote = *s;
+        } else if (*s == ']') {
+            return s + 1;
+        }
+    }
+    return s;
+}
+
+int afd_resources_overlap(const char *a, const char *b)
+{
+    for (;;) {
+        if (*a == '[' && *b == '[' && (strncmp(a, "[*]", 3) == 0 || strncmp(b, "[*]", 3) == 0)) {
+            a = skip_key(a);
+            b = skip_key(b);
+            continue;
+        }
+        if (*a == 0 || *b == 0) /* one names a part of the other (or both the same) */
+            return at_boundary(*a) && at_boundary(*b);
+        if (*a != *b)
+            return 0;
+        a++;
+        b++;
+    }
+}
+
 int afd_access_conflict(const afd_xaccess *x, const afd_xaccess *y)
 {
-    return (x->write || y->write) && strcmp(x->label, y->label) != 0 && strcmp(x->resource, y->resource) == 0;
+    return (x->write || y->write) && strcmp(x->label, y->label) != 0 && afd_resources_overlap(x->resource, y->resource);
 }
 
 static int push_pair(afd_xpair *out, size_t cap, size_t *n, uint32_t x, uint32_t y)
@@ -451,7 +684,7 @@ int afd_view_lost_updates(const afd_view *v, afd_xatom *out, size_t cap, size_t 
         uint32_t w = AFD_NOPOS;
         for (uint32_t j = r + 1; j < v->n_acc; j++) {
             const afd_xaccess *wa = &v->acc[j];
-            if (wa->task == ra->task && strcmp(wa->resource, ra->resource) == 0) {
+            if (wa->task == ra->task && afd_resources_overlap(wa->resource, ra->resource)) {
                 if (wa->write)
                     w = j;
                 break; /* a re-read by the task starts a new read-modify-write */
@@ -461,7 +694,7 @@ int afd_view_lost_updates(const afd_view *v, afd_xatom *out, size_t cap, size_t 
             continue;
         for (uint32_t u = r + 1; u < w; u++) {
             const afd_xaccess *ua = &v->acc[u];
-            if (ua->write && ua->task != ra->task && strcmp(ua->resource, ra->resource) == 0) {
+            if (ua->write && ua->task != ra->task && afd_resources_overlap(ua->resource, ra->resource)) {
                 if (*n < cap) {
                     out[*n].r = r;
                     out[*n].u = u;

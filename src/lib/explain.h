@@ -19,6 +19,7 @@
 #ifndef AFD_EXPLAIN_H
 #define AFD_EXPLAIN_H
 
+#include "pyscan.h"
 #include "trace.h"
 
 #include <stddef.h>
@@ -45,6 +46,7 @@ typedef struct afd_xaccess {
     const char *resource; /* borrowed */
     uint8_t write;
     uint8_t sync;         /* 1: derived from an asyncio primitive */
+    uint8_t inferred;     /* 1: inferred from a traced line and the source (not observed) */
     uint32_t occurrence;
     uint64_t key;
 } afd_xaccess;
@@ -57,9 +59,26 @@ typedef struct afd_view {
     uint32_t n_acc;
     uint32_t *edge_from, *edge_to; /* Owned: synchronization edges between step positions. */
     uint32_t n_edges, cap_edges;
+    char **names;   /* Owned: the resource names of inferred accesses (each stored once). */
+    uint32_t n_names, cap_names;
 } afd_view;
 
+/* Sources of the files a traced run ran, each scanned once (pyscan) and kept. */
+typedef struct afd_srcmap afd_srcmap;
+afd_srcmap *afd_srcmap_new(void);
+void afd_srcmap_free(afd_srcmap *m); /* Accepts NULL. */
+/* The scan of a file (a path as the trace names it, relative to the working directory or
+ * absolute), or NULL when it cannot be read. Borrowed; lives as long as the map. */
+const afd_pyscan *afd_srcmap_get(afd_srcmap *m, const char *path);
+
 int afd_view_build(afd_view *v, const afd_trace *tr);
+/* As afd_view_build, and when the trace has LINE events and no explicit operation (explicit
+ * annotations take precedence), the accesses the traced lines make according to the source:
+ * `self.sessions[k] = v` run by a method of the first Store seen is a write of
+ * "Store#0.sessions[*]"; a module global is named with its module, "test_x.REPORT[\"status\"]";
+ * a local variable by the object it held on that line (LOCAL events): "dict#0[\"token\"]".
+ * Such accesses have `inferred` set. */
+int afd_view_build_src(afd_view *v, const afd_trace *tr, afd_srcmap *src);
 void afd_view_finish(afd_view *v); /* Accepts a zeroed view. */
 
 /* The position of the first step at which the two runs differ in (task label, ordinal), or the
@@ -70,8 +89,14 @@ uint32_t afd_view_divergence(const afd_view *a, const afd_view *b);
 /* Index of the access with this key in v, or AFD_NOPOS. Linear: views are small. */
 uint32_t afd_view_find(const afd_view *v, uint64_t key);
 
-/* Two accesses conflict when they touch one resource from two different tasks and at least one
- * writes. */
+/* Whether two resource names can denote overlapping state: equal, or one a part of the other at
+ * a segment boundary ("REPORT" and "REPORT[\"status\"]", "Store#0.sessions" and
+ * "Store#0.sessions[*]"), where an unknown key `[*]` matches any key. "Lock@x.py:2" and
+ * "Lock@x.py:23" do not overlap. */
+int afd_resources_overlap(const char *a, const char *b);
+
+/* Two accesses conflict when they touch overlapping resources from two different tasks and at
+ * least one writes. */
 int afd_access_conflict(const afd_xaccess *x, const afd_xaccess *y);
 
 /* A pair of accesses of the failing run, first (x) before second (y) there. */

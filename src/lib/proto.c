@@ -135,7 +135,7 @@ int afd_proto_get_run(afd_run_req *m, const uint8_t *payload, size_t len)
     /* A token with thousands of delays runs to megabytes, so only the frame bounds it here; the
      * token decoder enforces the schedule's own limits. */
     m->token = afd_reader_str(&r, AFD_PROTO_MAX_FRAME);
-    if (!afd_reader_error(&r) && m->mode > AFD_MODE_CONTROLLED)
+    if (!afd_reader_error(&r) && (m->mode & ~AFD_MODE_TRACE_LINES) > AFD_MODE_CONTROLLED)
         afd_reader_fail(&r, AFD_EPROTO);
     int rc = finish_decode(&r);
     if (rc)

@@ -28,7 +28,15 @@
 
 #define AFD_PYSCAN_MAX_SOURCE (16u * 1024u * 1024u)
 
-enum afd_pyscan_root { AFD_ROOT_SELF = 1, AFD_ROOT_CLS = 2, AFD_ROOT_GLOBAL = 3 };
+enum afd_pyscan_root {
+    AFD_ROOT_SELF = 1,
+    AFD_ROOT_CLS = 2,
+    AFD_ROOT_GLOBAL = 3,
+    AFD_ROOT_LOCAL = 4 /* a parameter or local variable of the enclosing function, reached through an
+                          attribute, a subscript or a mutating call (`state["token"] = v`); the
+                          bare name is never an access: which object it holds is known only at run
+                          time (the line tracer records it) */
+};
 
 typedef struct afd_pyaccess {
     uint32_t line;   /* 1-based line where the access expression starts */

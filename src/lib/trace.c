@@ -200,6 +200,9 @@ static bool event_ok(const afd_trace *self, const afd_event *ev)
     case AFD_EV_WAKE:
     case AFD_EV_WAITFOR:
         return true;
+    case AFD_EV_LINE:
+    case AFD_EV_LOCAL:
+        return str_ref_ok(self, ev->a) && (ev->cost == AFD_NOSTR || ev->cost < self->n_strings);
     default:
         return false;
     }
@@ -602,6 +605,16 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
         afd_buf_printf(out, ") in task ");
         put_task(out, self, ev->task);
         afd_buf_printf(out, " at %s", afd_trace_string(self, ev->b));
+        break;
+    case AFD_EV_LINE:
+        afd_buf_printf(out, "line %s:%" PRIu32 " in task ", afd_trace_string(self, ev->a), ev->b);
+        put_task(out, self, ev->task);
+        if (ev->cost != AFD_NOSTR)
+            afd_buf_printf(out, " (self: %s)", afd_trace_string(self, (uint32_t)ev->cost));
+        break;
+    case AFD_EV_LOCAL:
+        afd_buf_printf(out, "local %s at line %" PRIu32 " holds %s", afd_trace_string(self, ev->a), ev->b,
+                       ev->cost != AFD_NOSTR ? afd_trace_string(self, (uint32_t)ev->cost) : "?");
         break;
     case AFD_EV_WAITFOR:
         afd_buf_printf(out, "deadlock: task ");

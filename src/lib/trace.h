@@ -28,6 +28,8 @@
 #define AFD_TRACE_MAX_FAILURE 65536
 
 enum afd_mode { AFD_MODE_NATURAL = 0, AFD_MODE_CONTROLLED = 1 };
+/* A run request's mode may carry this flag: record the lines of user code each step runs. */
+#define AFD_MODE_TRACE_LINES 0x80u
 
 enum afd_outcome {
     AFD_OUT_PASS = 0,
@@ -49,8 +51,9 @@ enum afd_trace_flags {
     AFD_TRACE_NO_LOOP = 1u << 4,      /* no event loop ran a single step */
     AFD_TRACE_REAL_WAIT = 1u << 5,    /* the loop blocked on real time (I/O or threads pending) */
     AFD_TRACE_STEP_LIMIT = 1u << 6,   /* the run stopped at the maximum number of steps */
-    AFD_TRACE_DEADLOCK = 1u << 7      /* every task was blocked with nothing left to wake one:
+    AFD_TRACE_DEADLOCK = 1u << 7,     /* every task was blocked with nothing left to wake one:
                                          the run ended as a hang (WAITFOR events say who waited) */
+    AFD_TRACE_LINES = 1u << 8         /* the lines of user code were traced (LINE events) */
 };
 #define AFD_TRACE_UNCONTROLLED (AFD_TRACE_THREADS | AFD_TRACE_REAL_IO | AFD_TRACE_REAL_WAIT)
 
@@ -76,6 +79,13 @@ enum afd_event_kind {
                                 b = call site "file:line", cost = requested duration ns */
     AFD_EV_WAITFOR = 13,     /* at a deadlock: task waits for a = object number (0: a task),
                                 held by task b (0: nobody) */
+    AFD_EV_LINE = 14,        /* a line of user code ran in the step: task, a = file (string id of
+                                its path), b = line, vtime = the frame's receiver (self or cls) as
+                                an object number (0: none), cost = that object's label (string id
+                                "Store#0", or AFD_NOSTR) */
+    AFD_EV_LOCAL = 15,       /* right after a LINE event: which object a local variable the line
+                                reaches into holds: task, a = the variable's name (string id),
+                                b = line, vtime = object number, cost = its label ("dict#0") */
     AFD_EV__COUNT
 };
 

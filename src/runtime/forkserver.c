@@ -117,17 +117,21 @@ static void child_main(PyObject *run_child, void *shm, const afd_run_req *req, i
         _exit(70);
     afd_schedule s;
     afd_schedule_init(&s);
-    if (req->mode == AFD_MODE_CONTROLLED && req->token[0] && afd_token_decode(&s, req->token) < 0) {
+    uint8_t mode = req->mode & (uint8_t)~AFD_MODE_TRACE_LINES;
+    if (mode == AFD_MODE_CONTROLLED && req->token[0] && afd_token_decode(&s, req->token) < 0) {
         static const char msg[] = "internal: the worker received a token it cannot decode";
         afd_rec_result(AFD_OUT_ERROR, msg, sizeof msg - 1);
         _exit(0);
     }
     afd_schedule_finish(&afd_rt_config.schedule);
     afd_rt_config.schedule = s;
-    afd_rt_config.mode = req->mode;
+    afd_rt_config.mode = mode;
     afd_rt_config.max_steps = req->max_steps;
+    afd_rt_config.trace_lines = (req->mode & AFD_MODE_TRACE_LINES) != 0;
     afd_rt_config.configured = 1;
-    PyObject *r = PyObject_CallFunction(run_child, "is", (int)req->mode, req->token);
+    if (afd_rt_config.trace_lines)
+        afd_rec_flag(AFD_TRACE_LINES);
+    PyObject *r = PyObject_CallFunction(run_child, "is", (int)mode, req->token);
     if (!r) {
         /* The worker glue itself failed: report it as an error of the run, with its text. */
         PyObject *exc = afd_take_exception();
@@ -222,7 +226,7 @@ static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int i
         afd_trace_finish(&tr);
         afd_trace_init(&tr);
     }
-    tr.mode = req->mode;
+    tr.mode = req->mode & (uint8_t)~AFD_MODE_TRACE_LINES;
     tr.outcome = outcome;
     afd_trace_set_str(&tr, &tr.token, req->token, strlen(req->token));
     afd_trace_set_str(&tr, &tr.python, python, strlen(python));

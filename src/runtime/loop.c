@@ -602,7 +602,11 @@ static PyObject *loop_run_once(afd_loop *self, PyObject *unused)
         afd_rec_step_no = (uint32_t)(step_index + 1);
         afd_rec_extra_cost = 0;
         afd_rec_event(AFD_EV_WAKE, h && h->is_timer, id, h ? h->origin : 0, afd_rec_step_no, vstart, 0);
+        if (afd_rt_config.trace_lines)
+            afd_tracer_step_begin(st);
         int rc = h ? afd_handle_run(st, h) : run_generic(st, obj);
+        if (afd_rt_config.trace_lines)
+            afd_tracer_step_end();
         afd_rec_current = 0;
         afd_rec_step_no = 0;
         uint64_t wall = mono_ns() - w0;

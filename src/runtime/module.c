@@ -26,14 +26,16 @@ afd_rt_state *afd_rt_state_of_type(PyTypeObject *tp)
     return current_state;
 }
 
-/* configure(mode, token="", max_steps=0): sets the mode and schedule of the loops created from
- * now on in this process. Raises ValueError with the decoder's message for a bad token. */
+/* configure(mode, token="", max_steps=0, trace_lines=False): sets the mode and schedule of the
+ * loops created from now on in this process, and whether their steps' lines of user code are
+ * traced. Raises ValueError with the decoder's message for a bad token. */
 static PyObject *rt_configure(PyObject *m, PyObject *args)
 {
     int mode;
     const char *token = "";
     unsigned long long max_steps = 0;
-    if (!PyArg_ParseTuple(args, "i|sK", &mode, &token, &max_steps))
+    int trace_lines = 0;
+    if (!PyArg_ParseTuple(args, "i|sKp", &mode, &token, &max_steps, &trace_lines))
         return NULL;
     if (mode != AFD_MODE_NATURAL && mode != AFD_MODE_CONTROLLED) {
         PyErr_SetString(PyExc_ValueError, "mode must be 0 (natural) or 1 (controlled)");
@@ -52,7 +54,10 @@ static PyObject *rt_configure(PyObject *m, PyObject *args)
     afd_rt_config.schedule = s;
     afd_rt_config.mode = (uint8_t)mode;
     afd_rt_config.max_steps = max_steps;
+    afd_rt_config.trace_lines = trace_lines;
     afd_rt_config.configured = 1;
+    if (trace_lines)
+        afd_rec_flag(AFD_TRACE_LINES);
     Py_RETURN_NONE;
 }
 
@@ -271,7 +276,7 @@ static PyType_Spec assertion_spec = {
 /* ---- module ---- */
 
 static PyMethodDef rt_methods[] = {
-    {"configure", rt_configure, METH_VARARGS, "configure(mode, token='', max_steps=0)"},
+    {"configure", rt_configure, METH_VARARGS, "configure(mode, token='', max_steps=0, trace_lines=False)"},
     {"random_seed", rt_random_seed, METH_NOARGS, "The seed for the program's random module."},
     {"recorder_begin", rt_recorder_begin, METH_VARARGS, "Start a fresh in-process recording."},
     {"result", rt_result, METH_VARARGS, "result(outcome, failure)"},
@@ -386,6 +391,9 @@ static int rt_exec(PyObject *m)
         PyModule_AddIntConstant(m, "EV_BLOCK", AFD_EV_BLOCK) < 0 ||
         PyModule_AddIntConstant(m, "EV_WAITFOR", AFD_EV_WAITFOR) < 0 ||
         PyModule_AddIntConstant(m, "TRACE_DEADLOCK", AFD_TRACE_DEADLOCK) < 0 ||
+        PyModule_AddIntConstant(m, "TRACE_LINES", AFD_TRACE_LINES) < 0 ||
+        PyModule_AddIntConstant(m, "EV_LINE", AFD_EV_LINE) < 0 ||
+        PyModule_AddIntConstant(m, "EV_LOCAL", AFD_EV_LOCAL) < 0 ||
         PyModule_AddIntConstant(m, "TRACE_THREADS", AFD_TRACE_THREADS) < 0 ||
         PyModule_AddIntConstant(m, "TRACE_REAL_IO", AFD_TRACE_REAL_IO) < 0)
         return -1;

@@ -13,6 +13,7 @@
  * trace is flagged truncated, never silently cut. Workload: one identify and one step record per
  * loop step, so both are a pointer-keyed hash probe and a few stores in the common case. */
 #include "runtime.h"
+#include "pyscan.h"
 
 #include <frameobject.h>
 #include <stdlib.h>
@@ -108,6 +109,9 @@ static struct {
     uint32_t n_objs, cap_objs;
     const void *last_obj; /* the last object numbered (alive: every numbered object is kept) */
     uint32_t last_number;
+    afd_code_info *codes; /* Owned: the line tracer's per-code facts, indexed from code_map */
+    uint32_t n_codes, cap_codes;
+    pmap code_map;        /* code object -> index + 1 into codes */
 } rec;
 
 static void drop_tables(void)
@@ -130,6 +134,10 @@ static void drop_tables(void)
     rec.n_objs = rec.cap_objs = 0;
     rec.last_obj = NULL;
     rec.last_number = 0;
+    free(rec.codes);
+    rec.codes = NULL;
+    rec.n_codes = rec.cap_codes = 0;
+    pmap_clear(&rec.code_map);
     Py_CLEAR(rec.interned);
     Py_CLEAR(rec.qual_counts);
     Py_CLEAR(rec.keep);
@@ -678,6 +686,12 @@ int afd_rec_to_trace(const void *mem, size_t size, afd_trace *out)
         e.pad = 0;
         if (e.kind == AFD_EV_SYNC && e.flags >= AFD_SYNC__COUNT)
             continue;
+        if (e.kind == AFD_EV_LINE || e.kind == AFD_EV_LOCAL) {
+            if (e.a != AFD_NOSTR && e.a >= n_strings)
+                e.a = AFD_NOSTR;
+            if (e.cost != AFD_NOSTR && e.cost >= n_strings)
+                e.cost = AFD_NOSTR;
+        }
         if (e.kind == AFD_EV_TASK || e.kind == AFD_EV_STEP || e.kind == AFD_EV_ASSERT_BEGIN ||
             e.kind == AFD_EV_ASSERT_END || e.kind == AFD_EV_OP_BEGIN || e.kind == AFD_EV_OP_END ||
             e.kind == AFD_EV_SYNC || e.kind == AFD_EV_BLOCK) {
@@ -889,6 +903,187 @@ void afd_rec_sync(afd_rt_state *st, PyObject *obj, int kind)
         afd_restore_exception(exc);
 }
 
+
+/* ---- the line tracer's facts ---- */
+
+/* The files whose lines reach into local variables: scanned once per run, on first need. */
+static struct {
+    char **paths;
+    afd_pyscan *scans;
+    uint8_t *ok;
+    size_t n, cap;
+} files;
+
+static const afd_pyscan *file_scan(const char *path)
+{
+    for (size_t i = 0; i < files.n; i++)
+        if (strcmp(files.paths[i], path) == 0)
+            return files.ok[i] ? &files.scans[i] : NULL;
+    if (files.n == files.cap) {
+        size_t ncap = files.cap ? files.cap * 2 : 16;
+        char **np = realloc(files.paths, ncap * sizeof *np);
+        if (!np)
+            return NULL;
+        files.paths = np;
+        afd_pyscan *ns = realloc(files.scans, ncap * sizeof *ns);
+        if (!ns)
+            return NULL;
+        files.scans = ns;
+        uint8_t *no = realloc(files.ok, ncap);
+        if (!no)
+            return NULL;
+        files.ok = no;
+        files.cap = ncap;
+    }
+    char *copy = strdup(path);
+    if (!copy)
+        return NULL;
+    size_t i = files.n++;
+    files.paths[i] = copy;
+    memset(&files.scans[i], 0, sizeof files.scans[i]);
+    files.ok[i] = 0;
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        char *buf = malloc(AFD_PYSCAN_MAX_SOURCE + 1);
+        size_t n = buf ? fread(buf, 1, AFD_PYSCAN_MAX_SOURCE + 1, f) : 0;
+        if (buf && n <= AFD_PYSCAN_MAX_SOURCE)
+            files.ok[i] = afd_pyscan_source(buf, n, &files.scans[i]) == 0;
+        free(buf);
+        fclose(f);
+    }
+    return files.ok[i] ? &files.scans[i] : NULL;
+}
+
+static uint32_t relpath_id(PyObject *filename)
+{
+    const char *u = PyUnicode_AsUTF8(filename);
+    if (!u) {
+        PyErr_Clear();
+        return AFD_NOSTR;
+    }
+    char cwd[4096];
+    if (getcwd(cwd, sizeof cwd)) {
+        size_t cl = strlen(cwd);
+        if (strncmp(u, cwd, cl) == 0 && u[cl] == '/')
+            return afd_rec_intern(NULL, u + cl + 1);
+    }
+    return afd_rec_intern(filename, NULL);
+}
+
+const afd_code_info *afd_rec_code_info(afd_rt_state *st, PyCodeObject *code)
+{
+    if (!rec.hdr)
+        return NULL;
+    pmap_entry *e = pmap_slot(&rec.code_map, code, 0);
+    if (!e)
+        return NULL;
+    if (e->key)
+        return &rec.codes[e->value - 1];
+    if (rec.n_codes == rec.cap_codes) {
+        uint32_t ncap = rec.cap_codes ? rec.cap_codes * 2 : 256;
+        afd_code_info *nc = realloc(rec.codes, ncap * sizeof *nc);
+        if (!nc)
+            return NULL;
+        rec.codes = nc;
+        rec.cap_codes = ncap;
+    }
+    afd_code_info ci = {.user = (uint8_t)code_is_user(st, code), .receiver = 0, .file = AFD_NOSTR, .scan = NULL};
+    if (ci.user) {
+        PyObject *fn = PyObject_GetAttrString((PyObject *)code, "co_filename");
+        if (fn) {
+            ci.file = relpath_id(fn);
+            const char *u = PyUnicode_AsUTF8(fn);
+            if (u)
+                ci.scan = file_scan(u);
+            PyErr_Clear();
+            Py_DECREF(fn);
+        }
+        PyObject *names = PyObject_GetAttrString((PyObject *)code, "co_varnames");
+        PyObject *argc = PyObject_GetAttrString((PyObject *)code, "co_argcount");
+        long n = argc ? PyLong_AsLong(argc) : 0;
+        if (names && PyTuple_Check(names) && n >= 1 && PyTuple_GET_SIZE(names) >= 1) {
+            PyObject *first = PyTuple_GET_ITEM(names, 0);
+            if (PyUnicode_CompareWithASCIIString(first, "self") == 0)
+                ci.receiver = 1;
+            else if (PyUnicode_CompareWithASCIIString(first, "cls") == 0)
+                ci.receiver = 2;
+        }
+        Py_XDECREF(names);
+        Py_XDECREF(argc);
+        PyErr_Clear();
+    }
+    /* code_is_user keeps the code object alive, so its address stays its own for the run */
+    rec.codes[rec.n_codes++] = ci;
+    e = pmap_slot(&rec.code_map, code, 0);
+    if (!e)
+        return NULL;
+    e->key = code;
+    e->aux = 0;
+    e->value = rec.n_codes;
+    rec.code_map.used++;
+    return &rec.codes[rec.n_codes - 1];
+}
+
+uint32_t afd_rec_receiver(afd_rt_state *st, PyObject *obj, int is_cls, uint32_t *label)
+{
+    *label = AFD_NOSTR;
+    if (!rec.hdr)
+        return 0;
+    pmap_entry *e = pmap_slot(&rec.obj_map, obj, 0);
+    if (!e)
+        return 0;
+    if (e->key) {
+        if (e->value == IGNORED_OBJECT)
+            return 0;
+        *label = rec.objs[e->value].label;
+        return e->value;
+    }
+    PyObject *text = NULL;
+    if (is_cls && PyType_Check(obj)) {
+        text = PyObject_GetAttrString(obj, "__qualname__");
+    } else {
+        /* "Store#0", "Store#1": instances of one type in order of first sight in the run */
+        PyObject *key = PyUnicode_FromFormat("%s#", Py_TYPE(obj)->tp_name);
+        PyObject *seen = key ? PyDict_GetItemWithError(rec.qual_counts, key) : NULL; /* Borrowed. */
+        long nth = seen ? PyLong_AsLong(seen) + 1 : 0;
+        PyObject *nv = key ? PyLong_FromLong(nth) : NULL;
+        if (nv && PyDict_SetItem(rec.qual_counts, key, nv) == 0)
+            text = PyUnicode_FromFormat("%U%ld", key, nth);
+        Py_XDECREF(nv);
+        Py_XDECREF(key);
+    }
+    if (!text || !PyUnicode_Check(text)) {
+        Py_XDECREF(text);
+        PyErr_Clear();
+        return 0;
+    }
+    if (rec.n_objs + 1 >= rec.cap_objs) {
+        uint32_t ncap = rec.cap_objs ? rec.cap_objs * 2 : 32;
+        afd_sync_obj *no = realloc(rec.objs, ncap * sizeof *no);
+        if (!no) {
+            Py_DECREF(text);
+            return 0;
+        }
+        rec.objs = no;
+        rec.cap_objs = ncap;
+    }
+    uint32_t number = ++rec.n_objs;
+    afd_sync_obj *o = &rec.objs[number];
+    o->obj = Py_NewRef(obj);
+    o->label = afd_rec_intern(text, NULL);
+    o->owner = 0;
+    Py_DECREF(text);
+    e = pmap_slot(&rec.obj_map, obj, 0);
+    if (e) {
+        e->key = obj;
+        e->aux = 0;
+        e->value = number;
+        rec.obj_map.used++;
+    }
+    *label = o->label;
+    return number;
+}
+
 /* ---- Python-facing recorder functions ---- */
 
 /* op_event(kind, name_or_None, resource_or_None, flags): records an operation or assertion event
@@ -961,7 +1156,8 @@ static PyObject *str_or_empty(const afd_trace *tr, uint32_t id)
 
 static PyObject *event_row(const afd_trace *tr, const afd_event *e)
 {
-    int a_is_str = e->kind == AFD_EV_OP_BEGIN || e->kind == AFD_EV_OP_END;
+    int a_is_str = e->kind == AFD_EV_OP_BEGIN || e->kind == AFD_EV_OP_END || e->kind == AFD_EV_LINE ||
+                   e->kind == AFD_EV_LOCAL;
     int b_is_str = e->kind == AFD_EV_TASK || e->kind == AFD_EV_STEP || e->kind == AFD_EV_OP_BEGIN ||
                    e->kind == AFD_EV_OP_END || e->kind == AFD_EV_ASSERT_BEGIN || e->kind == AFD_EV_ASSERT_END ||
                    e->kind == AFD_EV_SYNC || e->kind == AFD_EV_BLOCK;

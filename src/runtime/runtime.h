@@ -81,6 +81,7 @@ typedef struct afd_run_config {
     uint8_t mode;         /* enum afd_mode */
     afd_schedule schedule;
     uint64_t max_steps;   /* 0: unbounded */
+    int trace_lines;      /* record the lines of user code each step runs */
 } afd_run_config;
 extern afd_run_config afd_rt_config;
 
@@ -167,6 +168,24 @@ PyObject *afd_rt_trace_info(PyObject *self, PyObject *unused);
 
 /* ---- Loop (loop.c) ---------------------------------------------------------------------- */
 PyObject *afd_loopcore_type_spec_new(PyObject *module);
+
+/* What the line tracer needs to know of a code object, decided once per code object. */
+typedef struct afd_code_info {
+    uint8_t user;     /* the user's code: not the stdlib, site-packages or affidavit */
+    uint8_t receiver; /* first parameter: 1 `self`, 2 `cls`, 0 neither */
+    uint32_t file;    /* string id of the code's path, relative to the working directory */
+    const struct afd_pyscan *scan; /* the file's access summary (for local variables), or NULL */
+} afd_code_info;
+/* NULL on failure (no exception left). */
+const afd_code_info *afd_rec_code_info(afd_rt_state *st, PyCodeObject *code);
+/* The object number of a method's receiver, and in *label its label: "Store#0" (instances of one
+ * type numbered in order of first sight) or the class's qualified name for `cls`. 0 on failure. */
+uint32_t afd_rec_receiver(afd_rt_state *st, PyObject *obj, int is_cls, uint32_t *label);
+
+/* ---- Line tracer (tracer.c) ------------------------------------------------------------- */
+/* Around one step of a run that traces lines: sets and clears the C trace function. */
+void afd_tracer_step_begin(afd_rt_state *st);
+void afd_tracer_step_end(void);
 
 /* ---- Hooks on asyncio's primitives and blocking calls (hooks.c) ------------------------ */
 PyObject *afd_rt_install_hooks(PyObject *self, PyObject *unused);

@@ -1,0 +1,5 @@
+def f(self)
+    self.x = 1
+
+class C
+    pass
