@@ -24,6 +24,8 @@ def investigate(nodeid: str, *extra: str, timeout: float = 240) -> "tuple[int, D
         cwd=REPO, capture_output=True, text=True, timeout=timeout,
     )
     data = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    if data:
+        data["_stderr"] = proc.stderr  # shown by any failing assertion that prints data
     return proc.returncode, data, proc.stderr
 
 
@@ -59,6 +61,7 @@ def test_example_cause(nodeid: str, kind: str, resource: Optional[str], await_si
     assert data["token"].startswith("afd1:")
     assert data["replay"]["runs"] == 10 and data["replay"]["failed"] == 10
     cause = data["cause"]
+    assert cause is not None, data
     assert cause["kind"] == kind, cause
     if resource is not None:
         assert cause["resource"] == resource, cause
@@ -72,6 +75,7 @@ def test_lock_cycles_name_both_locks() -> None:
     for nodeid in ("examples/test_deadlock.py::test_transfers_complete",
                    "examples/test_lock_order.py::test_transfers_within_deadline"):
         _, data, err = investigate(nodeid)
+        assert data["cause"] is not None, data
         locks = data["cause"]["resource"].split(", ")
         assert len(set(locks)) == 2, data["cause"]
         assert all(lock.startswith("Lock@") for lock in locks)
@@ -80,6 +84,7 @@ def test_lock_cycles_name_both_locks() -> None:
 def test_deadlock_is_a_hang_with_its_wait_for_cycle() -> None:
     _, data, _ = investigate("examples/test_deadlock.py::test_transfers_complete")
     assert data["failure"].startswith("hang: deadlock")
+    assert data["cause"] is not None, data
     summary = data["cause"]["summary"]
     assert "transfer#0 waits for" in summary and "transfer#1 waits for" in summary
 
@@ -229,6 +234,7 @@ def test_unannotated_examples_get_the_same_cause(nodeid: str, kind: str, resourc
     rc, data, err = investigate(nodeid)
     assert rc == 1, err
     cause = data["cause"]
+    assert cause is not None, data
     assert cause["kind"] == kind, cause
     path = nodeid.split("::")[0]
     assert cause["await_site"] == f"{path}:{line_of(path, await_text)}", cause

@@ -15,6 +15,7 @@
 #include "runtime.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 enum { HOOK_LOCK = 1, HOOK_EVENT = 2, HOOK_SEM = 3 };
 
@@ -365,6 +366,16 @@ static int waits_on(PyObject *obj, PyObject *fut)
     return 0;
 }
 
+typedef struct wait_rec {
+    uint32_t task, obj, holder;
+} wait_rec;
+
+static int wait_rec_cmp(const void *a, const void *b)
+{
+    uint32_t x = ((const wait_rec *)a)->task, y = ((const wait_rec *)b)->task;
+    return x < y ? -1 : x > y;
+}
+
 int afd_hooks_record_deadlock(afd_rt_state *st, PyObject *loop)
 {
     afd_rec_flag(AFD_TRACE_DEADLOCK);
@@ -377,7 +388,15 @@ int afd_hooks_record_deadlock(afd_rt_state *st, PyObject *loop)
         PyErr_Clear();
         return 0;
     }
+    /* all_tasks() is a set: its order follows object addresses. The records are sorted by task id
+     * so that one schedule always gives one trace. */
     Py_ssize_t n = PyList_GET_SIZE(list);
+    wait_rec *recs = PyMem_Calloc((size_t)n + 1, sizeof *recs);
+    if (!recs) {
+        Py_DECREF(list);
+        return 0;
+    }
+    Py_ssize_t n_recs = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *task = PyList_GET_ITEM(list, i);
         uint32_t tid = afd_rec_task_id(st, task);
@@ -404,8 +423,12 @@ int afd_hooks_record_deadlock(afd_rt_state *st, PyObject *loop)
             }
         }
         Py_DECREF(fut);
-        afd_rec_event(AFD_EV_WAITFOR, 0, tid, obj, holder, afd_rec_now, 0);
+        recs[n_recs++] = (wait_rec){tid, obj, holder};
     }
+    qsort(recs, (size_t)n_recs, sizeof *recs, wait_rec_cmp);
+    for (Py_ssize_t i = 0; i < n_recs; i++)
+        afd_rec_event(AFD_EV_WAITFOR, 0, recs[i].task, recs[i].obj, recs[i].holder, afd_rec_now, 0);
+    PyMem_Free(recs);
     Py_DECREF(list);
     return 0;
 }
