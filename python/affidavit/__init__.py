@@ -7,15 +7,17 @@ Outside an affidavit run they record nothing and cost next to nothing.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
+import random
 from typing import Any, Awaitable, Callable, Optional, TypeVar
 
 from . import _runtime
 from ._runtime import assertion
 from .loop import ControlledLoop, ControlledPolicy, install
 
-__all__ = ["operation", "access", "assertion", "ControlledLoop", "ControlledPolicy", "install", "__version__"]
+__all__ = ["operation", "access", "assertion", "replay", "ControlledLoop", "ControlledPolicy", "install", "__version__"]
 __version__ = "0.1.0"
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
@@ -59,3 +61,49 @@ def access(resource: str, access: str = "read", name: Optional[str] = None) -> N
     label = name if name is not None else access
     _runtime.op_event(_runtime.EV_OP_BEGIN, label, resource, flags)
     _runtime.op_event(_runtime.EV_OP_END, label, resource, flags)
+
+
+def replay(token: str) -> Callable[[F], Callable[..., None]]:
+    """Run an async test under one schedule, exactly: the regression test affidavit writes.
+
+    ``@affidavit.replay("afd1:...")`` on an ``async def`` test makes it a plain test that runs the
+    coroutine on a fresh controlled loop under the token's schedule (its costs, delays and `random`
+    seed), so the failing interleaving happens every time. When the coroutine finishes, every
+    delayed step of the schedule must have run: a test that no longer reaches the step the schedule
+    delays passes vacuously, and is reported as a failure instead.
+    """
+    delays = _runtime.token_delays(token)  # ValueError with the decoder's message for a bad token
+
+    def decorate(fn: F) -> Callable[..., None]:
+        if not inspect.iscoroutinefunction(fn):
+            raise TypeError(f"affidavit.replay() decorates async tests (async def), not {fn!r}")
+
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> None:
+            install()
+            _runtime.configure(_runtime.MODE_CONTROLLED, token)
+            _runtime.recorder_begin(8 << 20)
+            random.seed(_runtime.random_seed())
+            loop = ControlledLoop()
+            try:
+                loop.run_until_complete(fn(*args, **kwargs))
+            finally:
+                pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+                for t in pending:
+                    t.cancel()
+                if pending:
+                    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+                loop.close()
+            ran = {(label, ordinal) for label, ordinal, *_ in _runtime.steps()}
+            missing = [f"{label}, step {ordinal}" for label, ordinal, _ in delays if (label, ordinal) not in ran]
+            if missing:
+                raise AssertionError(
+                    "affidavit.replay: the schedule's delayed step never ran (" + "; ".join(missing)
+                    + "): the test no longer takes the path the token reproduces, so it proves nothing"
+                )
+
+        # A plain function to pytest-asyncio (the loop is ours), with the original's parameters
+        # visible through __wrapped__ so pytest still passes its fixtures.
+        return run
+
+    return decorate

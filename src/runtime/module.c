@@ -120,6 +120,30 @@ static PyObject *rt_token_describe(PyObject *m, PyObject *arg)
     return r;
 }
 
+/* token_delays(token): the token's explicit delays as [(task label, step ordinal, cost ns)]. */
+static PyObject *rt_token_delays(PyObject *m, PyObject *arg)
+{
+    const char *t = PyUnicode_AsUTF8(arg);
+    if (!t)
+        return NULL;
+    afd_schedule s;
+    int rc = afd_token_decode(&s, t);
+    if (rc < 0) {
+        PyErr_SetString(PyExc_ValueError, afd_strerror(rc));
+        return NULL;
+    }
+    PyObject *out = PyList_New(0);
+    for (uint32_t i = 0; out && i < s.n_delays; i++) {
+        PyObject *row = Py_BuildValue("(sIK)", s.delays[i].label, s.delays[i].ordinal,
+                                      (unsigned long long)s.delays[i].cost_ns);
+        if (!row || PyList_Append(out, row) < 0)
+            Py_CLEAR(out);
+        Py_XDECREF(row);
+    }
+    afd_schedule_finish(&s);
+    return out;
+}
+
 /* The token of s as a str, or ValueError with the library's message when rc (an earlier step's
  * result) or the encoding failed. Finishes s either way. */
 static PyObject *token_of(afd_schedule *s, int rc)
@@ -292,6 +316,7 @@ static PyMethodDef rt_methods[] = {
     {"trim_heap", rt_trim_heap, METH_NOARGS, "Return free heap memory to the system."},
     {"token_describe", rt_token_describe, METH_O, "Describe a token's schedule."},
     {"send_hello", afd_rt_send_hello, METH_VARARGS, "send_hello(out_fd, python, hash_seed, error, nodeid)"},
+    {"token_delays", rt_token_delays, METH_O, "token_delays(token): [(task label, step ordinal, cost ns)]."},
     {"install_hooks", afd_rt_install_hooks, METH_NOARGS,
      "install_hooks(): record asyncio Lock/Event/Semaphore/Queue transitions and time.sleep (idempotent)."},
     {"serve", afd_rt_serve, METH_VARARGS, "serve(in_fd, out_fd, run_child, python, hash_seed): the fork server."},
