@@ -1,0 +1,401 @@
+/* fix.c -- fixes as minimal text edits of the user's source (see fix.h).
+ *
+ * The edits are line-based: whole lines are inserted before a given line, and lines are indented
+ * by one unit. Nothing else of the source is touched, so comments, blank lines and formatting stay
+ * as they were, and the result is easy to show as a unified diff. */
+#include "fix.h"
+#include "afd.h"
+#include "pyscan.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <tree_sitter/api.h>
+
+const TSLanguage *tree_sitter_python(void);
+
+#define MAX_CHAIN 256u
+#define MAX_SITES 16u
+
+typedef struct line_edit {
+    afd_buf before; /* lines inserted before this line */
+    uint8_t indent; /* indent this line by one unit */
+} line_edit;
+
+typedef struct fixctx {
+    const char *src;
+    size_t len;
+    size_t n_lines;
+    size_t *line_start; /* byte offset of each line; line_start[n_lines] == len */
+    line_edit *edits;
+    char *why;
+    size_t whylen;
+} fixctx;
+
+static int refuse(fixctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int refuse(fixctx *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (c->why && c->whylen)
+        vsnprintf(c->why, c->whylen, fmt, ap);
+    va_end(ap);
+    return AFD_EINVAL;
+}
+
+static int is_type(TSNode n, const char *t)
+{
+    return !ts_node_is_null(n) && strcmp(ts_node_type(n), t) == 0;
+}
+
+/* The chain of (statement, block) pairs from the module down to the innermost statement holding
+ * row: chain[k] is a statement, a direct child of a block (or of the module). */
+static size_t statement_chain(TSNode root, uint32_t row, TSNode *chain, size_t cap)
+{
+    size_t n = 0;
+    TSNode node = root;
+    for (;;) {
+        uint32_t k = ts_node_named_child_count(node);
+        TSNode next = {{0}, 0, 0};
+        int found = 0;
+        for (uint32_t i = 0; i < k; i++) {
+            TSNode ch = ts_node_named_child(node, i);
+            if (ts_node_start_point(ch).row <= row && row <= ts_node_end_point(ch).row) {
+                next = ch;
+                found = 1;
+                break;
+            }
+        }
+        if (!found)
+            return n;
+        if ((is_type(node, "block") || is_type(node, "module")) && n < cap)
+            chain[n++] = next;
+        node = next;
+    }
+}
+
+static size_t line_indent(const fixctx *c, uint32_t row, const char **at)
+{
+    const char *p = c->src + c->line_start[row];
+    const char *end = c->src + c->line_start[row + 1];
+    size_t n = 0;
+    while (p + n < end && (p[n] == ' ' || p[n] == '\t'))
+        n++;
+    if (at)
+        *at = p;
+    return n;
+}
+
+static int has_multiline_string(TSNode n)
+{
+    /* explicit stack: statements nest, but only as deep as the code is */
+    TSNode stack[512];
+    size_t sp = 0;
+    stack[sp++] = n;
+    while (sp) {
+        TSNode cur = stack[--sp];
+        if (is_type(cur, "string") && ts_node_start_point(cur).row != ts_node_end_point(cur).row)
+            return 1;
+        uint32_t k = ts_node_child_count(cur);
+        for (uint32_t i = 0; i < k && sp < 512; i++)
+            stack[sp++] = ts_node_child(cur, i);
+    }
+    return 0;
+}
+
+static TSNode enclosing(TSNode n, const char *type)
+{
+    for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p))
+        if (is_type(p, type))
+            return p;
+    return (TSNode){{0}, 0, 0};
+}
+
+static int is_async_def(TSNode fn)
+{
+    return ts_node_child_count(fn) > 0 && is_type(ts_node_child(fn, 0), "async");
+}
+
+static int split_lines(fixctx *c)
+{
+    size_t n = 1;
+    for (size_t i = 0; i < c->len; i++)
+        n += c->src[i] == '\n';
+    c->line_start = malloc((n + 1) * sizeof *c->line_start);
+    c->edits = calloc(n + 1, sizeof *c->edits);
+    if (!c->line_start || !c->edits)
+        return AFD_ENOMEM;
+    size_t k = 0;
+    c->line_start[k++] = 0;
+    for (size_t i = 0; i < c->len; i++)
+        if (c->src[i] == '\n' && k < n)
+            c->line_start[k++] = i + 1;
+    c->n_lines = k;
+    c->line_start[k] = c->len;
+    for (size_t i = 0; i <= n; i++)
+        afd_buf_init(&c->edits[i].before);
+    return 0;
+}
+
+static int is_docstring(TSNode stmt)
+{
+    return is_type(stmt, "expression_statement") && ts_node_named_child_count(stmt) == 1 &&
+           is_type(ts_node_named_child(stmt, 0), "string");
+}
+
+/* The row before which module-level setup goes: after the last top-level import, else after the
+ * module docstring, else at the top. */
+static uint32_t module_setup_row(TSNode module, int *has_asyncio, const char *src)
+{
+    uint32_t row = 0;
+    uint32_t k = ts_node_named_child_count(module);
+    *has_asyncio = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        TSNode ch = ts_node_named_child(module, i);
+        if (i == 0 && is_docstring(ch))
+            row = ts_node_end_point(ch).row + 1;
+        if (is_type(ch, "import_statement") || is_type(ch, "import_from_statement") ||
+            is_type(ch, "future_import_statement")) {
+            row = ts_node_end_point(ch).row + 1;
+            if (is_type(ch, "import_statement")) {
+                uint32_t m = ts_node_named_child_count(ch);
+                for (uint32_t j = 0; j < m; j++) {
+                    TSNode nm = ts_node_named_child(ch, j);
+                    uint32_t a = ts_node_start_byte(nm), b = ts_node_end_byte(nm);
+                    if (is_type(nm, "dotted_name") && b - a == 7 && memcmp(src + a, "asyncio", 7) == 0)
+                        *has_asyncio = 1;
+                }
+            }
+        }
+    }
+    return row;
+}
+
+static TSNode find_init(TSNode class_body, const char *src)
+{
+    uint32_t k = ts_node_named_child_count(class_body);
+    for (uint32_t i = 0; i < k; i++) {
+        TSNode ch = ts_node_named_child(class_body, i);
+        TSNode def = is_type(ch, "decorated_definition") ? ts_node_child_by_field_name(ch, "definition", 10) : ch;
+        if (!is_type(def, "function_definition"))
+            continue;
+        TSNode name = ts_node_child_by_field_name(def, "name", 4);
+        if (!ts_node_is_null(name) && ts_node_end_byte(name) - ts_node_start_byte(name) == 8 &&
+            memcmp(src + ts_node_start_byte(name), "__init__", 8) == 0)
+            return def;
+    }
+    return (TSNode){{0}, 0, 0};
+}
+
+static int lock_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t n, afd_buf *out, char *why,
+                 size_t whylen)
+{
+    fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
+    out->len = 0;
+    if (why && whylen)
+        why[0] = 0;
+    if (n == 0 || n > MAX_SITES)
+        return refuse(&c, "no update site given");
+    if (len > AFD_PYSCAN_MAX_SOURCE)
+        return refuse(&c, "the source is too large to edit");
+    TSParser *parser = ts_parser_new();
+    if (!parser || !ts_parser_set_language(parser, tree_sitter_python())) {
+        ts_parser_delete(parser);
+        return AFD_ENOMEM;
+    }
+    ts_parser_set_timeout_micros(parser, 2000000u + 2u * (uint64_t)len);
+    TSTree *tree = ts_parser_parse_string(parser, NULL, src, (uint32_t)len);
+    int rc = 0;
+    char *locks[MAX_SITES] = {0};
+    if (!tree) {
+        rc = refuse(&c, "the source could not be parsed in time");
+        goto out;
+    }
+    TSNode root = ts_tree_root_node(tree);
+    if (ts_node_has_error(root)) {
+        rc = refuse(&c, "the source has syntax errors");
+        goto out;
+    }
+    if ((rc = split_lines(&c)) < 0)
+        goto out;
+    /* the interval: the deepest block holding every read and write, and its children from the
+     * first that holds one of them to the last */
+    TSNode chains[2 * MAX_SITES][MAX_CHAIN];
+    size_t lens[2 * MAX_SITES];
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!sites[i].read_line || !sites[i].write_line || sites[i].read_line > c.n_lines ||
+            sites[i].write_line > c.n_lines) {
+            rc = refuse(&c, "a line is outside the file");
+            goto out;
+        }
+        lens[m] = statement_chain(root, sites[i].read_line - 1, chains[m], MAX_CHAIN);
+        m++;
+        lens[m] = statement_chain(root, sites[i].write_line - 1, chains[m], MAX_CHAIN);
+        m++;
+    }
+    size_t depth = 0;
+    for (;; depth++) {
+        int same = 1;
+        for (size_t k = 0; k < m && same; k++)
+            same = depth < lens[k] && ts_node_eq(ts_node_parent(chains[k][depth]), ts_node_parent(chains[0][depth]));
+        if (!same)
+            break;
+    }
+    if (depth == 0) {
+        rc = refuse(&c, "the read and the write are not in one block of code");
+        goto out;
+    }
+    depth--; /* chains[k][depth] are siblings in one block */
+    TSNode block = ts_node_parent(chains[0][depth]);
+    TSNode first = chains[0][depth], last = chains[0][depth];
+    for (size_t k = 1; k < m; k++) {
+        TSNode s = chains[k][depth];
+        if (ts_node_start_byte(s) < ts_node_start_byte(first))
+            first = s;
+        if (ts_node_start_byte(s) > ts_node_start_byte(last))
+            last = s;
+    }
+    TSNode fn = is_type(block, "block") ? ts_node_parent(block) : (TSNode){{0}, 0, 0};
+    if (!is_type(fn, "function_definition"))
+        fn = enclosing(block, "function_definition");
+    if (ts_node_is_null(fn) || !is_async_def(fn)) {
+        rc = refuse(&c, "the read and the write are not in one async function: an async with cannot go there");
+        goto out;
+    }
+    uint32_t r0 = ts_node_start_point(first).row, r1 = ts_node_end_point(last).row;
+    for (TSNode s = first;; s = ts_node_next_named_sibling(s)) {
+        if (has_multiline_string(s)) {
+            rc = refuse(&c, "a multi-line string lies in the statements to guard: re-indenting it would change it");
+            goto out;
+        }
+        if (ts_node_eq(s, last) || ts_node_is_null(s))
+            break;
+    }
+    /* the indentation: the interval's own, and one unit (the body's relative to its def) */
+    const char *at;
+    size_t ind = line_indent(&c, r0, &at);
+    size_t def_ind = line_indent(&c, ts_node_start_point(fn).row, NULL);
+    char unit[16];
+    if (ind > 0 && at[0] == '\t') {
+        snprintf(unit, sizeof unit, "\t");
+    } else {
+        size_t u = 4;
+        TSNode body = ts_node_child_by_field_name(fn, "body", 4);
+        if (!ts_node_is_null(body) && ts_node_named_child_count(body) > 0) {
+            size_t bi = line_indent(&c, ts_node_start_point(ts_node_named_child(body, 0)).row, NULL);
+            if (bi > def_ind && bi - def_ind <= 8)
+                u = bi - def_ind;
+        }
+        memset(unit, ' ', u);
+        unit[u] = 0;
+    }
+    /* the locks, one per resource, created where the resource lives */
+    TSNode cls = enclosing(fn, "class_definition");
+    TSNode init = {{0}, 0, 0};
+    if (!ts_node_is_null(cls))
+        init = find_init(ts_node_child_by_field_name(cls, "body", 4), src);
+    int has_asyncio = 0;
+    uint32_t setup_row = module_setup_row(root, &has_asyncio, src);
+    size_t n_locks = 0;
+    for (size_t i = 0; i < n; i++) {
+        char text[300];
+        if (sites[i].root == AFD_ROOT_GLOBAL) {
+            snprintf(text, sizeof text, "_affidavit_lock_%s", sites[i].name);
+        } else if (sites[i].root == AFD_ROOT_SELF) {
+            if (ts_node_is_null(cls)) {
+                rc = refuse(&c, "an attribute of self outside a class");
+                goto out;
+            }
+            if (!ts_node_is_null(init))
+                snprintf(text, sizeof text, "self._affidavit_lock_%s", sites[i].name);
+            else
+                snprintf(text, sizeof text, "self.__dict__.setdefault(\"_affidavit_lock_%s\", asyncio.Lock())",
+                         sites[i].name);
+        } else {
+            rc = refuse(&c, "only module state and instance state get a lock");
+            goto out;
+        }
+        int dup = 0;
+        for (size_t k = 0; k < n_locks; k++)
+            dup |= strcmp(locks[k], text) == 0;
+        if (dup)
+            continue;
+        locks[n_locks] = strdup(text);
+        if (!locks[n_locks]) {
+            rc = AFD_ENOMEM;
+            goto out;
+        }
+        n_locks++;
+        /* where the lock is created */
+        if (sites[i].root == AFD_ROOT_GLOBAL) {
+            afd_buf *b = &c.edits[setup_row].before;
+            if (!has_asyncio) {
+                afd_buf_printf(b, "import asyncio\n");
+                has_asyncio = 1;
+            }
+            afd_buf_printf(b, "%s = asyncio.Lock()  # affidavit: guards %s (lost update)\n", text, sites[i].name);
+        } else if (!ts_node_is_null(init)) {
+            TSNode body = ts_node_child_by_field_name(init, "body", 4);
+            uint32_t k = ts_node_named_child_count(body);
+            TSNode st0 = k ? ts_node_named_child(body, 0) : body;
+            uint32_t row = ts_node_start_point(st0).row;
+            if (k && is_docstring(st0))
+                row = ts_node_end_point(st0).row + 1;
+            size_t bind = line_indent(&c, ts_node_start_point(st0).row, NULL);
+            afd_buf_printf(&c.edits[row].before, "%.*s%s = asyncio.Lock()  # affidavit: guards self.%s (lost update)\n",
+                           (int)bind, c.src + c.line_start[ts_node_start_point(st0).row], text, sites[i].name);
+            if (!has_asyncio) {
+                afd_buf_printf(&c.edits[setup_row].before, "import asyncio\n");
+                has_asyncio = 1;
+            }
+        } else if (!has_asyncio) {
+            afd_buf_printf(&c.edits[setup_row].before, "import asyncio\n");
+            has_asyncio = 1;
+        }
+    }
+    qsort(locks, n_locks, sizeof *locks, lock_cmp); /* one global order: no lock-order cycle */
+    afd_buf *head = &c.edits[r0].before;
+    afd_buf_printf(head, "%.*sasync with ", (int)ind, at);
+    for (size_t k = 0; k < n_locks; k++)
+        afd_buf_printf(head, "%s%s", k ? ", " : "", locks[k]);
+    afd_buf_printf(head, ":  # affidavit: the read and the write below run as one step\n");
+    for (uint32_t r = r0; r <= r1 && r < c.n_lines; r++)
+        c.edits[r].indent = 1;
+    /* the output */
+    for (size_t r = 0; r <= c.n_lines; r++) {
+        afd_buf_put(out, c.edits[r].before.data, c.edits[r].before.len);
+        if (r == c.n_lines)
+            break;
+        const char *p = c.src + c.line_start[r];
+        size_t l = c.line_start[r + 1] - c.line_start[r];
+        int blank = 1;
+        for (size_t i = 0; i < l && blank; i++)
+            blank = p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r';
+        if (c.edits[r].indent && !blank)
+            afd_buf_printf(out, "%s", unit);
+        afd_buf_put(out, p, l);
+        if (c.edits[r].before.err)
+            rc = AFD_ENOMEM;
+    }
+    if (out->err)
+        rc = AFD_ENOMEM;
+out:
+    for (size_t k = 0; k < MAX_SITES; k++)
+        free(locks[k]);
+    if (c.edits)
+        for (size_t i = 0; i <= c.n_lines; i++)
+            afd_buf_finish(&c.edits[i].before);
+    free(c.edits);
+    free(c.line_start);
+    if (tree)
+        ts_tree_delete(tree);
+    ts_parser_delete(parser);
+    return rc;
+}

@@ -1,0 +1,33 @@
+/* fix.h -- fixes written as minimal text edits of the user's source, found with tree-sitter.
+ *
+ * LOCK, for a lost update: the smallest run of sibling statements that holds the stale read and
+ * the write of the task that lost the update goes inside one `async with`; code before and after
+ * the run stays outside. The lock lives where the resource lives: a module-level lock for module
+ * state, an instance attribute created in `__init__` for instance state (or, for a class without
+ * `__init__`, created atomically where it is used: `self.__dict__.setdefault(name, Lock())` has no
+ * await between the check and the create). Several resources in one run get one lock each, all
+ * acquired in one `async with a, b:` in one global order (sorted by the lock's text), so no
+ * lock-order cycle is possible. Lines are only inserted or indented: comments and formatting stay
+ * as they were. */
+#ifndef AFD_FIX_H
+#define AFD_FIX_H
+
+#include "buf.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct afd_lock_site {
+    uint32_t read_line;  /* 1-based: the stale read of the task that lost the update */
+    uint32_t write_line; /* 1-based: its write */
+    uint8_t root;        /* AFD_ROOT_SELF or AFD_ROOT_GLOBAL (pyscan.h) */
+    const char *name;    /* the attribute ("sessions") or the global ("BALANCE") */
+} afd_lock_site;
+
+/* Writes the patched source into out (reset first). On a shape it cannot fix -- the lines are not
+ * in one async function, a multi-line string would be re-indented, the source does not parse --
+ * returns AFD_EINVAL with a one-line reason in why. */
+int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t n, afd_buf *out, char *why,
+                 size_t whylen);
+
+#endif

@@ -1,0 +1,153 @@
+/* test_fix.c -- LOCK fixes as minimal text edits: the exact patched text for each shape. */
+#include "afd.h"
+#include "fix.h"
+#include "harness.h"
+#include "pyscan.h"
+
+static char *patch(const char *src, const afd_lock_site *sites, size_t n, int *rc, char *why)
+{
+    afd_buf out;
+    afd_buf_init(&out);
+    *rc = afd_fix_lock(src, strlen(src), sites, n, &out, why, 256);
+    afd_buf_put_u8(&out, 0);
+    return (char *)afd_buf_steal(&out, NULL);
+}
+
+TEST(module_global)
+{
+    const char *src = "\"\"\"Doc.\"\"\"\n"
+                      "import random\n"
+                      "\n"
+                      "BALANCE = {\"amount\": 0}\n"
+                      "\n"
+                      "\n"
+                      "async def deposit(amount):\n"
+                      "    await asyncio.sleep(0.001)  # latency\n"
+                      "    current = BALANCE[\"amount\"]\n"
+                      "    await asyncio.sleep(0.0005)\n"
+                      "    BALANCE[\"amount\"] = current + amount\n"
+                      "    log(amount)\n";
+    afd_lock_site s = {9, 11, AFD_ROOT_GLOBAL, "BALANCE"};
+    int rc;
+    char why[256];
+    char *got = patch(src, &s, 1, &rc, why);
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_STR(got, "\"\"\"Doc.\"\"\"\n"
+                      "import random\n"
+                      "import asyncio\n"
+                      "_affidavit_lock_BALANCE = asyncio.Lock()  # affidavit: guards BALANCE (lost update)\n"
+                      "\n"
+                      "BALANCE = {\"amount\": 0}\n"
+                      "\n"
+                      "\n"
+                      "async def deposit(amount):\n"
+                      "    await asyncio.sleep(0.001)  # latency\n"
+                      "    async with _affidavit_lock_BALANCE:  # affidavit: the read and the write below run as one step\n"
+                      "        current = BALANCE[\"amount\"]\n"
+                      "        await asyncio.sleep(0.0005)\n"
+                      "        BALANCE[\"amount\"] = current + amount\n"
+                      "    log(amount)\n");
+    free(got);
+}
+
+TEST(instance_with_init_and_two_resources_in_sorted_order)
+{
+    const char *src = "import asyncio\n"
+                      "\n"
+                      "class Server:\n"
+                      "    def __init__(self):\n"
+                      "        \"\"\"State.\"\"\"\n"
+                      "        self.sessions = {}\n"
+                      "        self.counters = {}\n"
+                      "\n"
+                      "    async def handle(self, k):\n"
+                      "        s = self.sessions.get(k)\n"
+                      "        c = self.counters.get(k, 0)\n"
+                      "        await asyncio.sleep(0)\n"
+                      "        self.sessions[k] = s\n"
+                      "        self.counters[k] = c + 1\n";
+    afd_lock_site s[2] = {{10, 13, AFD_ROOT_SELF, "sessions"}, {11, 14, AFD_ROOT_SELF, "counters"}};
+    int rc;
+    char why[256];
+    char *got = patch(src, s, 2, &rc, why);
+    CHECK_EQ_INT(rc, 0);
+    CHECK_EQ_STR(got, "import asyncio\n"
+                      "\n"
+                      "class Server:\n"
+                      "    def __init__(self):\n"
+                      "        \"\"\"State.\"\"\"\n"
+                      "        self._affidavit_lock_sessions = asyncio.Lock()  # affidavit: guards self.sessions (lost update)\n"
+                      "        self._affidavit_lock_counters = asyncio.Lock()  # affidavit: guards self.counters (lost update)\n"
+                      "        self.sessions = {}\n"
+                      "        self.counters = {}\n"
+                      "\n"
+                      "    async def handle(self, k):\n"
+                      "        async with self._affidavit_lock_counters, self._affidavit_lock_sessions:  # affidavit: the read and the write below run as one step\n"
+                      "            s = self.sessions.get(k)\n"
+                      "            c = self.counters.get(k, 0)\n"
+                      "            await asyncio.sleep(0)\n"
+                      "            self.sessions[k] = s\n"
+                      "            self.counters[k] = c + 1\n");
+    free(got);
+}
+
+TEST(instance_without_init_creates_the_lock_atomically)
+{
+    const char *src = "import asyncio\n"
+                      "class Counter:\n"
+                      "    n = 0\n"
+                      "    async def incr(self):\n"
+                      "        v = self.n\n"
+                      "        await asyncio.sleep(0)\n"
+                      "        self.n = v + 1\n";
+    afd_lock_site s = {5, 7, AFD_ROOT_SELF, "n"};
+    int rc;
+    char why[256];
+    char *got = patch(src, &s, 1, &rc, why);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(strstr(got, "        async with self.__dict__.setdefault(\"_affidavit_lock_n\", asyncio.Lock()):") != NULL);
+    CHECK(strstr(got, "            v = self.n\n            await asyncio.sleep(0)\n            self.n = v + 1\n") != NULL);
+    free(got);
+}
+
+TEST(refusals)
+{
+    int rc;
+    char why[256];
+    afd_lock_site s = {2, 3, AFD_ROOT_GLOBAL, "X"};
+    char *got = patch("def f():\n    v = X[0]\n    X[0] = v + 1\n", &s, 1, &rc, why);
+    CHECK_EQ_INT(rc, AFD_EINVAL);
+    CHECK(strstr(why, "async function") != NULL);
+    free(got);
+    got = patch("async def f(:\n    v = X[0]\n    X[0] = v\n", &s, 1, &rc, why);
+    CHECK_EQ_INT(rc, AFD_EINVAL);
+    CHECK(strstr(why, "syntax") != NULL);
+    free(got);
+    afd_lock_site m = {2, 5, AFD_ROOT_GLOBAL, "X"};
+    got = patch("async def f():\n    v = X[0]\n    s = \"\"\"a\nb\"\"\"\n    X[0] = v\n", &m, 1, &rc, why);
+    CHECK_EQ_INT(rc, AFD_EINVAL);
+    free(got);
+    afd_lock_site out = {90, 91, AFD_ROOT_GLOBAL, "X"};
+    got = patch("async def f():\n    pass\n", &out, 1, &rc, why);
+    CHECK_EQ_INT(rc, AFD_EINVAL);
+    free(got);
+}
+
+TEST(tabs_and_comments_kept)
+{
+    const char *src = "import asyncio\nS = {}\nasync def f():\n\t# read\n\tv = S.get(1)\n\tawait asyncio.sleep(0)\n\n\tS[1] = v\n";
+    afd_lock_site s = {5, 8, AFD_ROOT_GLOBAL, "S"};
+    int rc;
+    char why[256];
+    char *got = patch(src, &s, 1, &rc, why);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(strstr(got, "\t# read\n\tasync with _affidavit_lock_S:") != NULL);
+    CHECK(strstr(got, "\t\tv = S.get(1)\n\t\tawait asyncio.sleep(0)\n\n\t\tS[1] = v\n") != NULL);
+    free(got);
+}
+
+int main(void)
+{
+    RUN_TESTS("fix", T(module_global), T(instance_with_init_and_two_resources_in_sorted_order),
+              T(instance_without_init_creates_the_lock_atomically), T(refusals), T(tabs_and_comments_kept));
+}
