@@ -258,3 +258,54 @@ def test_an_instance_each_does_not_race() -> None:
     assert data["cause"]["resource"] == "case_instances.DONE", data["cause"]
     assert data["races"], "the shared list is a race"
     assert not any(r["resource"].startswith("Counter#") for r in data["races"]), data["races"]
+
+
+# ---- --fix: LOCK for a lost update, gated; the user's files are never written ----
+
+
+def apply_diff(diff: str, original: Path, dest: Path) -> None:
+    dest.write_text(original.read_text())
+    proc = subprocess.run(["patch", "-s", "-o", str(dest) + ".new", str(dest)], input=diff, text=True,
+                          capture_output=True)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    Path(str(dest) + ".new").replace(dest)
+
+
+@pytest.mark.parametrize("nodeid,lock_line", [
+    ("tests/cases/case_plain_lost_update.py::test_concurrent_deposits", "async with _affidavit_lock_BALANCE:"),
+    ("tests/cases/case_instances.py::test_shared_counter", "async with self._affidavit_lock_n:"),
+])
+def test_fix_proposes_a_gated_lock_and_leaves_the_file_alone(nodeid: str, lock_line: str, tmp_path: Path) -> None:
+    path = REPO / nodeid.split("::")[0]
+    before = path.read_bytes()
+    rc, data, err = investigate(nodeid, "--fix")
+    assert rc == 1, err
+    assert path.read_bytes() == before, "the user's file must be byte-identical without --apply"
+    fix = data["fix"]
+    assert fix["kind"] == "LOCK", fix
+    assert lock_line in fix["diff"], fix["diff"]
+    gate = {g["check"]: g for g in fix["gate"]}
+    assert len(gate) == 13 and all(g["passed"] for g in gate.values()), gate
+    assert fix["tiers"]["replay"] == "not attempted" and fix["applied"] is False
+    # the patched module compiles, and under affidavit the race is gone
+    fixed_dir = REPO / "tests" / "cases" / f"fixed_{tmp_path.name}"
+    fixed_dir.mkdir()
+    try:
+        fixed = fixed_dir / path.name
+        apply_diff(fix["diff"], path, fixed)
+        compile(fixed.read_text(), str(fixed), "exec")
+        rel = fixed.relative_to(REPO)
+        rc2, data2, err2 = investigate(f"{rel}::{nodeid.split('::')[1]}", "--runs", "300")
+        assert rc2 == 0, (data2.get("verdict"), err2)
+        assert data2["verdict"] == "no_failure"
+    finally:
+        for p in fixed_dir.iterdir():
+            p.unlink()
+        fixed_dir.rmdir()
+
+
+def test_fix_says_why_when_it_has_none() -> None:
+    rc, data, err = investigate("examples/test_event_flag.py::test_send_after_open", "--fix")
+    assert rc == 1, err
+    assert data["fix"]["kind"] is None
+    assert "only LOCK" in data["fix"]["why_none"]
