@@ -79,6 +79,7 @@ INVESTIGATE = [
     "examples/test_deadlock.py::test_transfers_complete",
     "examples/test_lock_order.py::test_transfers_within_deadline",
     "examples/test_starvation.py::test_heartbeat_is_regular",
+    "examples/test_multi_resource.py::test_fifty_requests",
 ]
 
 

@@ -31,6 +31,8 @@ typedef struct afd_cli {
     uint64_t replays;     /* investigate: replays of each token (default 10) */
     double slow_step_ms;  /* investigate: a step this long is slow (default 100) */
     int events;           /* replay: print the first run's events on stderr */
+    int fix;              /* investigate: propose a fix and run the policy gate on it */
+    int allow_src;        /* investigate --fix: edits outside test files pass the gate */
 } afd_cli;
 
 int afd_cmd_sample(const afd_cli *cli);

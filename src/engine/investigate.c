@@ -16,6 +16,8 @@
 #include "afd.h"
 #include "cmds.h"
 #include "explain.h"
+#include "fix.h"
+#include "gate.h"
 #include "minimize.h"
 #include "out.h"
 #include "pool.h"
@@ -24,6 +26,7 @@
 #include "stats.h"
 #include "token.h"
 #include "trace.h"
+#include "udiff.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -818,7 +821,98 @@ typedef struct outcome {
     evidence ev;
     char *failure;
     const char *abstain_reason;
+    /* --fix */
+    int fix_tried;
+    const char *fix_kind;   /* "LOCK" or NULL */
+    afd_buf fix_diff;
+    char fix_why[300];      /* why no fix was proposed */
+    afd_gate_check gate[AFD_GATE__COUNT];
+    int gate_ran;
 } outcome;
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    afd_buf b;
+    afd_buf_init(&b);
+    char chunk[65536];
+    size_t got;
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len < AFD_PYSCAN_MAX_SOURCE)
+        afd_buf_put(&b, chunk, got);
+    fclose(f);
+    if (b.err || b.len >= AFD_PYSCAN_MAX_SOURCE) {
+        afd_buf_finish(&b);
+        return NULL;
+    }
+    afd_buf_put_u8(&b, 0); /* a C string too; the length does not count the terminator */
+    char *text = (char *)afd_buf_steal(&b, len);
+    if (text)
+        (*len)--;
+    return text;
+}
+
+/* --fix for a lost update whose accesses were read off the source: LOCK around the read and the
+ * write of the task that lost the update (and of every other resource it lost in the same code),
+ * then the policy gate over the before and after text. The user's file is only read. */
+static void propose_fix(const afd_view *f, outcome *o, const afd_cli *cli)
+{
+    o->fix_tried = 1;
+    if (!o->c.kind || strcmp(o->c.kind, "lost_update") != 0) {
+        snprintf(o->fix_why, sizeof o->fix_why, "no fix is synthesized for a%s %s cause yet (only LOCK, for a lost "
+                 "update, is implemented)", o->c.kind && strchr("aeiou", o->c.kind[0]) ? "n" : "",
+                 o->c.kind ? o->c.kind : "missing");
+        return;
+    }
+    afd_xatom atoms[16];
+    size_t n_atoms = 0;
+    afd_view_lost_updates(f, atoms, 16, &n_atoms);
+    afd_lock_site sites[16];
+    size_t n_sites = 0;
+    const char *file = NULL;
+    uint32_t loser = n_atoms ? f->acc[atoms[0].w].task : 0;
+    for (size_t i = 0; i < n_atoms && i < 16; i++) {
+        const afd_xaccess *r = &f->acc[atoms[i].r], *w = &f->acc[atoms[i].w];
+        if (w->task != loser || !r->inferred || !w->inferred || !r->file || !w->file || strcmp(r->file, w->file) != 0 ||
+            r->root != w->root || (r->root != AFD_ROOT_SELF && r->root != AFD_ROOT_GLOBAL) ||
+            strcmp(r->root_name, w->root_name) != 0)
+            continue;
+        if (file && strcmp(file, r->file) != 0)
+            continue;
+        int dup = 0;
+        for (size_t k = 0; k < n_sites; k++)
+            dup |= strcmp(sites[k].name, r->root_name) == 0;
+        if (dup)
+            continue;
+        file = r->file;
+        sites[n_sites++] = (afd_lock_site){r->line, w->line, r->root, r->root_name};
+    }
+    if (!n_sites) {
+        snprintf(o->fix_why, sizeof o->fix_why, "the lost update's accesses are not read off the source (annotated "
+                 "code, or state reached another way): no place to put a lock");
+        return;
+    }
+    size_t len = 0;
+    char *before = read_file(file, &len);
+    if (!before) {
+        snprintf(o->fix_why, sizeof o->fix_why, "cannot read %.200s", file);
+        return;
+    }
+    afd_buf after;
+    afd_buf_init(&after);
+    char why[256];
+    if (afd_fix_lock(before, len, sites, n_sites, &after, why, sizeof why) < 0) {
+        snprintf(o->fix_why, sizeof o->fix_why, "LOCK not possible here: %s", why);
+    } else {
+        o->fix_kind = "LOCK";
+        afd_udiff_make(file, before, len, (const char *)after.data, after.len, &o->fix_diff);
+        afd_gate_file gf = {file, before, len, (const char *)after.data, after.len};
+        o->gate_ran = afd_gate_run(&gf, 1, cli->allow_src, o->gate) == 0;
+    }
+    afd_buf_finish(&after);
+    free(before);
+}
 
 static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapsed_ns)
 {
@@ -889,6 +983,29 @@ static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapse
         }
         afd_buf_printf(&b, ", \"evidence\": [%s]", bstr(&o->ev.json));
         afd_buf_printf(&b, ", \"races\": [%s]", bstr(&o->c.races));
+        if (o->fix_tried) {
+            afd_buf_printf(&b, ", \"fix\": {\"kind\": ");
+            if (o->fix_kind)
+                afd_json_str(&b, o->fix_kind);
+            else
+                afd_buf_printf(&b, "null");
+            afd_buf_printf(&b, ", \"why_none\": ");
+            if (o->fix_kind)
+                afd_buf_printf(&b, "null");
+            else
+                afd_json_str(&b, o->fix_why);
+            afd_buf_printf(&b, ", \"diff\": ");
+            afd_json_str(&b, bstr(&o->fix_diff));
+            afd_buf_printf(&b, ", \"gate\": [");
+            for (int k = 0; o->gate_ran && k < AFD_GATE__COUNT; k++) {
+                afd_buf_printf(&b, "%s{\"check\": \"%s\", \"group\": \"%s\", \"passed\": %s, \"reason\": ",
+                               k ? ", " : "", o->gate[k].name, o->gate[k].group, o->gate[k].passed ? "true" : "false");
+                afd_json_str(&b, o->gate[k].reason);
+                afd_buf_printf(&b, "}");
+            }
+            afd_buf_printf(&b, "], \"tiers\": {\"replay\": \"not attempted\", \"exploration\": \"not attempted\", "
+                               "\"natural\": \"not attempted\", \"overhead\": \"not attempted\"}, \"applied\": false}");
+        }
         afd_buf_printf(&b, ", \"failure\": ");
         afd_json_str(&b, o->failure ? o->failure : "");
         afd_buf_printf(&b, ", \"runs\": %" PRIu64 ", \"seconds\": ", v->total_runs);
@@ -936,6 +1053,18 @@ static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapse
             afd_buf_printf(&b, "  evidence:\n%s", bstr(&o->ev.text));
         if (o->token)
             afd_buf_printf(&b, "  replay:   affidavit replay %s %s\n", o->token, cli->nodeid);
+        if (o->fix_tried && !o->fix_kind)
+            afd_buf_printf(&b, "  fix:      none proposed: %s\n", o->fix_why);
+        if (o->fix_kind) {
+            int passed = o->gate_ran && afd_gate_passed(o->gate);
+            afd_buf_printf(&b, "  fix:      %s proposed; policy gate %s; verification not attempted (the verifier "
+                               "is not built yet): not applied\n",
+                           o->fix_kind, passed ? "passed" : "FAILED");
+            for (int k = 0; o->gate_ran && k < AFD_GATE__COUNT; k++)
+                afd_buf_printf(&b, "    %s %-22s %s\n", o->gate[k].passed ? "pass" : "FAIL", o->gate[k].name,
+                               o->gate[k].reason);
+            afd_buf_printf(&b, "%s", bstr(&o->fix_diff));
+        }
         afd_buf_printf(&b, "  (%" PRIu64 " runs in %.1f s)\n", v->total_runs, (double)elapsed_ns / 1e9);
     }
     fwrite(b.data, 1, b.len, stdout);
@@ -1037,6 +1166,7 @@ int afd_cmd_investigate(const afd_cli *cli)
     cause_init(&o.c);
     afd_buf_init(&o.ev.json);
     afd_buf_init(&o.ev.text);
+    afd_buf_init(&o.fix_diff);
     delay_set ds = {0};
     kept_run fail_run = {0}, pass_run = {0};
     tally t = {0}, search = {0};
@@ -1123,14 +1253,42 @@ int afd_cmd_investigate(const afd_cli *cli)
             failed += (uint64_t)rc;
         }
         if (failed == all) {
-            o.verdict = "deterministic";
             char buf[128];
             snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " natural, %" PRIu64 "/%" PRIu64 " controlled failed",
                      o.natural.failed, o.natural.runs, failed, all);
-            ev_add(&o.ev, "it fails under every schedule tried: the failure does not depend on timing", buf,
-                   "observed");
-            rc = AFD_EXIT_FAILURE;
-            goto report;
+            /* Failing every time is not the same as not being a race: tasks that all read before
+             * any of them writes lose updates under every schedule. One traced run tells. */
+            v.trace_lines = 1;
+            rc = replay(&v, v.found_token, 1, &t);
+            v.trace_lines = 0;
+            if (rc < 0)
+                goto fail;
+            tally_finish(&t);
+            memset(&t, 0, sizeof t);
+            size_t n_lost = 0;
+            afd_view dv;
+            if (v.keep.have_trace && afd_view_build_src(&dv, &v.keep.tr, v.srcs) == 0) {
+                afd_xatom tmp[1];
+                afd_view_lost_updates(&dv, tmp, 1, &n_lost);
+                afd_view_finish(&dv);
+            }
+            kept_finish(&v.keep);
+            if (!n_lost) {
+                o.verdict = "deterministic";
+                ev_add(&o.ev, "it fails under every schedule tried: the failure does not depend on timing", buf,
+                       "observed");
+                rc = AFD_EXIT_FAILURE;
+                goto report;
+            }
+            ev_add(&o.ev, "it fails under every schedule tried, and its tasks lose updates: a race that shows "
+                          "every time (no timing window to measure)",
+                   buf, "observed");
+            o.token = strdup(v.found_token);
+            if (!o.token) {
+                rc = AFD_ENOMEM;
+                goto fail;
+            }
+            goto explain_runs;
         }
     }
 
@@ -1234,6 +1392,7 @@ int afd_cmd_investigate(const afd_cli *cli)
     }
     if (rc < 0)
         goto fail;
+explain_runs:
     /* the runs the explanation reads record the lines of user code they run */
     v.trace_lines = 1;
     rc = replay(&v, o.token, cli->replays, &t);
@@ -1318,6 +1477,8 @@ int afd_cmd_investigate(const afd_cli *cli)
             }
         }
     }
+    if (cli->fix && vrc == 0)
+        propose_fix(&fv, &o, cli);
     afd_view_finish(&fv);
     afd_view_finish(&pv);
     if (!o.win.found && o.pass_token && o.pass_runs)
@@ -1379,5 +1540,6 @@ done_early:
     cause_finish(&o.c);
     afd_buf_finish(&o.ev.json);
     afd_buf_finish(&o.ev.text);
+    afd_buf_finish(&o.fix_diff);
     return rc;
 }

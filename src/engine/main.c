@@ -22,8 +22,11 @@ static const char usage[] =
     "                                   run one schedule again, n times (--events: print the first\n"
     "                                   run's steps and operations on stderr)\n"
     "  investigate NODEID [--natural 50] [--runs 1000] [--seconds 60] [--replays 10] [--slow-step 100]\n"
+    "              [--fix [--allow-src]]\n"
     "                                   sample, find a failing schedule, replay it, shrink it to the\n"
-    "                                   collision window, and name the cause\n"
+    "                                   collision window, and name the cause (--fix: propose a\n"
+    "                                   LOCK for a lost update and run the policy gate on it; the\n"
+    "                                   user's files are never written)\n"
     "\n"
     "options (every command):\n"
     "  --json            machine-readable output on stdout\n"
@@ -102,6 +105,10 @@ int main(int argc, char **argv)
             cli.json = 1;
         } else if (is_replay && !strcmp(a, "--events")) {
             cli.events = 1;
+        } else if (is_investigate && !strcmp(a, "--fix")) {
+            cli.fix = 1;
+        } else if (is_investigate && !strcmp(a, "--allow-src")) {
+            cli.allow_src = 1;
         } else if (!strcmp(a, "-n") || (!strcmp(a, "--runs"))) {
             if (parse_u64(v, &cli.n) < 0 || cli.n == 0)
                 return bad("expected a positive number of runs after", a);

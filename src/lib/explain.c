@@ -129,6 +129,10 @@ static int add_access(afd_view *v, ctab *occ, const char **labels, uint32_t n_la
     a->write = (uint8_t)write;
     a->sync = (uint8_t)sync;
     a->inferred = 0;
+    a->root = 0;
+    a->line = 0;
+    a->file = NULL;
+    a->root_name = NULL;
     a->occurrence = n;
     a->key = afd_mix64(h ^ ((uint64_t)n * 0x9e3779b97f4a7c15ULL));
     return 0;
@@ -157,6 +161,23 @@ static objstate *object(objstate **objs, uint32_t *n_objs, uint32_t number)
 int afd_view_build(afd_view *v, const afd_trace *tr)
 {
     return afd_view_build_src(v, tr, NULL);
+}
+
+static const char *intern_resource(afd_view *v, const char *res);
+
+/* The name a fix guards: the global's name, or the first attribute after self/cls. */
+static const char *root_name_of(afd_view *v, const afd_pyaccess *pa)
+{
+    if (pa->root != AFD_ROOT_SELF && pa->root != AFD_ROOT_CLS)
+        return intern_resource(v, pa->name);
+    char attr[256];
+    const char *p = pa->path[0] == '.' ? pa->path + 1 : pa->path;
+    size_t n = strcspn(p, ".[");
+    if (n >= sizeof attr)
+        n = sizeof attr - 1;
+    memcpy(attr, p, n);
+    attr[n] = 0;
+    return intern_resource(v, attr);
 }
 
 static const char *intern_resource(afd_view *v, const char *res)
@@ -385,8 +406,16 @@ int afd_view_build_src(afd_view *v, const afd_trace *tr, afd_srcmap *src)
                 }
                 rc = add_access(v, &occ, labels, max_task + 1, e->task, pa->write ? "write" : "read", stored,
                                 pa->write, 0);
-                if (rc == 0)
-                    v->acc[v->n_acc - 1].inferred = 1;
+                if (rc == 0) {
+                    afd_xaccess *xa = &v->acc[v->n_acc - 1];
+                    xa->inferred = 1;
+                    xa->root = pa->root;
+                    xa->line = e->b;
+                    xa->file = afd_trace_string(tr, e->a);
+                    xa->root_name = root_name_of(v, pa);
+                    if (!xa->root_name)
+                        rc = AFD_ENOMEM;
+                }
             }
             break;
         }

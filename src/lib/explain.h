@@ -47,6 +47,10 @@ typedef struct afd_xaccess {
     uint8_t write;
     uint8_t sync;         /* 1: derived from an asyncio primitive */
     uint8_t inferred;     /* 1: inferred from a traced line and the source (not observed) */
+    uint8_t root;         /* inferred: enum afd_pyscan_root; 0 otherwise */
+    uint32_t line;        /* inferred: the line in `file` */
+    const char *file;     /* inferred: the source path as the trace names it (borrowed); else NULL */
+    const char *root_name; /* inferred: "BALANCE" for a global, the attribute ("sessions") for self */
     uint32_t occurrence;
     uint64_t key;
 } afd_xaccess;
