@@ -33,8 +33,27 @@ class ControlledPolicy(asyncio.DefaultEventLoopPolicy):  # type: ignore[misc,val
     _loop_factory = ControlledLoop
 
 
+class _TaskSet(set):  # type: ignore[type-arg]
+    """What asyncio.all_tasks() returns under affidavit: the same set, iterated in the order the
+    tasks were created in the run. A plain set iterates in address order, so code that walks it --
+    asyncio.Runner cancelling the tasks left at the end, in that order -- would differ between two
+    processes replaying one schedule."""
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(sorted(set.__iter__(self), key=_runtime.task_order))
+
+
+_stock_all_tasks = asyncio.tasks.all_tasks
+
+
+def _all_tasks(loop: Optional[asyncio.AbstractEventLoop] = None) -> "set[asyncio.Task]":  # type: ignore[type-arg]
+    return _TaskSet(_stock_all_tasks(loop))
+
+
 def install() -> None:
     """Make every event loop created from now on in this process a ControlledLoop, and let the
     recorder see asyncio's locks, events, semaphores and queues change hands."""
     _runtime.install_hooks()
+    asyncio.tasks.all_tasks = _all_tasks
+    asyncio.all_tasks = _all_tasks
     asyncio.set_event_loop_policy(ControlledPolicy())

@@ -223,6 +223,10 @@ static PyObject *schedule_soon(afd_loop *self, PyObject *cb, PyObject *cbargs, P
     Py_XDECREF(own_ctx);
     if (!h)
         return NULL;
+    /* A new task schedules its first step with no arguments: numbering it now, not when it first
+     * runs, gives tasks their ids in creation order, the order all_tasks() is replayed in. */
+    if (!cbargs && afd_rec_active() && !afd_rec_identify(st, cb, afd_rec_current))
+        PyErr_Clear();
     Py_INCREF(h);
     if (ready_push(self, (PyObject *)h) < 0) {
         Py_DECREF(h);
