@@ -39,5 +39,6 @@ int afd_cmd_sample(const afd_cli *cli);
 int afd_cmd_explore(const afd_cli *cli);
 int afd_cmd_replay(const afd_cli *cli);
 int afd_cmd_investigate(const afd_cli *cli);
+int afd_cmd_gate(const afd_cli *cli); /* cli->nodeid holds the DIFF path ("-": stdin) */
 
 #endif

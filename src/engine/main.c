@@ -27,6 +27,8 @@ static const char usage[] =
     "                                   collision window, and name the cause (--fix: propose a\n"
     "                                   LOCK for a lost update and run the policy gate on it; the\n"
     "                                   user's files are never written)\n"
+    "  gate DIFF [--allow-src]          check a unified diff (a fix, yours included) against the\n"
+    "                                   policy: no sleeps, timeouts, retries, weaker asserts...\n"
     "\n"
     "options (every command):\n"
     "  --json            machine-readable output on stdout\n"
@@ -87,8 +89,9 @@ int main(int argc, char **argv)
     }
     cli.cmd = argv[1];
     int is_sample = !strcmp(cli.cmd, "sample"), is_explore = !strcmp(cli.cmd, "explore"),
-        is_replay = !strcmp(cli.cmd, "replay"), is_investigate = !strcmp(cli.cmd, "investigate");
-    if (!is_sample && !is_explore && !is_replay && !is_investigate)
+        is_replay = !strcmp(cli.cmd, "replay"), is_investigate = !strcmp(cli.cmd, "investigate"),
+        is_gate = !strcmp(cli.cmd, "gate");
+    if (!is_sample && !is_explore && !is_replay && !is_investigate && !is_gate)
         return bad("unknown command", cli.cmd);
     cli.n = is_sample ? 50 : is_explore ? 500 : is_investigate ? 1000 : 10;
     cli.natural = 50;
@@ -107,7 +110,7 @@ int main(int argc, char **argv)
             cli.events = 1;
         } else if (is_investigate && !strcmp(a, "--fix")) {
             cli.fix = 1;
-        } else if (is_investigate && !strcmp(a, "--allow-src")) {
+        } else if ((is_investigate || is_gate) && !strcmp(a, "--allow-src")) {
             cli.allow_src = 1;
         } else if (!strcmp(a, "-n") || (!strcmp(a, "--runs"))) {
             if (parse_u64(v, &cli.n) < 0 || cli.n == 0)
@@ -175,6 +178,7 @@ int main(int argc, char **argv)
         if (npos != 1)
             return bad(is_sample    ? "sample needs one node id: affidavit sample NODEID"
                        : is_explore ? "explore needs one node id: affidavit explore NODEID"
+                       : is_gate    ? "gate needs one diff file: affidavit gate DIFF (- reads stdin)"
                                     : "investigate needs one node id: affidavit investigate NODEID",
                        NULL);
         cli.nodeid = pos[0];
@@ -183,7 +187,8 @@ int main(int argc, char **argv)
         return bad("too many runs", NULL);
     afd_install_signal_handlers();
     setvbuf(stdout, NULL, _IOFBF, 1 << 16);
-    int rc = is_sample        ? afd_cmd_sample(&cli)
+    int rc = is_gate          ? afd_cmd_gate(&cli)
+             : is_sample      ? afd_cmd_sample(&cli)
              : is_explore     ? afd_cmd_explore(&cli)
              : is_investigate ? afd_cmd_investigate(&cli)
                               : afd_cmd_replay(&cli);

@@ -1,0 +1,135 @@
+/* gatecmd.c -- `affidavit gate DIFF`: any unified diff (a human's fix included) against the policy.
+ *
+ * The diff is applied in memory to the files it names, read from the working directory; nothing
+ * is written. Exit 0 when every check passes, 1 when one fails, 2 for a diff that cannot be read
+ * or applied. */
+#include "afd.h"
+#include "cmds.h"
+#include "gate.h"
+#include "out.h"
+#include "runs.h"
+#include "udiff.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *slurp(FILE *f, size_t *len)
+{
+    afd_buf b;
+    afd_buf_init(&b);
+    char chunk[65536];
+    size_t got;
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len <= 64u * 1024u * 1024u)
+        afd_buf_put(&b, chunk, got);
+    if (b.err || b.len > 64u * 1024u * 1024u) {
+        afd_buf_finish(&b);
+        return NULL;
+    }
+    afd_buf_put_u8(&b, 0);
+    char *text = (char *)afd_buf_steal(&b, len);
+    if (text)
+        (*len)--;
+    return text;
+}
+
+int afd_cmd_gate(const afd_cli *cli)
+{
+    const char *path = cli->nodeid; /* the DIFF argument */
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    if (!f) {
+        error_line("cannot read the diff %s%s", path, "");
+        return AFD_EXIT_USAGE;
+    }
+    size_t len = 0;
+    char *text = slurp(f, &len);
+    if (f != stdin)
+        fclose(f);
+    if (!text) {
+        error_line("cannot read the diff %s (too large?)%s", path, "");
+        return AFD_EXIT_USAGE;
+    }
+    afd_udiff d;
+    char err[512];
+    int rc = afd_udiff_parse(text, len, &d, err, sizeof err);
+    free(text);
+    if (rc < 0 || d.n_files == 0) {
+        error_line("%s%s", rc < 0 ? err : "the diff changes no file", "");
+        afd_udiff_finish(&d);
+        return AFD_EXIT_USAGE;
+    }
+    afd_gate_file *files = calloc(d.n_files, sizeof *files);
+    char **befores = calloc(d.n_files, sizeof *befores);
+    afd_buf *afters = calloc(d.n_files, sizeof *afters);
+    int exit_code = AFD_EXIT_INTERNAL;
+    if (!files || !befores || !afters)
+        goto out;
+    for (size_t i = 0; i < d.n_files; i++)
+        afd_buf_init(&afters[i]);
+    for (size_t i = 0; i < d.n_files; i++) {
+        const afd_udiff_file *uf = &d.files[i];
+        const char *name = uf->old_path ? uf->old_path : uf->new_path;
+        size_t blen = 0;
+        if (!uf->is_new) {
+            FILE *src = fopen(uf->old_path, "rb");
+            befores[i] = src ? slurp(src, &blen) : NULL;
+            if (src)
+                fclose(src);
+            if (!befores[i]) {
+                error_line("the diff changes %s, which cannot be read here%s", uf->old_path, "");
+                exit_code = AFD_EXIT_USAGE;
+                goto out;
+            }
+        }
+        if (afd_udiff_apply(uf, befores[i] ? befores[i] : "", blen, &afters[i], err, sizeof err) < 0) {
+            error_line("%s%s", err, "");
+            exit_code = AFD_EXIT_USAGE;
+            goto out;
+        }
+        files[i] = (afd_gate_file){name, befores[i], blen, uf->is_deleted ? NULL : (const char *)afters[i].data,
+                                   afters[i].len};
+        if (!files[i].after && !uf->is_deleted)
+            files[i].after = "";
+    }
+    afd_gate_check checks[AFD_GATE__COUNT];
+    if (afd_gate_run(files, d.n_files, cli->allow_src, checks) < 0)
+        goto out;
+    int passed = afd_gate_passed(checks);
+    afd_buf o;
+    afd_buf_init(&o);
+    if (cli->json) {
+        afd_buf_printf(&o, "{\"diff\": ");
+        afd_json_str(&o, path);
+        afd_buf_printf(&o, ", \"passed\": %s, \"gate\": [", passed ? "true" : "false");
+        for (int k = 0; k < AFD_GATE__COUNT; k++) {
+            afd_buf_printf(&o, "%s{\"check\": \"%s\", \"group\": \"%s\", \"passed\": %s, \"reason\": ", k ? ", " : "",
+                           checks[k].name, checks[k].group, checks[k].passed ? "true" : "false");
+            afd_json_str(&o, checks[k].reason);
+            afd_buf_printf(&o, "}");
+        }
+        afd_buf_printf(&o, "]}\n");
+    } else {
+        afd_buf_printf(&o, "%s: policy gate %s\n", path, passed ? "PASSED" : "FAILED");
+        const char *group = "";
+        for (int k = 0; k < AFD_GATE__COUNT; k++) {
+            if (strcmp(group, checks[k].group) != 0) {
+                group = checks[k].group;
+                afd_buf_printf(&o, "  %s:\n", group);
+            }
+            afd_buf_printf(&o, "    %s %-22s %s\n", checks[k].passed ? "pass" : "FAIL", checks[k].name, checks[k].reason);
+        }
+    }
+    fwrite(o.data, 1, o.len, stdout);
+    afd_buf_finish(&o);
+    exit_code = passed ? AFD_EXIT_CLEAN : AFD_EXIT_FAILURE;
+out:
+    for (size_t i = 0; befores && afters && i < d.n_files; i++) {
+        free(befores[i]);
+        afd_buf_finish(&afters[i]);
+    }
+    free(files);
+    free(befores);
+    free(afters);
+    afd_udiff_finish(&d);
+    return exit_code;
+}
