@@ -14,6 +14,7 @@
 #include "trace.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,9 +146,23 @@ static const char *find_python(const afd_cli *cli, char *buf, size_t len)
 
 int start_pool(const afd_cli *cli, afd_pool **pool)
 {
-    char pybuf[4096];
+    return start_pool_in(cli, pool, NULL);
+}
+
+int start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd)
+{
+    char pybuf[4096], abs_py[2 * PATH_MAX + 2];
+    const char *python = find_python(cli, pybuf, sizeof pybuf);
+    /* workers in another directory need the interpreter's path made absolute from this one --
+     * not resolved: a venv's python is a symlink, and its path is what makes it the venv's */
+    char here[PATH_MAX];
+    if (cwd && python[0] != '/' && strchr(python, '/') && getcwd(here, sizeof here)) {
+        snprintf(abs_py, sizeof abs_py, "%s/%s", here, python);
+        python = abs_py;
+    }
     afd_pool_opts o = {
-        .python = find_python(cli, pybuf, sizeof pybuf),
+        .cwd = cwd,
+        .python = python,
         .nodeid = cli->nodeid,
         .workers = cli->workers,
         .timeout_ms = (uint32_t)(cli->timeout_s * 1000.0),

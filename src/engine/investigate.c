@@ -28,11 +28,16 @@
 #include "trace.h"
 #include "udiff.h"
 
+#include <dirent.h>
+#include <ftw.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define BISECT_PRECISION_NS 100u
 #define MAX_FALLBACK_SEEDS 8u
@@ -214,6 +219,11 @@ typedef struct replay_ctx {
     inv *v;
     const char *token;
 } replay_ctx;
+
+static int take_none_inv(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+{
+    return 0;
+}
 
 static int make_token(void *ctx, uint64_t i, uint8_t *mode, char **token)
 {
@@ -828,6 +838,15 @@ typedef struct outcome {
     char fix_why[300];      /* why no fix was proposed */
     afd_gate_check gate[AFD_GATE__COUNT];
     int gate_ran;
+    char *fix_file;         /* the file the fix patches (relative path) */
+    afd_buf fix_text;       /* the patched text */
+    /* verification tiers (run only for a gated fix) */
+    int verified_ran;
+    uint64_t v_replay_runs, v_replay_passed;
+    uint64_t v_explore_n, v_explore_failed_before, v_explore_failed_after;
+    uint64_t v_natural_runs, v_natural_failed;
+    double v_wall_before_ms, v_wall_after_ms;
+    char v_error[256];
 } outcome;
 
 static char *read_file(const char *path, size_t *len)
@@ -907,11 +926,171 @@ static void propose_fix(const afd_view *f, outcome *o, const afd_cli *cli)
     } else {
         o->fix_kind = "LOCK";
         afd_udiff_make(file, before, len, (const char *)after.data, after.len, &o->fix_diff);
+        o->fix_file = strdup(file);
+        afd_buf_put(&o->fix_text, after.data, after.len);
         afd_gate_file gf = {file, before, len, (const char *)after.data, after.len};
         o->gate_ran = afd_gate_run(&gf, 1, cli->allow_src, o->gate) == 0;
     }
     afd_buf_finish(&after);
     free(before);
+}
+
+/* ---- verification: the patched source in a mirror of the project ---- */
+
+/* A directory that looks like the working directory: every entry a symlink to the original,
+ * except along the path of the patched file, whose directories are real and whose file holds the
+ * patched text. Workers started there import the patch; the user's files are never written. */
+static int mirror_entries(const char *src_dir, const char *dst_dir, const char *rel, const char *text, size_t len)
+{
+    const char *slash = strchr(rel, '/');
+    size_t first_len = slash ? (size_t)(slash - rel) : strlen(rel);
+    DIR *d = opendir(src_dir);
+    if (!d)
+        return AFD_EIO;
+    struct dirent *e;
+    int rc = 0;
+    char a[PATH_MAX], b[PATH_MAX];
+    while (rc == 0 && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if (strlen(e->d_name) == first_len && !strncmp(e->d_name, rel, first_len))
+            continue;
+        snprintf(a, sizeof a, "%s/%s", src_dir, e->d_name);
+        snprintf(b, sizeof b, "%s/%s", dst_dir, e->d_name);
+        if (symlink(a, b) < 0)
+            rc = AFD_EIO;
+    }
+    closedir(d);
+    if (rc)
+        return rc;
+    snprintf(a, sizeof a, "%s/%.*s", src_dir, (int)first_len, rel);
+    snprintf(b, sizeof b, "%s/%.*s", dst_dir, (int)first_len, rel);
+    if (slash) {
+        if (mkdir(b, 0700) < 0)
+            return AFD_EIO;
+        return mirror_entries(a, b, slash + 1, text, len);
+    }
+    FILE *f = fopen(b, "wb");
+    if (!f)
+        return AFD_EIO;
+    size_t wrote = fwrite(text, 1, len, f);
+    if (fclose(f) != 0 || wrote != len)
+        return AFD_EIO;
+    return 0;
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    /* FTW_PHYS: symlinks are removed, never followed */
+    return flag == FTW_DP ? rmdir(path) : unlink(path);
+}
+
+static void remove_mirror(const char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+typedef struct portfolio_ctx {
+    uint64_t seed;
+    uint32_t est_steps;
+    uint64_t failed;
+    uint64_t wall_sum;
+} portfolio_ctx;
+
+static int make_portfolio_plain(void *ctx, uint64_t i, uint8_t *mode, char **token)
+{
+    portfolio_ctx *c = ctx;
+    afd_schedule s;
+    int rc = afd_sched_portfolio(&s, c->seed, i, c->est_steps, -1);
+    if (rc < 0)
+        return rc;
+    rc = afd_token_encode(&s, token);
+    afd_schedule_finish(&s);
+    *mode = AFD_MODE_CONTROLLED;
+    return rc;
+}
+
+static int take_count(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+{
+    portfolio_ctx *c = ctx;
+    c->failed += is_failure(res->outcome);
+    return 0;
+}
+
+static int make_same_token(void *ctx, uint64_t i, uint8_t *mode, char **token)
+{
+    *mode = AFD_MODE_CONTROLLED;
+    *token = strdup((const char *)ctx);
+    return *token ? 0 : AFD_ENOMEM;
+}
+
+/* The tiers, each counted: the minimal failing token R times after the patch; M exploration
+ * schedules after, next to the same M before; N natural runs after; the median run time before
+ * and after. A tier that could not run is left at zero runs and reported as not attempted. */
+static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_steps)
+{
+    char cwd[PATH_MAX], dir[] = "/tmp/affidavit-verify-XXXXXX";
+    if (!getcwd(cwd, sizeof cwd) || !mkdtemp(dir)) {
+        snprintf(o->v_error, sizeof o->v_error, "cannot make the verification directory");
+        return;
+    }
+    if (mirror_entries(cwd, dir, o->fix_file, (const char *)o->fix_text.data, o->fix_text.len) < 0) {
+        snprintf(o->v_error, sizeof o->v_error, "cannot mirror the project to verify the patch");
+        remove_mirror(dir);
+        return;
+    }
+    afd_pool *after = NULL;
+    if (start_pool_in(cli, &after, dir) != 0) {
+        snprintf(o->v_error, sizeof o->v_error, "the patched test cannot be collected");
+        remove_mirror(dir);
+        return;
+    }
+    o->verified_ran = 1;
+    tally t = {0};
+    uint64_t m = 200;
+    /* 1. the minimal failing token */
+    int rc = run_batch(after, 0, cli->replays, 0, make_same_token, take_count, (void *)o->token, &v->prog, &t);
+    o->v_replay_runs = t.runs;
+    o->v_replay_passed = t.by_outcome[AFD_OUT_PASS];
+    tally_finish(&t);
+    memset(&t, 0, sizeof t);
+    /* 2. exploration, the same schedules before and after */
+    portfolio_ctx pb = {.seed = v->seed ^ 0xf1eULL, .est_steps = est_steps ? est_steps : 1};
+    portfolio_ctx pa = pb;
+    if (rc == 0)
+        rc = run_batch(v->pool, 0, m, 0, make_portfolio_plain, take_count, &pb, &v->prog, &t);
+    tally_finish(&t);
+    memset(&t, 0, sizeof t);
+    if (rc == 0)
+        rc = run_batch(after, 0, m, 0, make_portfolio_plain, take_count, &pa, &v->prog, &t);
+    if (rc == 0) {
+        o->v_explore_n = t.runs;
+        o->v_explore_failed_before = pb.failed;
+        o->v_explore_failed_after = pa.failed;
+    }
+    tally_finish(&t);
+    memset(&t, 0, sizeof t);
+    /* 3. natural runs after, and the run time */
+    if (rc == 0)
+        rc = run_batch(after, 0, cli->natural, 0, make_natural, take_none_inv, NULL, &v->prog, &t);
+    if (rc == 0) {
+        o->v_natural_runs = t.runs;
+        o->v_natural_failed = t.failed;
+        double before_ms = 0, after_ms = 0;
+        afd_stats_median_u64(o->natural.wall, o->natural.runs, &before_ms);
+        afd_stats_median_u64(t.wall, t.runs, &after_ms);
+        o->v_wall_before_ms = before_ms / 1e6;
+        o->v_wall_after_ms = after_ms / 1e6;
+    }
+    tally_finish(&t);
+    afd_pool_free(after);
+    remove_mirror(dir);
+}
+
+static int fix_verified(const outcome *o)
+{
+    return o->verified_ran && o->v_replay_runs && o->v_replay_passed == o->v_replay_runs && o->v_explore_n &&
+           o->v_explore_failed_after == 0 && o->v_natural_runs && o->v_natural_failed == 0;
 }
 
 static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapsed_ns)
@@ -1003,8 +1182,26 @@ static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapse
                 afd_json_str(&b, o->gate[k].reason);
                 afd_buf_printf(&b, "}");
             }
-            afd_buf_printf(&b, "], \"tiers\": {\"replay\": \"not attempted\", \"exploration\": \"not attempted\", "
-                               "\"natural\": \"not attempted\", \"overhead\": \"not attempted\"}, \"applied\": false}");
+            afd_buf_printf(&b, "], \"tiers\": ");
+            if (!o->verified_ran) {
+                afd_buf_printf(&b, "{\"replay\": \"not attempted\", \"exploration\": \"not attempted\", "
+                                   "\"natural\": \"not attempted\", \"overhead\": \"not attempted\"}");
+            } else {
+                afd_buf_printf(&b, "{\"replay\": {\"token_failed_before\": \"%" PRIu64 "/%" PRIu64 "\", \"runs\": %" PRIu64
+                                   ", \"passed\": %" PRIu64 "}, \"exploration\": {\"schedules\": %" PRIu64
+                                   ", \"failed_before\": %" PRIu64 ", \"failed_after\": %" PRIu64
+                                   "}, \"natural\": {\"runs\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"rate_below\": ",
+                               o->replay_failed, o->replay_runs, o->v_replay_runs, o->v_replay_passed, o->v_explore_n,
+                               o->v_explore_failed_before, o->v_explore_failed_after, o->v_natural_runs,
+                               o->v_natural_failed);
+                afd_json_num(&b, o->v_natural_failed ? 1.0 : afd_stats_rule_of_three(o->v_natural_runs));
+                afd_buf_printf(&b, "}, \"overhead\": {\"median_ms_before\": ");
+                afd_json_num(&b, o->v_wall_before_ms);
+                afd_buf_printf(&b, ", \"median_ms_after\": ");
+                afd_json_num(&b, o->v_wall_after_ms);
+                afd_buf_printf(&b, "}}");
+            }
+            afd_buf_printf(&b, ", \"verified\": %s, \"applied\": false}", fix_verified(o) ? "true" : "false");
         }
         afd_buf_printf(&b, ", \"failure\": ");
         afd_json_str(&b, o->failure ? o->failure : "");
@@ -1057,9 +1254,26 @@ static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapse
             afd_buf_printf(&b, "  fix:      none proposed: %s\n", o->fix_why);
         if (o->fix_kind) {
             int passed = o->gate_ran && afd_gate_passed(o->gate);
-            afd_buf_printf(&b, "  fix:      %s proposed; policy gate %s; verification not attempted (the verifier "
-                               "is not built yet): not applied\n",
-                           o->fix_kind, passed ? "passed" : "FAILED");
+            afd_buf_printf(&b, "  fix:      %s proposed; policy gate %s; %s; not applied\n", o->fix_kind,
+                           passed ? "passed" : "FAILED",
+                           !o->verified_ran ? "verification not attempted" : fix_verified(o) ? "VERIFIED" : "NOT verified");
+            if (o->verified_ran) {
+                afd_buf_printf(&b, "    replay   the failing token: %" PRIu64 "/%" PRIu64 " failed before, %" PRIu64 "/%" PRIu64
+                                   " passed after\n",
+                               o->replay_failed, o->replay_runs, o->v_replay_passed, o->v_replay_runs);
+                afd_buf_printf(&b, "    explore  %" PRIu64 " schedules: %" PRIu64 " failed before, %" PRIu64 " after\n",
+                               o->v_explore_n, o->v_explore_failed_before, o->v_explore_failed_after);
+                if (o->v_natural_runs)
+                    afd_buf_printf(&b, "    natural  %" PRIu64 " runs, %" PRIu64 " failed%s", o->v_natural_runs,
+                                   o->v_natural_failed, o->v_natural_failed ? "\n" : "");
+                if (o->v_natural_runs && !o->v_natural_failed)
+                    afd_buf_printf(&b, " (rate below %.1f%% at 95%%, rule of three)\n",
+                                   100 * afd_stats_rule_of_three(o->v_natural_runs));
+                afd_buf_printf(&b, "    overhead median run %.2f ms before, %.2f ms after\n", o->v_wall_before_ms,
+                               o->v_wall_after_ms);
+            } else if (o->v_error[0]) {
+                afd_buf_printf(&b, "    verification not attempted: %s\n", o->v_error);
+            }
             for (int k = 0; o->gate_ran && k < AFD_GATE__COUNT; k++)
                 afd_buf_printf(&b, "    %s %-22s %s\n", o->gate[k].passed ? "pass" : "FAIL", o->gate[k].name,
                                o->gate[k].reason);
@@ -1167,6 +1381,7 @@ int afd_cmd_investigate(const afd_cli *cli)
     afd_buf_init(&o.ev.json);
     afd_buf_init(&o.ev.text);
     afd_buf_init(&o.fix_diff);
+    afd_buf_init(&o.fix_text);
     delay_set ds = {0};
     kept_run fail_run = {0}, pass_run = {0};
     tally t = {0}, search = {0};
@@ -1477,8 +1692,11 @@ explain_runs:
             }
         }
     }
-    if (cli->fix && vrc == 0)
+    if (cli->fix && vrc == 0) {
         propose_fix(&fv, &o, cli);
+        if (o.fix_kind && o.gate_ran && afd_gate_passed(o.gate) && o.token)
+            verify_fix(&v, &o, cli, v.est_steps);
+    }
     afd_view_finish(&fv);
     afd_view_finish(&pv);
     if (!o.win.found && o.pass_token && o.pass_runs)
@@ -1541,5 +1759,7 @@ done_early:
     afd_buf_finish(&o.ev.json);
     afd_buf_finish(&o.ev.text);
     afd_buf_finish(&o.fix_diff);
+    afd_buf_finish(&o.fix_text);
+    free(o.fix_file);
     return rc;
 }

@@ -88,6 +88,8 @@ static int spawn(afd_pool *self, worker *w)
         signal(SIGPIPE, SIG_DFL);
         signal(SIGINT, SIG_DFL);
         signal(SIGTERM, SIG_DFL);
+        if (self->opts.cwd && chdir(self->opts.cwd) < 0)
+            _exit(127);
         dup2(in[0], 0);
         dup2(out[1], 1);
         if (log >= 0)

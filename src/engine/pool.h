@@ -21,6 +21,7 @@ typedef struct afd_pool_opts {
     uint32_t timeout_ms; /* per run */
     uint64_t max_steps;
     uint32_t startup_ms; /* how long collection may take */
+    const char *cwd;     /* Borrowed: the workers' working directory (NULL: the engine's) */
 } afd_pool_opts;
 
 /* Starts the workers and waits for each one's HELLO. On failure returns a negative code and
