@@ -274,21 +274,24 @@ def apply_diff(diff: str, original: Path, dest: Path) -> None:
     Path(str(dest) + ".new").replace(dest)
 
 
-@pytest.mark.parametrize("nodeid,lock_line", [
-    ("tests/cases/case_plain_lost_update.py::test_concurrent_deposits", "async with _affidavit_lock_BALANCE:"),
-    ("tests/cases/case_instances.py::test_shared_counter", "async with self._affidavit_lock_n:"),
+@pytest.mark.parametrize("nodeid,kind,lock_line", [
+    ("tests/cases/case_plain_lost_update.py::test_concurrent_deposits", "LOCK", "async with _affidavit_lock_BALANCE:"),
+    ("tests/cases/case_instances.py::test_shared_counter", "LOCK", "async with self._affidavit_lock_n:"),
     # the seed's shape: two resources, one async with, the locks in sorted order
-    ("examples/test_multi_resource.py::test_fifty_requests",
+    ("examples/test_multi_resource.py::test_fifty_requests", "LOCK",
      "async with self._affidavit_lock_counters, self._affidavit_lock_sessions:"),
+    # an order violation whose reader holds the writer's task: await it before the read
+    ("tests/cases/case_plain_rare_flake.py::test_uses_fresh_token", "AWAIT_TASK", "+    await refresher  # affidavit"),
 ])
-def test_fix_proposes_a_gated_lock_and_leaves_the_file_alone(nodeid: str, lock_line: str, tmp_path: Path) -> None:
+def test_fix_proposes_a_gated_verified_fix_and_leaves_the_file_alone(nodeid: str, kind: str, lock_line: str,
+                                                                      tmp_path: Path) -> None:
     path = REPO / nodeid.split("::")[0]
     before = path.read_bytes()
     rc, data, err = investigate(nodeid, "--fix")
     assert rc == 1, err
     assert path.read_bytes() == before, "the user's file must be byte-identical without --apply"
     fix = data["fix"]
-    assert fix["kind"] == "LOCK", fix
+    assert fix["kind"] == kind, fix
     assert lock_line in fix["diff"], fix["diff"]
     gate = {g["check"]: g for g in fix["gate"]}
     assert len(gate) == 13 and all(g["passed"] for g in gate.values()), gate
@@ -309,7 +312,10 @@ def test_fix_proposes_a_gated_lock_and_leaves_the_file_alone(nodeid: str, lock_l
 
 
 def test_fix_says_why_when_it_has_none() -> None:
-    rc, data, err = investigate("examples/test_event_flag.py::test_send_after_open", "--fix")
+    rc, data, err = investigate("examples/test_deadlock.py::test_transfers_complete", "--fix")
     assert rc == 1, err
+    assert data["fix"]["kind"] is None and data["fix"]["diff"] == "" and data["fix"]["verified"] is False
+    assert "deadlock" in data["fix"]["why_none"]
+    rc, data, err = investigate("examples/test_event_flag.py::test_send_after_open", "--fix")
     assert data["fix"]["kind"] is None
-    assert "only LOCK" in data["fix"]["why_none"]
+    assert "not read off the source" in data["fix"]["why_none"]

@@ -458,6 +458,9 @@ typedef struct cause {
     afd_buf resource, await_site, sentence;
     afd_buf ops;   /* JSON array items */
     afd_buf races; /* JSON array items: the minimal failing run's racing pairs */
+    /* an order violation's early access (in the failing view) and the writer's task label */
+    uint32_t early;      /* access index, or AFD_NOPOS */
+    char writer[256];
 } cause;
 
 static void acc_text(afd_buf *b, const afd_xaccess *a)
@@ -660,6 +663,8 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
     } else if (n_inv) {
         const afd_xaccess *x = &f->acc[inv_pairs[0].x], *y = pair_y(f, p, &inv_pairs[0]);
         c->kind = "order_violation";
+        c->early = inv_pairs[0].x;
+        snprintf(c->writer, sizeof c->writer, "%s", y->label);
         afd_buf_printf(&c->resource, "%s", x->resource);
         uint32_t site = await_before(f, x);
         if (site == AFD_NOSTR)
@@ -807,6 +812,8 @@ static void cause_init(cause *c)
     afd_buf_init(&c->sentence);
     afd_buf_init(&c->ops);
     afd_buf_init(&c->races);
+    c->early = AFD_NOPOS;
+    c->writer[0] = 0;
 }
 
 static void cause_finish(cause *c)
@@ -835,7 +842,7 @@ typedef struct outcome {
     int fix_tried;
     const char *fix_kind;   /* "LOCK" or NULL */
     afd_buf fix_diff;
-    char fix_why[300];      /* why no fix was proposed */
+    char fix_why[512];      /* why no fix was proposed */
     afd_gate_check gate[AFD_GATE__COUNT];
     int gate_ran;
     char *fix_file;         /* the file the fix patches (relative path) */
@@ -872,16 +879,71 @@ static char *read_file(const char *path, size_t *len)
     return text;
 }
 
+static void finish_proposal(outcome *o, const afd_cli *cli, const char *kind, const char *file, const char *before,
+                            size_t len, const afd_buf *after)
+{
+    o->fix_kind = kind;
+    afd_udiff_make(file, before, len, (const char *)after->data, after->len, &o->fix_diff);
+    o->fix_file = strdup(file);
+    afd_buf_put(&o->fix_text, after->data, after->len);
+    afd_gate_file gf = {file, before, len, (const char *)after->data, after->len};
+    o->gate_ran = afd_gate_run(&gf, 1, cli->allow_src, o->gate) == 0;
+}
+
+/* --fix for an order violation: when the early reader holds a handle to the writer's task,
+ * AWAIT_TASK (await it right before the read). */
+static void propose_await_task(const afd_view *f, outcome *o, const afd_cli *cli)
+{
+    if (o->c.early == AFD_NOPOS || !o->c.writer[0]) {
+        snprintf(o->fix_why, sizeof o->fix_why, "the order violation names no reader and writer to order");
+        return;
+    }
+    const afd_xaccess *x = &f->acc[o->c.early];
+    if (!x->inferred || !x->file || !x->line) {
+        snprintf(o->fix_why, sizeof o->fix_why, "the early access is not read off the source (an annotation or an "
+                 "asyncio primitive): no line to place an await before");
+        return;
+    }
+    /* "refresh_token#0" -> "refresh_token"; "Connection.open#0" -> "open" */
+    char writer[256];
+    snprintf(writer, sizeof writer, "%s", o->c.writer);
+    char *hash = strrchr(writer, '#');
+    if (hash)
+        *hash = 0;
+    const char *dot = strrchr(writer, '.');
+    const char *name = dot ? dot + 1 : writer;
+    size_t len = 0;
+    char *before = read_file(x->file, &len);
+    if (!before) {
+        snprintf(o->fix_why, sizeof o->fix_why, "cannot read %.200s", x->file);
+        return;
+    }
+    afd_buf after;
+    afd_buf_init(&after);
+    char why[256];
+    if (afd_fix_await_task(before, len, x->line, name, &after, why, sizeof why) < 0)
+        snprintf(o->fix_why, sizeof o->fix_why, "AWAIT_TASK not possible: %s (EVENT_GATE is not implemented yet)",
+                 why);
+    else
+        finish_proposal(o, cli, "AWAIT_TASK", x->file, before, len, &after);
+    afd_buf_finish(&after);
+    free(before);
+}
+
 /* --fix for a lost update whose accesses were read off the source: LOCK around the read and the
  * write of the task that lost the update (and of every other resource it lost in the same code),
  * then the policy gate over the before and after text. The user's file is only read. */
 static void propose_fix(const afd_view *f, outcome *o, const afd_cli *cli)
 {
     o->fix_tried = 1;
+    if (o->c.kind && strcmp(o->c.kind, "order_violation") == 0) {
+        propose_await_task(f, o, cli);
+        return;
+    }
     if (!o->c.kind || strcmp(o->c.kind, "lost_update") != 0) {
-        snprintf(o->fix_why, sizeof o->fix_why, "no fix is synthesized for a%s %s cause yet (only LOCK, for a lost "
-                 "update, is implemented)", o->c.kind && strchr("aeiou", o->c.kind[0]) ? "n" : "",
-                 o->c.kind ? o->c.kind : "missing");
+        snprintf(o->fix_why, sizeof o->fix_why, "no fix is synthesized for a%s %s cause yet (only LOCK for a lost "
+                 "update and AWAIT_TASK for an order violation are implemented)",
+                 o->c.kind && strchr("aeiou", o->c.kind[0]) ? "n" : "", o->c.kind ? o->c.kind : "missing");
         return;
     }
     afd_xatom atoms[16];
@@ -921,16 +983,10 @@ static void propose_fix(const afd_view *f, outcome *o, const afd_cli *cli)
     afd_buf after;
     afd_buf_init(&after);
     char why[256];
-    if (afd_fix_lock(before, len, sites, n_sites, &after, why, sizeof why) < 0) {
+    if (afd_fix_lock(before, len, sites, n_sites, &after, why, sizeof why) < 0)
         snprintf(o->fix_why, sizeof o->fix_why, "LOCK not possible here: %s", why);
-    } else {
-        o->fix_kind = "LOCK";
-        afd_udiff_make(file, before, len, (const char *)after.data, after.len, &o->fix_diff);
-        o->fix_file = strdup(file);
-        afd_buf_put(&o->fix_text, after.data, after.len);
-        afd_gate_file gf = {file, before, len, (const char *)after.data, after.len};
-        o->gate_ran = afd_gate_run(&gf, 1, cli->allow_src, o->gate) == 0;
-    }
+    else
+        finish_proposal(o, cli, "LOCK", file, before, len, &after);
     afd_buf_finish(&after);
     free(before);
 }

@@ -399,3 +399,127 @@ out:
     ts_parser_delete(parser);
     return rc;
 }
+
+/* ---- AWAIT_TASK ---- */
+
+static int text_is(const char *src, TSNode n, const char *s)
+{
+    size_t a = ts_node_start_byte(n), b = ts_node_end_byte(n), l = strlen(s);
+    return !ts_node_is_null(n) && b - a == l && memcmp(src + a, s, l) == 0;
+}
+
+static int text_ends_with(const char *src, TSNode n, const char *s)
+{
+    size_t a = ts_node_start_byte(n), b = ts_node_end_byte(n), l = strlen(s);
+    return !ts_node_is_null(n) && b - a >= l && memcmp(src + b - l, s, l) == 0 &&
+           (b - a == l || src[b - l - 1] == '.');
+}
+
+/* `name = <spawn>(W(...))`: the name, or a null node. */
+static TSNode spawned_handle(const char *src, TSNode assign, const char *writer)
+{
+    TSNode null = {{0}, 0, 0};
+    TSNode left = ts_node_child_by_field_name(assign, "left", 4);
+    TSNode right = ts_node_child_by_field_name(assign, "right", 5);
+    if (!is_type(left, "identifier") || !is_type(right, "call"))
+        return null;
+    TSNode fn = ts_node_child_by_field_name(right, "function", 8);
+    if (!text_ends_with(src, fn, "create_task") && !text_ends_with(src, fn, "ensure_future"))
+        return null;
+    TSNode args = ts_node_child_by_field_name(right, "arguments", 9);
+    TSNode first = ts_node_named_child_count(args) ? ts_node_named_child(args, 0) : null;
+    if (!is_type(first, "call"))
+        return null;
+    TSNode wfn = ts_node_child_by_field_name(first, "function", 8);
+    if (!text_is(src, wfn, writer) && !text_ends_with(src, wfn, writer))
+        return null;
+    return left;
+}
+
+int afd_fix_await_task(const char *src, size_t len, uint32_t read_line, const char *writer, afd_buf *out,
+                       char *why, size_t whylen)
+{
+    fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
+    out->len = 0;
+    if (why && whylen)
+        why[0] = 0;
+    if (len > AFD_PYSCAN_MAX_SOURCE || !writer || !*writer)
+        return refuse(&c, "nothing to await");
+    TSParser *parser = ts_parser_new();
+    if (!parser || !ts_parser_set_language(parser, tree_sitter_python())) {
+        ts_parser_delete(parser);
+        return AFD_ENOMEM;
+    }
+    ts_parser_set_timeout_micros(parser, 2000000u + 2u * (uint64_t)len);
+    TSTree *tree = ts_parser_parse_string(parser, NULL, src, (uint32_t)len);
+    int rc = 0;
+    if (!tree || ts_node_has_error(ts_tree_root_node(tree))) {
+        rc = refuse(&c, "the source does not parse");
+        goto out;
+    }
+    if ((rc = split_lines(&c)) < 0)
+        goto out;
+    if (!read_line || read_line > c.n_lines) {
+        rc = refuse(&c, "the read is outside the file");
+        goto out;
+    }
+    TSNode chain[MAX_CHAIN];
+    size_t n = statement_chain(ts_tree_root_node(tree), read_line - 1, chain, MAX_CHAIN);
+    if (!n) {
+        rc = refuse(&c, "no statement holds the read");
+        goto out;
+    }
+    TSNode stmt = chain[n - 1];
+    TSNode fn = enclosing(stmt, "function_definition");
+    if (ts_node_is_null(fn) || !is_async_def(fn)) {
+        rc = refuse(&c, "the read is not in an async function: nothing can be awaited there");
+        goto out;
+    }
+    /* the last handle to the writer's task bound before the statement, anywhere in the function */
+    TSNode handle = {{0}, 0, 0};
+    TSNode stack[512];
+    size_t sp = 0;
+    stack[sp++] = ts_node_child_by_field_name(fn, "body", 4);
+    while (sp) {
+        TSNode cur = stack[--sp];
+        if (ts_node_start_byte(cur) >= ts_node_start_byte(stmt))
+            continue;
+        if (is_type(cur, "function_definition") || is_type(cur, "class_definition") || is_type(cur, "lambda"))
+            continue; /* another scope's names */
+        if (is_type(cur, "assignment")) {
+            TSNode h = spawned_handle(src, cur, writer);
+            if (!ts_node_is_null(h) && (ts_node_is_null(handle) || ts_node_start_byte(h) > ts_node_start_byte(handle)))
+                handle = h;
+        }
+        uint32_t k = ts_node_child_count(cur);
+        for (uint32_t i = 0; i < k && sp < 512; i++)
+            stack[sp++] = ts_node_child(cur, i);
+    }
+    if (ts_node_is_null(handle)) {
+        rc = refuse(&c, "the reader holds no handle to the writer's task (%s) before the read", writer);
+        goto out;
+    }
+    uint32_t row = ts_node_start_point(stmt).row;
+    const char *at;
+    size_t ind = line_indent(&c, row, &at);
+    afd_buf_printf(&c.edits[row].before, "%.*sawait %.*s  # affidavit: the write this reads happens in that task\n",
+                   (int)ind, at, (int)(ts_node_end_byte(handle) - ts_node_start_byte(handle)),
+                   src + ts_node_start_byte(handle));
+    for (size_t r = 0; r <= c.n_lines; r++) {
+        afd_buf_put(out, c.edits[r].before.data, c.edits[r].before.len);
+        if (r < c.n_lines)
+            afd_buf_put(out, c.src + c.line_start[r], c.line_start[r + 1] - c.line_start[r]);
+    }
+    if (out->err)
+        rc = AFD_ENOMEM;
+out:
+    if (c.edits)
+        for (size_t i = 0; i <= c.n_lines; i++)
+            afd_buf_finish(&c.edits[i].before);
+    free(c.edits);
+    free(c.line_start);
+    if (tree)
+        ts_tree_delete(tree);
+    ts_parser_delete(parser);
+    return rc;
+}

@@ -30,4 +30,12 @@ typedef struct afd_lock_site {
 int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t n, afd_buf *out, char *why,
                  size_t whylen);
 
+/* AWAIT_TASK, for an order violation whose reader already holds a handle to the writer's task:
+ * `await handle` right before the statement holding the early read. The handle is the last name
+ * bound, before that statement in the reader's async function, to `asyncio.create_task(W(...))`,
+ * `asyncio.ensure_future(W(...))` or `<tg or loop>.create_task(W(...))`, where W is the writer's
+ * coroutine function (writer, e.g. "refresh_token"). AFD_EINVAL with a reason when there is none. */
+int afd_fix_await_task(const char *src, size_t len, uint32_t read_line, const char *writer, afd_buf *out,
+                       char *why, size_t whylen);
+
 #endif

@@ -146,8 +146,36 @@ TEST(tabs_and_comments_kept)
     free(got);
 }
 
+TEST(await_task)
+{
+    const char *src = "import asyncio\n"
+                      "async def refresh_token(state):\n"
+                      "    await asyncio.sleep(0.001)\n"
+                      "    state[\"token\"] = \"fresh\"\n"
+                      "async def test_x():\n"
+                      "    state = {\"token\": \"stale\"}\n"
+                      "    refresher = asyncio.create_task(refresh_token(state))\n"
+                      "    await asyncio.sleep(0.005)\n"
+                      "    assert state[\"token\"] == \"fresh\"\n"
+                      "    await refresher\n";
+    afd_buf out;
+    afd_buf_init(&out);
+    char why[256];
+    CHECK_EQ_INT(afd_fix_await_task(src, strlen(src), 9, "refresh_token", &out, why, sizeof why), 0);
+    afd_buf_put_u8(&out, 0);
+    CHECK(strstr((const char *)out.data, "    await asyncio.sleep(0.005)\n"
+                                          "    await refresher  # affidavit: the write this reads happens in that task\n"
+                                          "    assert state[\"token\"] == \"fresh\"\n") != NULL);
+    afd_buf_finish(&out);
+    afd_buf_init(&out);
+    CHECK_EQ_INT(afd_fix_await_task(src, strlen(src), 9, "other_writer", &out, why, sizeof why), AFD_EINVAL);
+    CHECK(strstr(why, "no handle") != NULL);
+    CHECK_EQ_INT(afd_fix_await_task(src, strlen(src), 4, "refresh_token", &out, why, sizeof why), AFD_EINVAL);
+    afd_buf_finish(&out);
+}
+
 int main(void)
 {
     RUN_TESTS("fix", T(module_global), T(instance_with_init_and_two_resources_in_sorted_order),
-              T(instance_without_init_creates_the_lock_atomically), T(refusals), T(tabs_and_comments_kept));
+              T(instance_without_init_creates_the_lock_atomically), T(refusals), T(tabs_and_comments_kept), T(await_task));
 }
