@@ -319,3 +319,30 @@ def test_fix_says_why_when_it_has_none() -> None:
     rc, data, err = investigate("examples/test_event_flag.py::test_send_after_open", "--fix")
     assert data["fix"]["kind"] is None
     assert "not read off the source" in data["fix"]["why_none"]
+
+
+def test_apply_writes_a_verified_fix_with_a_backup(tmp_path: Path) -> None:
+    work = REPO / "tests" / "cases" / f"apply_{tmp_path.name}"
+    work.mkdir()
+    try:
+        target = work / "case_plain_lost_update.py"
+        original = (REPO / "tests/cases/case_plain_lost_update.py").read_bytes()
+        target.write_bytes(original)
+        rel = target.relative_to(REPO)
+        rc, data, err = investigate(f"{rel}::test_concurrent_deposits", "--apply")
+        assert rc == 1, err
+        assert data["fix"]["verified"] is True and data["fix"]["applied"] is True, data["fix"]
+        backup = Path(str(target) + ".orig")
+        assert backup.read_bytes() == original
+        patched = target.read_text()
+        assert "async with _affidavit_lock_BALANCE:" in patched
+        compile(patched, str(target), "exec")
+        # a second --apply never overwrites the backup: it refuses
+        target.write_bytes(original)
+        rc, data, err = investigate(f"{rel}::test_concurrent_deposits", "--apply")
+        assert data["fix"]["applied"] is False and "exists" in data["fix"]["apply"], data["fix"]
+        assert target.read_bytes() == original and backup.read_bytes() == original
+    finally:
+        for p in work.iterdir():
+            p.unlink()
+        work.rmdir()

@@ -33,6 +33,7 @@ typedef struct afd_cli {
     int events;           /* replay: print the first run's events on stderr */
     int fix;              /* investigate: propose a fix and run the policy gate on it */
     int allow_src;        /* investigate --fix: edits outside test files pass the gate */
+    int apply;            /* investigate --fix --apply: write a verified fix, keeping FILE.orig */
 } afd_cli;
 
 int afd_cmd_sample(const afd_cli *cli);

@@ -854,6 +854,8 @@ typedef struct outcome {
     uint64_t v_natural_runs, v_natural_failed;
     double v_wall_before_ms, v_wall_after_ms;
     char v_error[256];
+    int applied;
+    char apply_note[600];   /* what --apply did, or why it did not */
 } outcome;
 
 static char *read_file(const char *path, size_t *len)
@@ -1143,6 +1145,56 @@ static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_step
     remove_mirror(dir);
 }
 
+static int fix_verified(const outcome *o);
+
+/* --apply: only a verified fix, and only with a backup: the original goes to FILE.orig first (an
+ * existing .orig is never overwritten), then the patched text replaces FILE. */
+static void apply_fix(outcome *o)
+{
+    if (!fix_verified(o)) {
+        snprintf(o->apply_note, sizeof o->apply_note, "not applied: the fix is not verified");
+        return;
+    }
+    char backup[PATH_MAX];
+    snprintf(backup, sizeof backup, "%s.orig", o->fix_file);
+    if (access(backup, F_OK) == 0) {
+        snprintf(o->apply_note, sizeof o->apply_note, "not applied: %.400s exists (a backup is never overwritten)",
+                 backup);
+        return;
+    }
+    size_t len = 0;
+    char *orig = read_file(o->fix_file, &len);
+    FILE *b = orig ? fopen(backup, "wbx") : NULL;
+    int ok = b && fwrite(orig, 1, len, b) == len;
+    if (b && fclose(b) != 0)
+        ok = 0;
+    free(orig);
+    if (!ok) {
+        unlink(backup);
+        snprintf(o->apply_note, sizeof o->apply_note, "not applied: cannot write the backup %.400s", backup);
+        return;
+    }
+    /* the patched text goes to a temporary file beside the original, then replaces it in one rename */
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof tmp, "%s.affidavit-tmp", o->fix_file);
+    FILE *f = fopen(tmp, "wb");
+    ok = f && fwrite(o->fix_text.data, 1, o->fix_text.len, f) == o->fix_text.len;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    struct stat st;
+    if (ok && stat(o->fix_file, &st) == 0)
+        chmod(tmp, st.st_mode & 07777);
+    if (!ok || rename(tmp, o->fix_file) != 0) {
+        unlink(tmp);
+        snprintf(o->apply_note, sizeof o->apply_note, "not applied: cannot write %.400s (the original is unchanged)",
+                 o->fix_file);
+        return;
+    }
+    o->applied = 1;
+    snprintf(o->apply_note, sizeof o->apply_note, "applied to %.250s (the original is in %.250s)", o->fix_file,
+             backup);
+}
+
 static int fix_verified(const outcome *o)
 {
     return o->verified_ran && o->v_replay_runs && o->v_replay_passed == o->v_replay_runs && o->v_explore_n &&
@@ -1257,7 +1309,13 @@ static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapse
                 afd_json_num(&b, o->v_wall_after_ms);
                 afd_buf_printf(&b, "}}");
             }
-            afd_buf_printf(&b, ", \"verified\": %s, \"applied\": false}", fix_verified(o) ? "true" : "false");
+            afd_buf_printf(&b, ", \"verified\": %s, \"applied\": %s, \"apply\": ", fix_verified(o) ? "true" : "false",
+                           o->applied ? "true" : "false");
+            if (o->apply_note[0])
+                afd_json_str(&b, o->apply_note);
+            else
+                afd_buf_printf(&b, "null");
+            afd_buf_printf(&b, "}");
         }
         afd_buf_printf(&b, ", \"failure\": ");
         afd_json_str(&b, o->failure ? o->failure : "");
@@ -1310,9 +1368,10 @@ static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapse
             afd_buf_printf(&b, "  fix:      none proposed: %s\n", o->fix_why);
         if (o->fix_kind) {
             int passed = o->gate_ran && afd_gate_passed(o->gate);
-            afd_buf_printf(&b, "  fix:      %s proposed; policy gate %s; %s; not applied\n", o->fix_kind,
+            afd_buf_printf(&b, "  fix:      %s proposed; policy gate %s; %s; %s\n", o->fix_kind,
                            passed ? "passed" : "FAILED",
-                           !o->verified_ran ? "verification not attempted" : fix_verified(o) ? "VERIFIED" : "NOT verified");
+                           !o->verified_ran ? "verification not attempted" : fix_verified(o) ? "VERIFIED" : "NOT verified",
+                           o->apply_note[0] ? o->apply_note : "not applied (--apply writes it, with a backup)");
             if (o->verified_ran) {
                 afd_buf_printf(&b, "    replay   the failing token: %" PRIu64 "/%" PRIu64 " failed before, %" PRIu64 "/%" PRIu64
                                    " passed after\n",
@@ -1752,6 +1811,8 @@ explain_runs:
         propose_fix(&fv, &o, cli);
         if (o.fix_kind && o.gate_ran && afd_gate_passed(o.gate) && o.token)
             verify_fix(&v, &o, cli, v.est_steps);
+        if (cli->apply && o.fix_kind)
+            apply_fix(&o);
     }
     afd_view_finish(&fv);
     afd_view_finish(&pv);

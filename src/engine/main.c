@@ -22,11 +22,12 @@ static const char usage[] =
     "                                   run one schedule again, n times (--events: print the first\n"
     "                                   run's steps and operations on stderr)\n"
     "  investigate NODEID [--natural 50] [--runs 1000] [--seconds 60] [--replays 10] [--slow-step 100]\n"
-    "              [--fix [--allow-src]]\n"
+    "              [--fix [--allow-src] [--apply]]\n"
     "                                   sample, find a failing schedule, replay it, shrink it to the\n"
     "                                   collision window, and name the cause (--fix: propose a\n"
     "                                   LOCK for a lost update and run the policy gate on it; the\n"
-    "                                   user's files are never written)\n"
+    "                                   user's files are not written unless --apply, which writes\n"
+    "                                   a verified fix only, keeping FILE.orig)\n"
     "  gate DIFF [--allow-src]          check a unified diff (a fix, yours included) against the\n"
     "                                   policy: no sleeps, timeouts, retries, weaker asserts...\n"
     "\n"
@@ -109,6 +110,9 @@ int main(int argc, char **argv)
         } else if (is_replay && !strcmp(a, "--events")) {
             cli.events = 1;
         } else if (is_investigate && !strcmp(a, "--fix")) {
+            cli.fix = 1;
+        } else if (is_investigate && !strcmp(a, "--apply")) {
+            cli.apply = 1;
             cli.fix = 1;
         } else if ((is_investigate || is_gate) && !strcmp(a, "--allow-src")) {
             cli.allow_src = 1;
