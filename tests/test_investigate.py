@@ -346,3 +346,12 @@ def test_apply_writes_a_verified_fix_with_a_backup(tmp_path: Path) -> None:
         for p in work.iterdir():
             p.unlink()
         work.rmdir()
+
+
+def test_an_order_dependent_assertion_gets_no_patch_and_says_why() -> None:
+    """DONE == ["a", "b"] after two gathered workers: the only "fix" would weaken the assertion."""
+    rc, data, err = investigate("tests/cases/case_instances.py::test_counter_each", "--fix")
+    assert rc == 1, err
+    assert data["cause"]["kind"] == "order_violation"
+    assert data["fix"]["kind"] is None and data["fix"]["diff"] == ""
+    assert "weaken the assertion" in data["fix"]["why_none"], data["fix"]

@@ -461,6 +461,7 @@ typedef struct cause {
     /* an order violation's early access (in the failing view) and the writer's task label */
     uint32_t early;      /* access index, or AFD_NOPOS */
     char writer[256];
+    int writer_writes;   /* the other access of the pair is a write too */
 } cause;
 
 static void acc_text(afd_buf *b, const afd_xaccess *a)
@@ -664,6 +665,7 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
         const afd_xaccess *x = &f->acc[inv_pairs[0].x], *y = pair_y(f, p, &inv_pairs[0]);
         c->kind = "order_violation";
         c->early = inv_pairs[0].x;
+        c->writer_writes = y->write;
         snprintf(c->writer, sizeof c->writer, "%s", y->label);
         afd_buf_printf(&c->resource, "%s", x->resource);
         uint32_t site = await_before(f, x);
@@ -901,6 +903,13 @@ static void propose_await_task(const afd_view *f, outcome *o, const afd_cli *cli
         return;
     }
     const afd_xaccess *x = &f->acc[o->c.early];
+    if (x->write && o->c.writer_writes) {
+        snprintf(o->fix_why, sizeof o->fix_why,
+                 "the failure depends on which of two concurrent writes comes first (an order-dependent "
+                 "assertion): forcing one order would serialize tasks the test runs concurrently, and accepting "
+                 "either order would weaken the assertion, which the policy refuses");
+        return;
+    }
     if (!x->inferred || !x->file || !x->line) {
         snprintf(o->fix_why, sizeof o->fix_why, "the early access is not read off the source (an annotation or an "
                  "asyncio primitive): no line to place an await before");
