@@ -198,3 +198,25 @@ def test_a_wait_with_a_timer_pending_is_not_a_deadlock() -> None:
 
     assert run(prog) == "woken"
     assert not _runtime.trace_info()["flags"] & _runtime.TRACE_DEADLOCK
+
+
+def test_primitives_made_before_the_hooks_keep_working() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import asyncio\n"
+        "lock = asyncio.Lock(); ev = asyncio.Event(); ev.set(); sem = asyncio.Semaphore(2)\n"
+        "import affidavit\n"
+        "affidavit.install()\n"
+        "async def main():\n"
+        "    async with lock:\n"
+        "        assert lock.locked()\n"
+        "    async with sem:\n"
+        "        assert sem._value == 1\n"
+        "    assert ev.is_set() and not lock.locked()\n"
+        "asyncio.run(main())\n"
+        "print('ok')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "ok", proc.stderr

@@ -305,6 +305,11 @@ def test_fix_proposes_a_gated_verified_fix_and_leaves_the_file_alone(nodeid: str
     assert tiers["natural"]["runs"] == 50 and tiers["natural"]["failed"] == 0
     assert tiers["natural"]["rate_below"] == pytest.approx(0.06)
     assert not list(Path("/tmp").glob("affidavit-verify-*")), "the verification mirror is removed"
+    # the regression test is part of the diff, and it was run: it fails on the bug, passes on the fix
+    reg = fix["regression_test"]
+    assert reg["node"] == nodeid + "_affidavit_replay", reg
+    assert reg["fails_before"] is True and reg["passes_after"] is True, reg
+    assert "_affidavit_replay = affidavit.replay(\"afd1:" in fix["diff"]
     # the patched module compiles (Python's own compile())
     fixed = tmp_path / path.name
     apply_diff(fix["diff"], path, fixed)

@@ -103,7 +103,11 @@ def replay(token: str) -> Callable[[F], Callable[..., None]]:
                 )
 
         # A plain function to pytest-asyncio (the loop is ours), with the original's parameters
-        # visible through __wrapped__ so pytest still passes its fixtures.
+        # visible through __wrapped__ so pytest still passes its fixtures. An asyncio mark copied
+        # from the original test would ask pytest-asyncio to run a coroutine that is not there.
+        marks = getattr(run, "pytestmark", None)
+        if marks:
+            run.pytestmark = [m for m in marks if getattr(m, "name", "") != "asyncio"]  # type: ignore[attr-defined]
         return run
 
     return decorate

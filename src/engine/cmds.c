@@ -121,7 +121,7 @@ const char *uncontrolled_words(uint32_t flags)
     return NULL;
 }
 
-static const char *find_python(const afd_cli *cli, char *buf, size_t len)
+const char *find_python(const afd_cli *cli, char *buf, size_t len)
 {
     if (cli->python)
         return cli->python;

@@ -36,7 +36,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BISECT_PRECISION_NS 100u
@@ -849,6 +853,10 @@ typedef struct outcome {
     int gate_ran;
     char *fix_file;         /* the file the fix patches (relative path) */
     afd_buf fix_text;       /* the patched text */
+    afd_buf buggy_with_test; /* the original text with only the regression test added */
+    char *regression_node;  /* the regression test's node id, or NULL when none was written */
+    char regression_why[300];
+    int reg_ran, reg_fails_before, reg_passes_after;
     /* verification tiers (run only for a gated fix) */
     int verified_ran;
     uint64_t v_replay_runs, v_replay_passed;
@@ -887,10 +895,37 @@ static void finish_proposal(outcome *o, const afd_cli *cli, const char *kind, co
                             size_t len, const afd_buf *after)
 {
     o->fix_kind = kind;
-    afd_udiff_make(file, before, len, (const char *)after->data, after->len, &o->fix_diff);
     o->fix_file = strdup(file);
     afd_buf_put(&o->fix_text, after->data, after->len);
-    afd_gate_file gf = {file, before, len, (const char *)after->data, after->len};
+    /* the regression test is part of the diff when the fix is in the test's own file */
+    const char *sep = strstr(cli->nodeid, "::");
+    size_t flen = sep ? (size_t)(sep - cli->nodeid) : 0;
+    if (sep && strlen(file) == flen && !strncmp(file, cli->nodeid, flen) && !strstr(sep + 2, "::") && o->token) {
+        afd_buf with, bug;
+        afd_buf_init(&with);
+        afd_buf_init(&bug);
+        char why[256];
+        const char *summary = bstr(&o->c.sentence);
+        if (afd_fix_regression_test((const char *)after->data, after->len, sep + 2, o->token, summary, &with, why,
+                                    sizeof why) == 0 &&
+            afd_fix_regression_test(before, len, sep + 2, o->token, summary, &bug, why, sizeof why) == 0) {
+            o->fix_text.len = 0;
+            afd_buf_put(&o->fix_text, with.data, with.len);
+            afd_buf_put(&o->buggy_with_test, bug.data, bug.len);
+            size_t nl = strlen(cli->nodeid) + 32;
+            o->regression_node = malloc(nl);
+            if (o->regression_node)
+                snprintf(o->regression_node, nl, "%s_affidavit_replay", cli->nodeid);
+        } else {
+            snprintf(o->regression_why, sizeof o->regression_why, "no regression test: %s", why);
+        }
+        afd_buf_finish(&with);
+        afd_buf_finish(&bug);
+    } else {
+        snprintf(o->regression_why, sizeof o->regression_why, "no regression test: the fix is not in the test's file");
+    }
+    afd_udiff_make(file, before, len, (const char *)o->fix_text.data, o->fix_text.len, &o->fix_diff);
+    afd_gate_file gf = {file, before, len, (const char *)o->fix_text.data, o->fix_text.len};
     o->gate_ran = afd_gate_run(&gf, 1, cli->allow_src, o->gate) == 0;
 }
 
@@ -1154,6 +1189,75 @@ static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_step
     remove_mirror(dir);
 }
 
+/* Runs `python -m pytest -q NODE` in dir, quietly, with a time limit: its exit code, or -1. */
+static int run_pytest(const afd_cli *cli, const char *dir, const char *node)
+{
+    char pybuf[4096], abs_py[2 * PATH_MAX + 2], here[PATH_MAX];
+    const char *python = find_python(cli, pybuf, sizeof pybuf);
+    if (python[0] != '/' && strchr(python, '/') && getcwd(here, sizeof here)) {
+        snprintf(abs_py, sizeof abs_py, "%s/%s", here, python);
+        python = abs_py;
+    }
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        setpgid(0, 0);
+        int devnull = open("/dev/null", O_RDWR);
+        if (devnull >= 0) {
+            dup2(devnull, 0);
+            dup2(devnull, 1);
+            dup2(devnull, 2);
+        }
+        if (chdir(dir) < 0)
+            _exit(127);
+        setenv("PYTHONDONTWRITEBYTECODE", "1", 1);
+        if (!getenv("PYTHONHASHSEED"))
+            setenv("PYTHONHASHSEED", "0", 1);
+        execlp(python, python, "-m", "pytest", "-q", "-p", "no:cacheprovider", node, (char *)NULL);
+        _exit(127);
+    }
+    for (int waited = 0; waited < 1200; waited++) { /* 120 s */
+        int status;
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        if (r == pid)
+            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        if (r < 0 || afd_interrupted)
+            break;
+        struct timespec ts = {0, 100000000};
+        nanosleep(&ts, NULL);
+    }
+    kill(-pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+/* The regression test, run with pytest: against the original code (it must fail) and against the
+ * fix (it must pass), each in its own mirror of the project. */
+static void verify_regression_test(outcome *o, const afd_cli *cli)
+{
+    if (!o->regression_node)
+        return;
+    char cwd[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd))
+        return;
+    for (int fixed = 0; fixed < 2; fixed++) {
+        char dir[] = "/tmp/affidavit-verify-XXXXXX";
+        if (!mkdtemp(dir))
+            return;
+        const afd_buf *text = fixed ? &o->fix_text : &o->buggy_with_test;
+        if (mirror_entries(cwd, dir, o->fix_file, (const char *)text->data, text->len) == 0) {
+            int rc = run_pytest(cli, dir, o->regression_node);
+            if (fixed)
+                o->reg_passes_after = rc == 0;
+            else
+                o->reg_fails_before = rc == 1;
+            o->reg_ran = 1;
+        }
+        remove_mirror(dir);
+    }
+}
+
 static int fix_verified(const outcome *o);
 
 /* --apply: only a verified fix, and only with a backup: the original goes to FILE.orig first (an
@@ -1206,6 +1310,8 @@ static void apply_fix(outcome *o)
 
 static int fix_verified(const outcome *o)
 {
+    if (o->regression_node && !(o->reg_ran && o->reg_fails_before && o->reg_passes_after))
+        return 0;
     return o->verified_ran && o->v_replay_runs && o->v_replay_passed == o->v_replay_runs && o->v_explore_n &&
            o->v_explore_failed_after == 0 && o->v_natural_runs && o->v_natural_failed == 0;
 }
@@ -1318,6 +1424,16 @@ static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapse
                 afd_json_num(&b, o->v_wall_after_ms);
                 afd_buf_printf(&b, "}}");
             }
+            afd_buf_printf(&b, ", \"regression_test\": ");
+            if (o->regression_node) {
+                afd_buf_printf(&b, "{\"node\": ");
+                afd_json_str(&b, o->regression_node);
+                afd_buf_printf(&b, ", \"fails_before\": %s, \"passes_after\": %s}",
+                               o->reg_ran ? (o->reg_fails_before ? "true" : "false") : "\"not attempted\"",
+                               o->reg_ran ? (o->reg_passes_after ? "true" : "false") : "\"not attempted\"");
+            } else {
+                afd_json_str(&b, o->regression_why);
+            }
             afd_buf_printf(&b, ", \"verified\": %s, \"applied\": %s, \"apply\": ", fix_verified(o) ? "true" : "false",
                            o->applied ? "true" : "false");
             if (o->apply_note[0])
@@ -1395,6 +1511,12 @@ static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapse
                                    100 * afd_stats_rule_of_three(o->v_natural_runs));
                 afd_buf_printf(&b, "    overhead median run %.2f ms before, %.2f ms after\n", o->v_wall_before_ms,
                                o->v_wall_after_ms);
+                if (o->regression_node)
+                    afd_buf_printf(&b, "    regression test %s: %s before the fix, %s after\n", o->regression_node,
+                                   !o->reg_ran ? "not attempted" : o->reg_fails_before ? "fails" : "DOES NOT FAIL",
+                                   !o->reg_ran ? "not attempted" : o->reg_passes_after ? "passes" : "FAILS");
+                else
+                    afd_buf_printf(&b, "    %s\n", o->regression_why);
             } else if (o->v_error[0]) {
                 afd_buf_printf(&b, "    verification not attempted: %s\n", o->v_error);
             }
@@ -1506,6 +1628,7 @@ int afd_cmd_investigate(const afd_cli *cli)
     afd_buf_init(&o.ev.text);
     afd_buf_init(&o.fix_diff);
     afd_buf_init(&o.fix_text);
+    afd_buf_init(&o.buggy_with_test);
     delay_set ds = {0};
     kept_run fail_run = {0}, pass_run = {0};
     tally t = {0}, search = {0};
@@ -1818,8 +1941,10 @@ explain_runs:
     }
     if (cli->fix && vrc == 0) {
         propose_fix(&fv, &o, cli);
-        if (o.fix_kind && o.gate_ran && afd_gate_passed(o.gate) && o.token)
+        if (o.fix_kind && o.gate_ran && afd_gate_passed(o.gate) && o.token) {
             verify_fix(&v, &o, cli, v.est_steps);
+            verify_regression_test(&o, cli);
+        }
         if (cli->apply && o.fix_kind)
             apply_fix(&o);
     }
@@ -1886,6 +2011,8 @@ done_early:
     afd_buf_finish(&o.ev.text);
     afd_buf_finish(&o.fix_diff);
     afd_buf_finish(&o.fix_text);
+    afd_buf_finish(&o.buggy_with_test);
     free(o.fix_file);
+    free(o.regression_node);
     return rc;
 }

@@ -36,6 +36,8 @@ void json_uncontrolled(afd_buf *o, uint32_t flags);
 const char *uncontrolled_words(uint32_t flags);
 /* Starts the pool; on failure prints the one-line error and returns the exit code. */
 int start_pool(const afd_cli *cli, afd_pool **pool);
+/* The interpreter workers run: --python, AFFIDAVIT_PYTHON, beside the engine, python3. */
+const char *find_python(const afd_cli *cli, char *buf, size_t len);
 /* The same with the workers in directory cwd (the verifier's mirror of the project). */
 int start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd);
 int report_no_loop(const afd_cli *cli, const tally *t);

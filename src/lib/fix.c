@@ -523,3 +523,93 @@ out:
     ts_parser_delete(parser);
     return rc;
 }
+
+/* ---- the regression test ---- */
+
+int afd_fix_regression_test(const char *src, size_t len, const char *test, const char *token, const char *summary,
+                            afd_buf *out, char *why, size_t whylen)
+{
+    fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
+    out->len = 0;
+    if (why && whylen)
+        why[0] = 0;
+    if (len > AFD_PYSCAN_MAX_SOURCE || !test || !*test || strchr(test, '[') || !token)
+        return refuse(&c, "the test is parametrized or unnamed");
+    TSParser *parser = ts_parser_new();
+    if (!parser || !ts_parser_set_language(parser, tree_sitter_python())) {
+        ts_parser_delete(parser);
+        return AFD_ENOMEM;
+    }
+    ts_parser_set_timeout_micros(parser, 2000000u + 2u * (uint64_t)len);
+    TSTree *tree = ts_parser_parse_string(parser, NULL, src, (uint32_t)len);
+    int rc = 0;
+    if (!tree || ts_node_has_error(ts_tree_root_node(tree))) {
+        rc = refuse(&c, "the test file does not parse");
+        goto out;
+    }
+    TSNode root = ts_tree_root_node(tree);
+    int found = 0, has_affidavit = 0;
+    uint32_t k = ts_node_named_child_count(root);
+    for (uint32_t i = 0; i < k; i++) {
+        TSNode ch = ts_node_named_child(root, i);
+        if (is_type(ch, "import_statement")) {
+            uint32_t m = ts_node_named_child_count(ch);
+            for (uint32_t j = 0; j < m; j++)
+                has_affidavit |= text_is(src, ts_node_named_child(ch, j), "affidavit");
+        }
+        TSNode def = is_type(ch, "decorated_definition") ? ts_node_child_by_field_name(ch, "definition", 10) : ch;
+        if (!is_type(def, "function_definition") || !text_is(src, ts_node_child_by_field_name(def, "name", 4), test))
+            continue;
+        TSNode params = ts_node_child_by_field_name(def, "parameters", 10);
+        if (!is_async_def(def)) {
+            rc = refuse(&c, "%s is not an async test", test);
+            goto out;
+        }
+        if (ts_node_named_child_count(params) != 0) {
+            rc = refuse(&c, "%s takes arguments (fixtures): the replay cannot pass them on", test);
+            goto out;
+        }
+        found = 1;
+    }
+    if (!found) {
+        rc = refuse(&c, "no module-level test function %s in the file", test);
+        goto out;
+    }
+    int dummy;
+    uint32_t setup_row = module_setup_row(root, &dummy, src);
+    if ((rc = split_lines(&c)) < 0)
+        goto out;
+    if (!has_affidavit)
+        afd_buf_printf(&c.edits[setup_row].before, "import affidavit\n");
+    for (size_t r = 0; r <= c.n_lines; r++) {
+        afd_buf_put(out, c.edits[r].before.data, c.edits[r].before.len);
+        if (r < c.n_lines)
+            afd_buf_put(out, c.src + c.line_start[r], c.line_start[r + 1] - c.line_start[r]);
+    }
+    if (out->len && out->data[out->len - 1] != '\n')
+        afd_buf_printf(out, "\n");
+    /* the summary goes into a docstring: no quotes, backslashes or line breaks */
+    char clean[200];
+    size_t ci = 0;
+    for (const char *p = summary ? summary : ""; *p && ci + 1 < sizeof clean; p++)
+        clean[ci++] = *p == '"' ? '\'' : *p == '\\' ? '/' : (*p == '\n' || *p == '\r') ? ' ' : *p;
+    clean[ci] = 0;
+    /* the original coroutine function itself is replayed, so its task keeps the label the
+     * schedule's delays name ("test_x#0"), as it had in the run that failed */
+    afd_buf_printf(out,
+                   "\n\n# affidavit: %s replayed under the schedule that made it fail (%s)\n"
+                   "%s_affidavit_replay = affidavit.replay(\"%s\")(%s)\n",
+                   test, clean, test, token, test);
+    if (out->err)
+        rc = AFD_ENOMEM;
+out:
+    if (c.edits)
+        for (size_t i = 0; i <= c.n_lines; i++)
+            afd_buf_finish(&c.edits[i].before);
+    free(c.edits);
+    free(c.line_start);
+    if (tree)
+        ts_tree_delete(tree);
+    ts_parser_delete(parser);
+    return rc;
+}

@@ -38,4 +38,12 @@ int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t
 int afd_fix_await_task(const char *src, size_t len, uint32_t read_line, const char *writer, afd_buf *out,
                        char *why, size_t whylen);
 
+/* The regression test, appended to the test file: `<test>_affidavit_replay =
+ * affidavit.replay(token)(<test>)`: the original test function itself (it must take no arguments:
+ * fixtures cannot be passed on) replayed under the schedule, so its task keeps the label the
+ * schedule's delays name. `import affidavit` is added when missing. AFD_EINVAL with a
+ * reason when the test is not a plain `async def test(...)` of this file without parameters. */
+int afd_fix_regression_test(const char *src, size_t len, const char *test, const char *token, const char *summary,
+                            afd_buf *out, char *why, size_t whylen);
+
 #endif

@@ -33,12 +33,31 @@ static afd_rt_state *hooks_state;
 /* The value lives in an ordinary instance attribute under another name ("_afd_locked"): reading and
  * writing it through the generic attribute functions keeps CPython's compact per-instance storage
  * (asking for the instance __dict__ would make CPython build one for every object). */
+/* An object made before the hooks were installed keeps its value in its __dict__ under asyncio's
+ * own name: move it to the hook's attribute on first touch (a new reference, or NULL with an
+ * AttributeError when there is none). */
+static PyObject *migrate(attr_hook *h, PyObject *obj)
+{
+    PyErr_Clear();
+    PyObject *d = PyObject_GenericGetDict(obj, NULL);
+    PyObject *v = d && PyDict_Check(d) ? PyDict_GetItemWithError(d, h->name) : NULL; /* Borrowed. */
+    Py_XINCREF(v);
+    Py_XDECREF(d);
+    if (v && PyObject_GenericSetAttr(obj, h->store, v) < 0)
+        Py_CLEAR(v);
+    if (!v && !PyErr_Occurred())
+        PyErr_SetNone(PyExc_AttributeError);
+    return v;
+}
+
 static PyObject *attr_hook_get(PyObject *self, PyObject *obj, PyObject *type)
 {
     attr_hook *h = (attr_hook *)self;
     if (!obj || obj == Py_None)
         return Py_NewRef(self);
     PyObject *v = PyObject_GenericGetAttr(obj, h->store);
+    if (!v && PyErr_ExceptionMatches(PyExc_AttributeError))
+        v = migrate(h, obj);
     if (!v) {
         if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
             PyErr_Clear();
@@ -65,6 +84,8 @@ static int attr_hook_set(PyObject *self, PyObject *obj, PyObject *value)
     PyObject *old = NULL;
     if (afd_rec_active()) {
         old = PyObject_GenericGetAttr(obj, h->store);
+        if (!old && PyErr_ExceptionMatches(PyExc_AttributeError))
+            old = migrate(h, obj);
         if (!old) {
             if (!PyErr_ExceptionMatches(PyExc_AttributeError))
                 return -1;
