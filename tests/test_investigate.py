@@ -282,6 +282,11 @@ def apply_diff(diff: str, original: Path, dest: Path) -> None:
      "async with self._affidavit_lock_counters, self._affidavit_lock_sessions:"),
     # an order violation whose reader holds the writer's task: await it before the read
     ("tests/cases/case_plain_rare_flake.py::test_uses_fresh_token", "AWAIT_TASK", "+    await refresher  # affidavit"),
+    # an order violation on module state without a handle: an Event per run, set after the write
+    ("tests/cases/case_plain_taskgroup_read.py::test_report_is_finalized", "EVENT_GATE",
+     "+        await _affidavit_REPORT_written.wait()"),
+    ("tests/cases/case_plain_window.py::test_reader_sees_write", "EVENT_GATE",
+     "+    _affidavit_STATE_written = asyncio.Event()  # affidavit: one per run"),
 ])
 def test_fix_proposes_a_gated_verified_fix_and_leaves_the_file_alone(nodeid: str, kind: str, lock_line: str,
                                                                       tmp_path: Path) -> None:

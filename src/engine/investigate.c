@@ -466,6 +466,10 @@ typedef struct cause {
     uint32_t early;      /* access index, or AFD_NOPOS */
     char writer[256];
     int writer_writes;   /* the other access of the pair is a write too */
+    int writer_inferred; /* the write was read off the source: */
+    uint8_t writer_root;
+    uint32_t writer_line;
+    char writer_file[512], writer_name[128];
 } cause;
 
 static void acc_text(afd_buf *b, const afd_xaccess *a)
@@ -670,6 +674,13 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
         c->kind = "order_violation";
         c->early = inv_pairs[0].x;
         c->writer_writes = y->write;
+        c->writer_inferred = y->inferred && y->file && y->root_name;
+        if (c->writer_inferred) {
+            c->writer_root = y->root;
+            c->writer_line = y->line;
+            snprintf(c->writer_file, sizeof c->writer_file, "%s", y->file);
+            snprintf(c->writer_name, sizeof c->writer_name, "%s", y->root_name);
+        }
         snprintf(c->writer, sizeof c->writer, "%s", y->label);
         afd_buf_printf(&c->resource, "%s", x->resource);
         uint32_t site = await_before(f, x);
@@ -966,12 +977,24 @@ static void propose_await_task(const afd_view *f, outcome *o, const afd_cli *cli
     }
     afd_buf after;
     afd_buf_init(&after);
-    char why[256];
-    if (afd_fix_await_task(before, len, x->line, name, &after, why, sizeof why) < 0)
-        snprintf(o->fix_why, sizeof o->fix_why, "AWAIT_TASK not possible: %s (EVENT_GATE is not implemented yet)",
-                 why);
-    else
+    char why[256], why2[256] = "";
+    if (afd_fix_await_task(before, len, x->line, name, &after, why, sizeof why) == 0) {
         finish_proposal(o, cli, "AWAIT_TASK", x->file, before, len, &after);
+    } else {
+        /* EVENT_GATE: module state, the write and the read in the test's own file */
+        const char *sep = strstr(cli->nodeid, "::");
+        size_t flen = sep ? (size_t)(sep - cli->nodeid) : 0;
+        int same_file = sep && o->c.writer_inferred && strlen(x->file) == flen && !strncmp(x->file, cli->nodeid, flen) &&
+                        !strcmp(o->c.writer_file, x->file);
+        if (!same_file || o->c.writer_root != AFD_ROOT_GLOBAL || x->root != AFD_ROOT_GLOBAL ||
+            strcmp(x->root_name, o->c.writer_name) != 0 || strstr(sep + 2, "::"))
+            snprintf(why2, sizeof why2, "EVENT_GATE needs module state written and read in the test's own file");
+        else if (afd_fix_event_gate(before, len, sep + 2, o->c.writer_line, x->line, x->root_name, &after, why2,
+                                    sizeof why2) == 0)
+            finish_proposal(o, cli, "EVENT_GATE", x->file, before, len, &after);
+        if (!o->fix_kind)
+            snprintf(o->fix_why, sizeof o->fix_why, "AWAIT_TASK not possible: %s; %s", why, why2);
+    }
     afd_buf_finish(&after);
     free(before);
 }
@@ -987,8 +1010,8 @@ static void propose_fix(const afd_view *f, outcome *o, const afd_cli *cli)
         return;
     }
     if (!o->c.kind || strcmp(o->c.kind, "lost_update") != 0) {
-        snprintf(o->fix_why, sizeof o->fix_why, "no fix is synthesized for a%s %s cause yet (only LOCK for a lost "
-                 "update and AWAIT_TASK for an order violation are implemented)",
+        snprintf(o->fix_why, sizeof o->fix_why, "no fix is synthesized for a%s %s cause yet (LOCK for a lost update, "
+                 "AWAIT_TASK and EVENT_GATE for an order violation are)",
                  o->c.kind && strchr("aeiou", o->c.kind[0]) ? "n" : "", o->c.kind ? o->c.kind : "missing");
         return;
     }

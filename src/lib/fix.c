@@ -613,3 +613,120 @@ out:
     ts_parser_delete(parser);
     return rc;
 }
+
+/* ---- EVENT_GATE ---- */
+
+static TSNode module_function(const char *src, TSNode root, const char *name)
+{
+    uint32_t k = ts_node_named_child_count(root);
+    for (uint32_t i = 0; i < k; i++) {
+        TSNode ch = ts_node_named_child(root, i);
+        TSNode def = is_type(ch, "decorated_definition") ? ts_node_child_by_field_name(ch, "definition", 10) : ch;
+        if (is_type(def, "function_definition") && text_is(src, ts_node_child_by_field_name(def, "name", 4), name))
+            return def;
+    }
+    return (TSNode){{0}, 0, 0};
+}
+
+int afd_fix_event_gate(const char *src, size_t len, const char *test, uint32_t write_line, uint32_t read_line,
+                       const char *name, afd_buf *out, char *why, size_t whylen)
+{
+    fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
+    out->len = 0;
+    if (why && whylen)
+        why[0] = 0;
+    if (len > AFD_PYSCAN_MAX_SOURCE || !test || !*test || !name || !*name || strlen(name) > 64)
+        return refuse(&c, "nothing to gate");
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
+            return refuse(&c, "the resource is not a plain module name");
+    TSParser *parser = ts_parser_new();
+    if (!parser || !ts_parser_set_language(parser, tree_sitter_python())) {
+        ts_parser_delete(parser);
+        return AFD_ENOMEM;
+    }
+    ts_parser_set_timeout_micros(parser, 2000000u + 2u * (uint64_t)len);
+    TSTree *tree = ts_parser_parse_string(parser, NULL, src, (uint32_t)len);
+    int rc = 0;
+    if (!tree || ts_node_has_error(ts_tree_root_node(tree))) {
+        rc = refuse(&c, "the source does not parse");
+        goto out;
+    }
+    if ((rc = split_lines(&c)) < 0)
+        goto out;
+    TSNode root = ts_tree_root_node(tree);
+    TSNode fn_test = module_function(src, root, test);
+    if (ts_node_is_null(fn_test) || !is_async_def(fn_test)) {
+        rc = refuse(&c, "the test %s is not an async function of this file", test);
+        goto out;
+    }
+    if (!write_line || !read_line || write_line > c.n_lines || read_line > c.n_lines) {
+        rc = refuse(&c, "a line is outside the file");
+        goto out;
+    }
+    TSNode wchain[MAX_CHAIN], rchain[MAX_CHAIN];
+    size_t nw = statement_chain(root, write_line - 1, wchain, MAX_CHAIN);
+    size_t nr = statement_chain(root, read_line - 1, rchain, MAX_CHAIN);
+    if (!nw || !nr) {
+        rc = refuse(&c, "no statement holds the write or the read");
+        goto out;
+    }
+    TSNode wst = wchain[nw - 1], rst = rchain[nr - 1];
+    TSNode rfn = enclosing(rst, "function_definition");
+    if (ts_node_is_null(rfn) || !is_async_def(rfn)) {
+        rc = refuse(&c, "the read is not in an async function: it cannot wait");
+        goto out;
+    }
+    if (ts_node_eq(wst, rst)) {
+        rc = refuse(&c, "the write and the read are one statement");
+        goto out;
+    }
+    char ev[128];
+    snprintf(ev, sizeof ev, "_affidavit_%s_written", name);
+    /* module level: the name exists, and is None outside the test */
+    int has_asyncio = 0;
+    uint32_t setup_row = module_setup_row(root, &has_asyncio, src);
+    if (!has_asyncio)
+        afd_buf_printf(&c.edits[setup_row].before, "import asyncio\n");
+    afd_buf_printf(&c.edits[setup_row].before,
+                   "%s = None  # affidavit: set once %s is written; created per run by %s\n", ev, name, test);
+    /* the test: a new Event at its start (after a docstring) */
+    TSNode body = ts_node_child_by_field_name(fn_test, "body", 4);
+    uint32_t k = ts_node_named_child_count(body);
+    TSNode st0 = k ? ts_node_named_child(body, 0) : body;
+    uint32_t row = ts_node_start_point(st0).row;
+    if (k > 1 && is_docstring(st0))
+        row = ts_node_end_point(st0).row + 1;
+    const char *at;
+    size_t ind = line_indent(&c, ts_node_start_point(st0).row, &at);
+    afd_buf_printf(&c.edits[row].before, "%.*sglobal %s\n%.*s%s = asyncio.Event()  # affidavit: one per run\n",
+                   (int)ind, at, ev, (int)ind, at, ev);
+    /* after the write: set it */
+    uint32_t wrow = ts_node_end_point(wst).row + 1;
+    size_t wind = line_indent(&c, ts_node_start_point(wst).row, &at);
+    afd_buf_printf(&c.edits[wrow].before, "%.*sif %s is not None:  # affidavit: the write is done\n%.*s    %s.set()\n",
+                   (int)wind, at, ev, (int)wind, at, ev);
+    /* before the read: wait for it */
+    uint32_t rrow = ts_node_start_point(rst).row;
+    size_t rind = line_indent(&c, rrow, &at);
+    afd_buf_printf(&c.edits[rrow].before,
+                   "%.*sif %s is not None:  # affidavit: read only after the write\n%.*s    await %s.wait()\n",
+                   (int)rind, at, ev, (int)rind, at, ev);
+    for (size_t r = 0; r <= c.n_lines; r++) {
+        afd_buf_put(out, c.edits[r].before.data, c.edits[r].before.len);
+        if (r < c.n_lines)
+            afd_buf_put(out, c.src + c.line_start[r], c.line_start[r + 1] - c.line_start[r]);
+    }
+    if (out->err)
+        rc = AFD_ENOMEM;
+out:
+    if (c.edits)
+        for (size_t i = 0; i <= c.n_lines; i++)
+            afd_buf_finish(&c.edits[i].before);
+    free(c.edits);
+    free(c.line_start);
+    if (tree)
+        ts_tree_delete(tree);
+    ts_parser_delete(parser);
+    return rc;
+}

@@ -38,6 +38,18 @@ int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t
 int afd_fix_await_task(const char *src, size_t len, uint32_t read_line, const char *writer, afd_buf *out,
                        char *why, size_t whylen);
 
+/* EVENT_GATE, for an order violation between a writer and a reader of module state in the test's
+ * own file: an asyncio.Event created at the start of the test (once per run, never at import
+ * time, so runs never share one), set right after the write, awaited right before the read:
+ *     global _affidavit_<name>_written             (in the test, then)
+ *     _affidavit_<name>_written = asyncio.Event()
+ *     ...write...; if _affidavit_<name>_written is not None: _affidavit_<name>_written.set()
+ *     if _affidavit_<name>_written is not None: await _affidavit_<name>_written.wait(); ...read...
+ * with `_affidavit_<name>_written = None` at module level, so code that runs outside the test
+ * is unchanged. The read must be in an async function. */
+int afd_fix_event_gate(const char *src, size_t len, const char *test, uint32_t write_line, uint32_t read_line,
+                       const char *name, afd_buf *out, char *why, size_t whylen);
+
 /* The regression test, appended to the test file: `<test>_affidavit_replay =
  * affidavit.replay(token)(<test>)`: the original test function itself (it must take no arguments:
  * fixtures cannot be passed on) replayed under the schedule, so its task keeps the label the

@@ -174,8 +174,52 @@ TEST(await_task)
     afd_buf_finish(&out);
 }
 
+TEST(event_gate)
+{
+    const char *src = "import asyncio\n"
+                      "STATE = {}\n"
+                      "async def writer():\n"
+                      "    await asyncio.sleep(0.001)\n"
+                      "    STATE[\"ready\"] = True\n"
+                      "async def reader():\n"
+                      "    await asyncio.sleep(0.0015)\n"
+                      "    assert STATE.get(\"ready\")\n"
+                      "async def test_x():\n"
+                      "    \"\"\"Doc.\"\"\"\n"
+                      "    await asyncio.gather(writer(), reader())\n";
+    afd_buf out;
+    afd_buf_init(&out);
+    char why[256];
+    CHECK_EQ_INT(afd_fix_event_gate(src, strlen(src), "test_x", 5, 8, "STATE", &out, why, sizeof why), 0);
+    afd_buf_put_u8(&out, 0);
+    CHECK_EQ_STR((const char *)out.data,
+                 "import asyncio\n"
+                 "_affidavit_STATE_written = None  # affidavit: set once STATE is written; created per run by test_x\n"
+                 "STATE = {}\n"
+                 "async def writer():\n"
+                 "    await asyncio.sleep(0.001)\n"
+                 "    STATE[\"ready\"] = True\n"
+                 "    if _affidavit_STATE_written is not None:  # affidavit: the write is done\n"
+                 "        _affidavit_STATE_written.set()\n"
+                 "async def reader():\n"
+                 "    await asyncio.sleep(0.0015)\n"
+                 "    if _affidavit_STATE_written is not None:  # affidavit: read only after the write\n"
+                 "        await _affidavit_STATE_written.wait()\n"
+                 "    assert STATE.get(\"ready\")\n"
+                 "async def test_x():\n"
+                 "    \"\"\"Doc.\"\"\"\n"
+                 "    global _affidavit_STATE_written\n"
+                 "    _affidavit_STATE_written = asyncio.Event()  # affidavit: one per run\n"
+                 "    await asyncio.gather(writer(), reader())\n");
+    afd_buf_finish(&out);
+    afd_buf_init(&out);
+    CHECK_EQ_INT(afd_fix_event_gate(src, strlen(src), "test_nope", 5, 8, "STATE", &out, why, sizeof why), AFD_EINVAL);
+    CHECK_EQ_INT(afd_fix_event_gate(src, strlen(src), "test_x", 5, 8, "a.b", &out, why, sizeof why), AFD_EINVAL);
+    afd_buf_finish(&out);
+}
+
 int main(void)
 {
     RUN_TESTS("fix", T(module_global), T(instance_with_init_and_two_resources_in_sorted_order),
-              T(instance_without_init_creates_the_lock_atomically), T(refusals), T(tabs_and_comments_kept), T(await_task));
+              T(instance_without_init_creates_the_lock_atomically), T(refusals), T(tabs_and_comments_kept), T(await_task), T(event_gate));
 }
