@@ -993,7 +993,7 @@ static void propose_await_task(const afd_view *f, outcome *o, const afd_cli *cli
                                     sizeof why2) == 0)
             finish_proposal(o, cli, "EVENT_GATE", x->file, before, len, &after);
         if (!o->fix_kind)
-            snprintf(o->fix_why, sizeof o->fix_why, "AWAIT_TASK not possible: %s; %s", why, why2);
+            snprintf(o->fix_why, sizeof o->fix_why, "AWAIT_TASK not possible: %.230s; %.230s", why, why2);
     }
     afd_buf_finish(&after);
     free(before);
