@@ -260,9 +260,21 @@ int make_natural(void *ctx, uint64_t i, uint8_t *mode, char **token)
     return 0;
 }
 
-static int take_none(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+int take_none(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
 {
     return 0;
+}
+
+int portfolio_token(uint64_t seed, uint64_t i, uint32_t est_steps, int only, uint8_t *mode, char **token)
+{
+    afd_schedule s;
+    int rc = afd_sched_portfolio(&s, seed, i, est_steps, only);
+    if (rc < 0)
+        return rc;
+    rc = afd_token_encode(&s, token);
+    afd_schedule_finish(&s);
+    *mode = AFD_MODE_CONTROLLED;
+    return rc;
 }
 
 int afd_cmd_sample(const afd_cli *cli)
@@ -341,14 +353,7 @@ typedef struct explore_ctx {
 static int make_portfolio(void *vctx, uint64_t i, uint8_t *mode, char **token)
 {
     explore_ctx *c = vctx;
-    afd_schedule s;
-    int rc = afd_sched_portfolio(&s, c->seed, i, c->est_steps, c->only);
-    if (rc < 0)
-        return rc;
-    rc = afd_token_encode(&s, token);
-    afd_schedule_finish(&s);
-    *mode = AFD_MODE_CONTROLLED;
-    return rc;
+    return portfolio_token(c->seed, i, c->est_steps, c->only, mode, token);
 }
 
 static int take_explore(void *vctx, uint64_t i, afd_run_result *res, afd_trace *tr)

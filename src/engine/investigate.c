@@ -192,14 +192,7 @@ static int take_sample(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr
 static int make_portfolio_inv(void *ctx, uint64_t i, uint8_t *mode, char **token)
 {
     inv *v = ctx;
-    afd_schedule s;
-    int rc = afd_sched_portfolio(&s, v->seed, i, v->est_steps, -1);
-    if (rc < 0)
-        return rc;
-    rc = afd_token_encode(&s, token);
-    afd_schedule_finish(&s);
-    *mode = AFD_MODE_CONTROLLED;
-    return rc;
+    return portfolio_token(v->seed, i, v->est_steps, -1, mode, token);
 }
 
 static int take_search(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
@@ -223,11 +216,6 @@ typedef struct replay_ctx {
     inv *v;
     const char *token;
 } replay_ctx;
-
-static int take_none_inv(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
-{
-    return 0;
-}
 
 static int make_token(void *ctx, uint64_t i, uint8_t *mode, char **token)
 {
@@ -1119,20 +1107,12 @@ typedef struct portfolio_ctx {
     uint64_t seed;
     uint32_t est_steps;
     uint64_t failed;
-    uint64_t wall_sum;
 } portfolio_ctx;
 
 static int make_portfolio_plain(void *ctx, uint64_t i, uint8_t *mode, char **token)
 {
     portfolio_ctx *c = ctx;
-    afd_schedule s;
-    int rc = afd_sched_portfolio(&s, c->seed, i, c->est_steps, -1);
-    if (rc < 0)
-        return rc;
-    rc = afd_token_encode(&s, token);
-    afd_schedule_finish(&s);
-    *mode = AFD_MODE_CONTROLLED;
-    return rc;
+    return portfolio_token(c->seed, i, c->est_steps, -1, mode, token);
 }
 
 static int take_count(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
@@ -1197,7 +1177,7 @@ static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_step
     memset(&t, 0, sizeof t);
     /* 3. natural runs after, and the run time */
     if (rc == 0)
-        rc = run_batch(after, 0, cli->natural, 0, make_natural, take_none_inv, NULL, &v->prog, &t);
+        rc = run_batch(after, 0, cli->natural, 0, make_natural, take_none, NULL, &v->prog, &t);
     if (rc == 0) {
         o->v_natural_runs = t.runs;
         o->v_natural_failed = t.failed;

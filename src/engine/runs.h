@@ -51,5 +51,9 @@ typedef int (*take_fn)(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr
 int run_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make, take_fn take, void *ctx,
               afd_progress *prog, tally *t);
 int make_natural(void *ctx, uint64_t i, uint8_t *mode, char **token);
+/* A take_fn that keeps nothing beyond the tally. */
+int take_none(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr);
+/* The portfolio's i-th schedule (afd_sched_portfolio) as a controlled run's mode and token. */
+int portfolio_token(uint64_t seed, uint64_t i, uint32_t est_steps, int only, uint8_t *mode, char **token);
 
 #endif

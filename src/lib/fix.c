@@ -6,14 +6,12 @@
 #include "fix.h"
 #include "afd.h"
 #include "pyscan.h"
+#include "pysrc.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <tree_sitter/api.h>
-
-const TSLanguage *tree_sitter_python(void);
 
 #define MAX_CHAIN 256u
 #define MAX_SITES 16u
@@ -24,7 +22,9 @@ typedef struct line_edit {
 } line_edit;
 
 typedef struct fixctx {
-    const char *src;
+    afd_pysrc ps;     /* Owned (fix_parse .. fix_finish); its tree is parsed from a blanked copy */
+    TSTree *tree;     /* Borrowed: ps.tree. */
+    const char *src;  /* the real source: the text edited and written out */
     size_t len;
     size_t n_lines;
     size_t *line_start; /* byte offset of each line; line_start[n_lines] == len */
@@ -138,6 +138,57 @@ static int split_lines(fixctx *c)
     return 0;
 }
 
+static int refused_line(void *vbad, uint32_t line)
+{
+    *(int *)vbad = 1;
+    return 0;
+}
+
+/* Parses the source and splits it into lines: AFD_ENOMEM, or AFD_EINVAL with a reason when it does
+ * not parse (within the time limit) without errors. fix_finish releases everything either way. */
+static int fix_parse(fixctx *c)
+{
+    int bad = 0;
+    int rc = afd_pysrc_parse(&c->ps, c->src, c->len, refused_line, &bad);
+    if (rc == AFD_ENOMEM)
+        return rc;
+    c->tree = c->ps.tree;
+    if (rc < 0 || bad || ts_node_has_error(ts_tree_root_node(c->tree)))
+        return refuse(c, "the source has syntax errors (or could not be parsed in time)");
+    return split_lines(c);
+}
+
+/* The edited text: each line's insertions, then the line, indented by unit when marked. */
+static int fix_emit(const fixctx *c, afd_buf *out, const char *unit)
+{
+    for (size_t r = 0; r <= c->n_lines; r++) {
+        afd_buf_put(out, c->edits[r].before.data, c->edits[r].before.len);
+        if (c->edits[r].before.err)
+            return AFD_ENOMEM;
+        if (r == c->n_lines)
+            break;
+        const char *p = c->src + c->line_start[r];
+        size_t l = c->line_start[r + 1] - c->line_start[r];
+        int blank = 1;
+        for (size_t i = 0; i < l && blank; i++)
+            blank = p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r';
+        if (c->edits[r].indent && !blank)
+            afd_buf_printf(out, "%s", unit);
+        afd_buf_put(out, p, l);
+    }
+    return out->err ? AFD_ENOMEM : 0;
+}
+
+static void fix_finish(fixctx *c)
+{
+    if (c->edits)
+        for (size_t i = 0; i <= c->n_lines; i++)
+            afd_buf_finish(&c->edits[i].before);
+    free(c->edits);
+    free(c->line_start);
+    afd_pysrc_finish(&c->ps);
+}
+
 static int is_docstring(TSNode stmt)
 {
     return is_type(stmt, "expression_statement") && ts_node_named_child_count(stmt) == 1 &&
@@ -204,26 +255,11 @@ int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t
         return refuse(&c, "no update site given");
     if (len > AFD_PYSCAN_MAX_SOURCE)
         return refuse(&c, "the source is too large to edit");
-    TSParser *parser = ts_parser_new();
-    if (!parser || !ts_parser_set_language(parser, tree_sitter_python())) {
-        ts_parser_delete(parser);
-        return AFD_ENOMEM;
-    }
-    ts_parser_set_timeout_micros(parser, 2000000u + 2u * (uint64_t)len);
-    TSTree *tree = ts_parser_parse_string(parser, NULL, src, (uint32_t)len);
-    int rc = 0;
     char *locks[MAX_SITES] = {0};
-    if (!tree) {
-        rc = refuse(&c, "the source could not be parsed in time");
+    int rc = fix_parse(&c);
+    if (rc < 0)
         goto out;
-    }
-    TSNode root = ts_tree_root_node(tree);
-    if (ts_node_has_error(root)) {
-        rc = refuse(&c, "the source has syntax errors");
-        goto out;
-    }
-    if ((rc = split_lines(&c)) < 0)
-        goto out;
+    TSNode root = ts_tree_root_node(c.tree);
     /* the interval: the deepest block holding every read and write, and its children from the
      * first that holds one of them to the last */
     TSNode chains[2 * MAX_SITES][MAX_CHAIN];
@@ -368,35 +404,11 @@ int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t
     afd_buf_printf(head, ":  # affidavit: the read and the write below run as one step\n");
     for (uint32_t r = r0; r <= r1 && r < c.n_lines; r++)
         c.edits[r].indent = 1;
-    /* the output */
-    for (size_t r = 0; r <= c.n_lines; r++) {
-        afd_buf_put(out, c.edits[r].before.data, c.edits[r].before.len);
-        if (r == c.n_lines)
-            break;
-        const char *p = c.src + c.line_start[r];
-        size_t l = c.line_start[r + 1] - c.line_start[r];
-        int blank = 1;
-        for (size_t i = 0; i < l && blank; i++)
-            blank = p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r';
-        if (c.edits[r].indent && !blank)
-            afd_buf_printf(out, "%s", unit);
-        afd_buf_put(out, p, l);
-        if (c.edits[r].before.err)
-            rc = AFD_ENOMEM;
-    }
-    if (out->err)
-        rc = AFD_ENOMEM;
+    rc = fix_emit(&c, out, unit);
 out:
     for (size_t k = 0; k < MAX_SITES; k++)
         free(locks[k]);
-    if (c.edits)
-        for (size_t i = 0; i <= c.n_lines; i++)
-            afd_buf_finish(&c.edits[i].before);
-    free(c.edits);
-    free(c.line_start);
-    if (tree)
-        ts_tree_delete(tree);
-    ts_parser_delete(parser);
+    fix_finish(&c);
     return rc;
 }
 
@@ -445,26 +457,15 @@ int afd_fix_await_task(const char *src, size_t len, uint32_t read_line, const ch
         why[0] = 0;
     if (len > AFD_PYSCAN_MAX_SOURCE || !writer || !*writer)
         return refuse(&c, "nothing to await");
-    TSParser *parser = ts_parser_new();
-    if (!parser || !ts_parser_set_language(parser, tree_sitter_python())) {
-        ts_parser_delete(parser);
-        return AFD_ENOMEM;
-    }
-    ts_parser_set_timeout_micros(parser, 2000000u + 2u * (uint64_t)len);
-    TSTree *tree = ts_parser_parse_string(parser, NULL, src, (uint32_t)len);
-    int rc = 0;
-    if (!tree || ts_node_has_error(ts_tree_root_node(tree))) {
-        rc = refuse(&c, "the source does not parse");
-        goto out;
-    }
-    if ((rc = split_lines(&c)) < 0)
+    int rc = fix_parse(&c);
+    if (rc < 0)
         goto out;
     if (!read_line || read_line > c.n_lines) {
         rc = refuse(&c, "the read is outside the file");
         goto out;
     }
     TSNode chain[MAX_CHAIN];
-    size_t n = statement_chain(ts_tree_root_node(tree), read_line - 1, chain, MAX_CHAIN);
+    size_t n = statement_chain(ts_tree_root_node(c.tree), read_line - 1, chain, MAX_CHAIN);
     if (!n) {
         rc = refuse(&c, "no statement holds the read");
         goto out;
@@ -505,22 +506,9 @@ int afd_fix_await_task(const char *src, size_t len, uint32_t read_line, const ch
     afd_buf_printf(&c.edits[row].before, "%.*sawait %.*s  # affidavit: the write this reads happens in that task\n",
                    (int)ind, at, (int)(ts_node_end_byte(handle) - ts_node_start_byte(handle)),
                    src + ts_node_start_byte(handle));
-    for (size_t r = 0; r <= c.n_lines; r++) {
-        afd_buf_put(out, c.edits[r].before.data, c.edits[r].before.len);
-        if (r < c.n_lines)
-            afd_buf_put(out, c.src + c.line_start[r], c.line_start[r + 1] - c.line_start[r]);
-    }
-    if (out->err)
-        rc = AFD_ENOMEM;
+    rc = fix_emit(&c, out, "");
 out:
-    if (c.edits)
-        for (size_t i = 0; i <= c.n_lines; i++)
-            afd_buf_finish(&c.edits[i].before);
-    free(c.edits);
-    free(c.line_start);
-    if (tree)
-        ts_tree_delete(tree);
-    ts_parser_delete(parser);
+    fix_finish(&c);
     return rc;
 }
 
@@ -535,19 +523,10 @@ int afd_fix_regression_test(const char *src, size_t len, const char *test, const
         why[0] = 0;
     if (len > AFD_PYSCAN_MAX_SOURCE || !test || !*test || strchr(test, '[') || !token)
         return refuse(&c, "the test is parametrized or unnamed");
-    TSParser *parser = ts_parser_new();
-    if (!parser || !ts_parser_set_language(parser, tree_sitter_python())) {
-        ts_parser_delete(parser);
-        return AFD_ENOMEM;
-    }
-    ts_parser_set_timeout_micros(parser, 2000000u + 2u * (uint64_t)len);
-    TSTree *tree = ts_parser_parse_string(parser, NULL, src, (uint32_t)len);
-    int rc = 0;
-    if (!tree || ts_node_has_error(ts_tree_root_node(tree))) {
-        rc = refuse(&c, "the test file does not parse");
+    int rc = fix_parse(&c);
+    if (rc < 0)
         goto out;
-    }
-    TSNode root = ts_tree_root_node(tree);
+    TSNode root = ts_tree_root_node(c.tree);
     int found = 0, has_affidavit = 0;
     uint32_t k = ts_node_named_child_count(root);
     for (uint32_t i = 0; i < k; i++) {
@@ -577,18 +556,12 @@ int afd_fix_regression_test(const char *src, size_t len, const char *test, const
     }
     int dummy;
     uint32_t setup_row = module_setup_row(root, &dummy, src);
-    if ((rc = split_lines(&c)) < 0)
-        goto out;
     if (!has_affidavit)
         afd_buf_printf(&c.edits[setup_row].before, "import affidavit\n");
-    for (size_t r = 0; r <= c.n_lines; r++) {
-        afd_buf_put(out, c.edits[r].before.data, c.edits[r].before.len);
-        if (r < c.n_lines)
-            afd_buf_put(out, c.src + c.line_start[r], c.line_start[r + 1] - c.line_start[r]);
-    }
+    rc = fix_emit(&c, out, "");
     if (out->len && out->data[out->len - 1] != '\n')
         afd_buf_printf(out, "\n");
-    /* the summary goes into a docstring: no quotes, backslashes or line breaks */
+    /* the summary goes into a comment line: no line breaks (nor quotes or backslashes) */
     char clean[200];
     size_t ci = 0;
     for (const char *p = summary ? summary : ""; *p && ci + 1 < sizeof clean; p++)
@@ -603,14 +576,7 @@ int afd_fix_regression_test(const char *src, size_t len, const char *test, const
     if (out->err)
         rc = AFD_ENOMEM;
 out:
-    if (c.edits)
-        for (size_t i = 0; i <= c.n_lines; i++)
-            afd_buf_finish(&c.edits[i].before);
-    free(c.edits);
-    free(c.line_start);
-    if (tree)
-        ts_tree_delete(tree);
-    ts_parser_delete(parser);
+    fix_finish(&c);
     return rc;
 }
 
@@ -640,21 +606,10 @@ int afd_fix_event_gate(const char *src, size_t len, const char *test, uint32_t w
     for (const char *p = name; *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
             return refuse(&c, "the resource is not a plain module name");
-    TSParser *parser = ts_parser_new();
-    if (!parser || !ts_parser_set_language(parser, tree_sitter_python())) {
-        ts_parser_delete(parser);
-        return AFD_ENOMEM;
-    }
-    ts_parser_set_timeout_micros(parser, 2000000u + 2u * (uint64_t)len);
-    TSTree *tree = ts_parser_parse_string(parser, NULL, src, (uint32_t)len);
-    int rc = 0;
-    if (!tree || ts_node_has_error(ts_tree_root_node(tree))) {
-        rc = refuse(&c, "the source does not parse");
+    int rc = fix_parse(&c);
+    if (rc < 0)
         goto out;
-    }
-    if ((rc = split_lines(&c)) < 0)
-        goto out;
-    TSNode root = ts_tree_root_node(tree);
+    TSNode root = ts_tree_root_node(c.tree);
     TSNode fn_test = module_function(src, root, test);
     if (ts_node_is_null(fn_test) || !is_async_def(fn_test)) {
         rc = refuse(&c, "the test %s is not an async function of this file", test);
@@ -712,21 +667,8 @@ int afd_fix_event_gate(const char *src, size_t len, const char *test, uint32_t w
     afd_buf_printf(&c.edits[rrow].before,
                    "%.*sif %s is not None:  # affidavit: read only after the write\n%.*s    await %s.wait()\n",
                    (int)rind, at, ev, (int)rind, at, ev);
-    for (size_t r = 0; r <= c.n_lines; r++) {
-        afd_buf_put(out, c.edits[r].before.data, c.edits[r].before.len);
-        if (r < c.n_lines)
-            afd_buf_put(out, c.src + c.line_start[r], c.line_start[r + 1] - c.line_start[r]);
-    }
-    if (out->err)
-        rc = AFD_ENOMEM;
+    rc = fix_emit(&c, out, "");
 out:
-    if (c.edits)
-        for (size_t i = 0; i <= c.n_lines; i++)
-            afd_buf_finish(&c.edits[i].before);
-    free(c.edits);
-    free(c.line_start);
-    if (tree)
-        ts_tree_delete(tree);
-    ts_parser_delete(parser);
+    fix_finish(&c);
     return rc;
 }

@@ -9,28 +9,21 @@
  * MAX_ANCESTOR_HOPS nodes, and stop at the enclosing function.
  *
  * Before parsing, a copy of the source has what libtree-sitter 0.20.7 cannot take blanked out
- * (comments; brackets nested beyond CPython's limit; long runs of continuation-only lines), as
- * pyscan.c does and for the same reasons; blanking comments also makes them invisible to every
- * comparison, which is what `not_noop` wants. */
+ * (comments; brackets nested beyond CPython's limit; long runs of continuation-only lines) by
+ * pysrc.h, as for pyscan.c; blanking comments also makes them invisible to every comparison, which
+ * is what `not_noop` wants. */
 #include "gate.h"
 #include "afd.h"
 #include "buf.h"
+#include "pysrc.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <tree_sitter/api.h>
-
-const TSLanguage *tree_sitter_python(void);
 
 #define SYM_ERROR ((TSSymbol)0xffff)
-#define MAX_NEST 200u
-#define MAX_CONT_RUN 16u
-#define TS_CHILD_LIMIT 65536u
-#define PARSE_MICROS_BASE 2000000u
-#define PARSE_MICROS_PER_BYTE 2u
 #define MAX_ANCESTOR_HOPS 512u
 /* Normalized texts are cut here (and tagged with their full length): a multiset comparison of
  * long statements by their first 240 characters is good enough, and it bounds the work a deeply
@@ -1036,74 +1029,10 @@ static int walk(ctx *c, TSNode root, int imports_only)
 
 /* ---- parsing one side ---- */
 
-/* Blanks comments, brackets nested beyond MAX_NEST and long continuation runs (see pyscan.c's
- * sanitize for why); returns 1 when something was refused (the side does not parse). */
-static int sanitize(const char *s, size_t n, char *out)
+/* pysrc's refusals: the side does not parse as it is. */
+static int note_refused(void *vbad, uint32_t line)
 {
-    uint32_t depth = 0, cont_run = 0;
-    int content = 0, bad = 0;
-    size_t i = 0;
-    while (i < n) {
-        char ch = s[i];
-        if (ch == '\n') {
-            content = 0;
-            i++;
-        } else if (ch == '#') {
-            while (i < n && s[i] != '\n' && s[i] != '\r')
-                out[i++] = ' ';
-        } else if (ch == '\'' || ch == '"') {
-            int triple = i + 2 < n && s[i + 1] == ch && s[i + 2] == ch;
-            i += triple ? 3 : 1;
-            while (i < n) {
-                if (s[i] == '\\') {
-                    i += 2;
-                } else if (s[i] == ch && (!triple || (i + 2 < n && s[i + 1] == ch && s[i + 2] == ch))) {
-                    i += triple ? 3 : 1;
-                    break;
-                } else if (!triple && (s[i] == '\n' || s[i] == '\r')) {
-                    break;
-                } else {
-                    i++;
-                }
-            }
-            content = 1;
-        } else if (ch == '\\' && i + 1 < n && (s[i + 1] == '\n' || s[i + 1] == '\r')) {
-            cont_run = content ? 0 : cont_run + 1;
-            if (cont_run > MAX_CONT_RUN) {
-                out[i] = ' ';
-                bad = 1;
-            }
-            i++;
-        } else {
-            if (ch == '(' || ch == '[' || ch == '{' || ch == ')' || ch == ']' || ch == '}') {
-                int open = ch == '(' || ch == '[' || ch == '{';
-                if (open)
-                    depth++;
-                if (depth > MAX_NEST) {
-                    out[i] = ' ';
-                    bad = 1;
-                }
-                if (!open && depth > 0)
-                    depth--;
-            }
-            if (!is_space(ch))
-                content = 1;
-            i++;
-        }
-    }
-    return bad;
-}
-
-static int tree_truncated(const char *src, size_t len, TSNode root)
-{
-    uint32_t end = ts_node_end_byte(root);
-    if (len < TS_CHILD_LIMIT || end >= len)
-        return 0;
-    if (len - end >= TS_CHILD_LIMIT)
-        return 1;
-    for (size_t i = end; i < len; i++)
-        if (!strchr(" \t\n\r\f\v", src[i]) || src[i] == 0)
-            return 1;
+    *(int *)vbad = 1;
     return 0;
 }
 
@@ -1203,7 +1132,7 @@ static uint32_t first_error_line(TSNode root)
     return line;
 }
 
-static int analyse(ctx *c, TSParser *parser, const char *src, size_t len, facts *out)
+static int analyse(ctx *c, const char *src, size_t len, facts *out)
 {
     out->present = src != NULL;
     if (!src)
@@ -1212,33 +1141,26 @@ static int analyse(ctx *c, TSParser *parser, const char *src, size_t len, facts 
         snprintf(out->why, sizeof out->why, "too large to analyse (%zu bytes)", len);
         return 0;
     }
-    char *text = malloc(len + 1);
-    if (!text)
-        return AFD_ENOMEM;
-    memcpy(text, src, len);
-    text[len] = 0;
-    int bad = sanitize(src, len, text);
+    int bad = 0;
+    afd_pysrc ps;
+    int prc = afd_pysrc_parse(&ps, src, len, note_refused, &bad);
+    if (prc == AFD_ENOMEM) {
+        afd_pysrc_finish(&ps);
+        return prc;
+    }
     if (bad)
         snprintf(out->why, sizeof out->why, "brackets or continuations nested too deep");
-    ts_parser_reset(parser);
-    ts_parser_set_timeout_micros(parser, PARSE_MICROS_BASE + PARSE_MICROS_PER_BYTE * (uint64_t)len);
-    TSTree *tree = ts_parser_parse_string(parser, NULL, text, (uint32_t)len);
-    if (!tree) {
-        snprintf(out->why, sizeof out->why, "parse timed out");
-        free(text);
+    if (prc < 0) {
+        snprintf(out->why, sizeof out->why, "the parse timed out or its tree is too wide to analyse");
+        afd_pysrc_finish(&ps);
         return 0;
     }
-    TSNode root = ts_tree_root_node(tree);
-    if (tree_truncated(text, len, root)) {
-        snprintf(out->why, sizeof out->why, "tree too wide to analyse");
-        free(text); /* the tree is leaked on purpose: see pyscan.c */
-        return 0;
-    }
+    TSNode root = ts_tree_root_node(ps.tree);
     if (!bad && ts_node_has_error(root))
         snprintf(out->why, sizeof out->why, "tree-sitter finds a syntax error at line %u",
                  (unsigned)first_error_line(root));
     out->parse_ok = !bad && !ts_node_has_error(root);
-    c->src = text;
+    c->src = ps.text;
     c->len = len;
     c->out = out;
     c->n_imps = 0;
@@ -1254,8 +1176,7 @@ static int analyse(ctx *c, TSParser *parser, const char *src, size_t len, facts 
     if (rc == 0 && (out->toks.err || out->strs.err))
         rc = AFD_ENOMEM;
     ts_tree_cursor_delete(&c->cur);
-    ts_tree_delete(tree);
-    free(text);
+    afd_pysrc_finish(&ps);
     c->src = NULL;
     out->analysed = rc == 0;
     return rc;
@@ -1665,8 +1586,7 @@ int afd_gate_run(const afd_gate_file *files, size_t n, int allow_src, afd_gate_c
     facts *fb = calloc(n ? n : 1, sizeof *fb), *fa = calloc(n ? n : 1, sizeof *fa);
     ctx c;
     memset(&c, 0, sizeof c);
-    TSParser *parser = ts_parser_new();
-    int rc = fb && fa && parser && ts_parser_set_language(parser, tree_sitter_python()) ? 0 : AFD_ENOMEM;
+    int rc = fb && fa ? 0 : AFD_ENOMEM;
     if (rc == 0) {
         const TSLanguage *lang = tree_sitter_python();
         c.n_sym = ts_language_symbol_count(lang);
@@ -1700,9 +1620,9 @@ int afd_gate_run(const afd_gate_file *files, size_t n, int allow_src, afd_gate_c
         const afd_gate_file *f = &files[i];
         if (same_text(f->before, f->before_len, f->after, f->after_len))
             continue; /* unchanged: facts stay empty on both sides */
-        rc = analyse(&c, parser, f->before, f->before_len, &fb[i]);
+        rc = analyse(&c, f->before, f->before_len, &fb[i]);
         if (rc == 0)
-            rc = analyse(&c, parser, f->after, f->after_len, &fa[i]);
+            rc = analyse(&c, f->after, f->after_len, &fa[i]);
     }
     int noop = 1;
     for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -1808,8 +1728,6 @@ int afd_gate_run(const afd_gate_file *files, size_t n, int allow_src, afd_gate_c
     free(c.imps);
     afd_buf_finish(&c.tmp);
     afd_buf_finish(&c.tmp2);
-    if (parser)
-        ts_parser_delete(parser);
     return rc;
 }
 

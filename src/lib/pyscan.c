@@ -1,7 +1,7 @@
 /* pyscan.c -- what each line of a Python source file reads and writes (see pyscan.h).
  *
- * The source is first copied with what libtree-sitter 0.20.7 cannot take blanked out (comments,
- * brackets nested beyond CPython's limit: see sanitize), parsed under a time limit, and then
+ * The source is parsed through pysrc.h (what libtree-sitter 0.20.7 cannot take blanked out, a time
+ * limit, a truncated tree refused), and then
  * walked three times, always with explicit stacks (the tree is as deep as the input is nested,
  * and 100,000 parentheses must not exhaust the C stack):
  *   1. errors: the lines of ERROR and MISSING nodes; subtrees without an error are skipped whole;
@@ -19,17 +19,15 @@
  * cannot grow the output beyond a fixed multiple of the input.
  *
  * Beyond pyscan.h: AFD_EFULL also answers a source whose parse exceeds its time limit (garbage
- * megabytes long) or whose tree libtree-sitter broke (see TS_CHILD_LIMIT), and the error lines
+ * megabytes long) or whose tree libtree-sitter broke (see pysrc.h), and the error lines
  * include those of brackets nested too deep and of long runs of continuation-only lines. */
 #include "pyscan.h"
 #include "afd.h"
 #include "buf.h"
+#include "pysrc.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <tree_sitter/api.h>
-
-const TSLanguage *tree_sitter_python(void);
 
 #define NONE32 0xffffffffu
 /* ts_builtin_sym_error of tree_sitter/parser.h; 0.20's api.h has no ts_node_is_error. */
@@ -38,18 +36,6 @@ const TSLanguage *tree_sitter_python(void);
  * code nests a few levels, and a crafted one (a million nested lambdas) must not make every name
  * a walk to the root. */
 #define MAX_SCOPE_HOPS 64u
-/* CPython refuses more than 200 nested brackets ("too many nested parentheses"). */
-#define MAX_NEST 200u
-/* Lines holding nothing but a line continuation, in a row, kept as they are. */
-#define MAX_CONT_RUN 16u
-/* libtree-sitter 0.20.7 keeps a node's child count in 16 bits: a node with 65,536 children or more
- * (a run of that many comments, or that many tokens left open when an error is recovered) has its
- * count wrapped, and deleting the tree then frees an interior pointer. Such a node loses the width
- * of the children it no longer counts, at least one byte each. */
-#define TS_CHILD_LIMIT 65536u
-/* The parse's time limit (see afd_pyscan_source). */
-#define PARSE_MICROS_BASE 2000000u
-#define PARSE_MICROS_PER_BYTE 2u
 
 /* ---- node kinds: the few dozen node types the walks tell apart ---- */
 
@@ -1626,102 +1612,13 @@ static int b_visit(ctx *c, const item *it)
 
 /* ---- the source as the parser sees it ---- */
 
-/* A copy of the source, same length and same lines, with what would make libtree-sitter 0.20.7
- * crash or go quadratic blanked out (replaced by spaces):
- *   - comments: they are extras, so a run of 65,536 comment lines makes one node with too many
- *     children (see TS_CHILD_LIMIT), and the grammar's scanner rescans a run of comment lines
- *     inside a block once per line; they hold no access either;
- *   - brackets nested deeper than CPython accepts (their line is reported as an error): 100,000
- *     unclosed parentheses would otherwise leave 100,000 tokens open when the error is recovered;
- *   - backslashes of continuation-only lines beyond a short run (same two reasons as comments).
- * Strings are skipped with Python's rules (a backslash escapes the next character, a newline ends
- * a one-quote string) so that a `#` or a bracket in a string is left alone. */
-static int sanitize(ctx *c, char *out)
-{
-    const char *s = c->src;
-    size_t n = c->len;
-    uint32_t line = 1, depth = 0, cont_run = 0;
-    int content = 0; /* the current line has had something besides blanks */
-    size_t i = 0;
-    while (i < n) {
-        char ch = s[i];
-        if (ch == '\n') {
-            line++;
-            content = 0;
-            i++;
-        } else if (ch == '#') {
-            while (i < n && s[i] != '\n' && s[i] != '\r')
-                out[i++] = ' ';
-        } else if (ch == '\'' || ch == '"') {
-            int triple = i + 2 < n && s[i + 1] == ch && s[i + 2] == ch;
-            i += triple ? 3 : 1;
-            while (i < n) {
-                if (s[i] == '\\') {
-                    i++;
-                    if (i + 1 < n && s[i] == '\r' && s[i + 1] == '\n')
-                        i++;
-                    if (i < n && s[i] == '\n')
-                        line++;
-                    i++;
-                } else if (s[i] == ch && (!triple || (i + 2 < n && s[i + 1] == ch && s[i + 2] == ch))) {
-                    i += triple ? 3 : 1;
-                    break;
-                } else if (!triple && (s[i] == '\n' || s[i] == '\r')) {
-                    break; /* unterminated: the newline is the lexer's again */
-                } else {
-                    line += s[i] == '\n';
-                    i++;
-                }
-            }
-            content = 1;
-        } else if (ch == '\\' && (i + 1 < n && (s[i + 1] == '\n' || s[i + 1] == '\r'))) {
-            cont_run = content ? 0 : cont_run + 1;
-            if (cont_run > MAX_CONT_RUN) {
-                out[i] = ' ';
-                int rc = u32_push(&c->errors, line);
-                if (rc < 0)
-                    return rc;
-            }
-            i++;
-        } else {
-            if (ch == '(' || ch == '[' || ch == '{' || ch == ')' || ch == ']' || ch == '}') {
-                int open = ch == '(' || ch == '[' || ch == '{';
-                if (open)
-                    depth++;
-                if (depth > MAX_NEST) {
-                    out[i] = ' ';
-                    int rc = u32_push(&c->errors, line);
-                    if (rc < 0)
-                        return rc;
-                }
-                if (!open && depth > 0)
-                    depth--;
-            }
-            if (ch != ' ' && ch != '\t' && ch != '\f' && ch != '\r')
-                content = 1;
-            i++;
-        }
-    }
-    return 0;
-}
-
-/* Whether the tree lost children to the 16-bit count (see TS_CHILD_LIMIT): every node's extent is
- * the sum of its children's, so the root then ends at least 65,536 bytes early. A sound tree
- * ends where the source does (the grammar's scanner claims trailing blanks). */
-static int tree_truncated(const ctx *c, TSNode root)
-{
-    uint32_t end = ts_node_end_byte(root);
-    if (c->len < TS_CHILD_LIMIT || end >= c->len)
-        return 0;
-    if (c->len - end >= TS_CHILD_LIMIT)
-        return 1;
-    for (size_t i = end; i < c->len; i++)
-        if (!strchr(" \t\n\r\f\v", c->src[i]) || c->src[i] == 0)
-            return 1;
-    return 0;
-}
-
 /* ---- driver ---- */
+
+/* The lines pysrc blanked because they would break the parser are error lines. */
+static int push_error_line(void *vc, uint32_t line)
+{
+    return u32_push(&((ctx *)vc)->errors, line);
+}
 
 static int ctx_init(ctx *c, const char *src, size_t len)
 {
@@ -1851,37 +1748,13 @@ int afd_pyscan_source(const char *src, size_t len, afd_pyscan *out)
         return AFD_EINVAL;
     ctx c;
     memset(&c, 0, sizeof c);
-    char *text = malloc(len + 1);
-    if (!text)
-        return AFD_ENOMEM;
-    if (len)
-        memcpy(text, src, len);
-    text[len] = 0;
     c.src = src ? src : "";
     c.len = len;
-    int rc = sanitize(&c, text);
+    afd_pysrc ps;
+    int rc = afd_pysrc_parse(&ps, src, len, push_error_line, &c);
     if (rc == 0)
-        rc = ctx_init(&c, text, len);
-    TSParser *parser = rc == 0 ? ts_parser_new() : NULL;
-    TSTree *tree = NULL;
-    if (rc == 0 && (!parser || !ts_parser_set_language(parser, tree_sitter_python())))
-        rc = AFD_ENOMEM;
-    if (rc == 0) {
-        /* Python source parses at megabytes per second, but tree-sitter's error recovery on
-         * garbage (a binary file, a mangled download) runs at about 100 KB/s: 16 MiB of it would
-         * take minutes. Ten times what valid code needs bounds the wait. */
-        ts_parser_set_timeout_micros(parser, PARSE_MICROS_BASE + PARSE_MICROS_PER_BYTE * (uint64_t)len);
-        tree = ts_parser_parse_string(parser, NULL, text, (uint32_t)len);
-        if (!tree)
-            rc = AFD_EFULL; /* timed out: tree-sitter aborts the process when out of memory */
-    }
-    if (rc == 0 && tree_truncated(&c, ts_tree_root_node(tree))) {
-        /* The tree cannot be walked meaningfully nor freed safely: it is left allocated (a leak
-         * bounded by the input, and only for sources of 64 KiB and more that nest 65,536 open
-         * tokens) rather than crash the process. */
-        tree = NULL;
-        rc = AFD_EFULL;
-    }
+        rc = ctx_init(&c, ps.text, len);
+    TSTree *tree = ps.tree;
     if (rc == 0) {
         TSNode root = ts_tree_root_node(tree);
         c.cur = ts_tree_cursor_new(root);
@@ -1897,12 +1770,8 @@ int afd_pyscan_source(const char *src, size_t len, afd_pyscan *out)
     }
     if (rc == 0)
         rc = publish(&c, out);
-    if (tree)
-        ts_tree_delete(tree);
-    if (parser)
-        ts_parser_delete(parser);
+    afd_pysrc_finish(&ps);
     ctx_free(&c);
-    free(text);
     if (rc < 0)
         afd_pyscan_finish(out);
     return rc;
