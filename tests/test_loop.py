@@ -557,3 +557,61 @@ def test_an_explicit_delay_on_one_step_decides_the_order() -> None:
     assert with_delay(other, 1, 9_000_000) == "fresh"
     costs = {(s[0], s[1]): s[3] for s in _runtime.steps()}
     assert costs[(other, 1)] == 9_000_000 and costs[(label, 0)] == 0
+
+
+# ---- The running loop, answered inside a step without a system call ---------------------------
+
+
+def test_running_loop_answers_match_asyncio_in_every_case() -> None:
+    """Inside a controlled step the running loop is given without getpid(); every other case
+    (no loop, a loop unset by the program, another thread's loop, a forked child) gets asyncio's
+    own answer."""
+    import os
+    import threading
+
+    from affidavit.loop import install
+
+    install()
+    assert asyncio.events._get_running_loop is asyncio._get_running_loop  # both names replaced
+    assert asyncio.events._get_running_loop() is None
+    with pytest.raises(RuntimeError):
+        asyncio.get_running_loop()
+
+    async def prog() -> List[Any]:
+        loop = asyncio.get_running_loop()
+        seen: List[Any] = [asyncio.events._get_running_loop() is loop, asyncio.Queue()._get_loop() is loop]
+        asyncio.events._set_running_loop(None)  # what sync bridges do before running a nested loop
+        seen.append(asyncio.events._get_running_loop())
+        asyncio.events._set_running_loop(loop)
+        seen.append(asyncio.events._get_running_loop() is loop)
+
+        other: List[Any] = []
+
+        async def which() -> Any:
+            return asyncio.get_running_loop()
+
+        def in_thread() -> None:
+            other.append(asyncio.events._get_running_loop())
+            inner = asyncio.new_event_loop()
+            other.append(inner.run_until_complete(which()) is inner)
+            inner.close()
+
+        t = threading.Thread(target=in_thread)
+        t.start()
+        t.join()
+        seen.append(other)
+        seen.append(asyncio.events._get_running_loop() is loop)
+
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # asyncio forgets the running loop in a forked child
+            os.write(w, b"none" if asyncio.events._get_running_loop() is None else b"loop")
+            os._exit(0)
+        os.close(w)
+        os.waitpid(pid, 0)
+        with os.fdopen(r, "rb") as f:
+            seen.append(f.read())
+        return seen
+
+    assert run_controlled(prog) == [True, True, None, True, [None, True], True, b"none"]
+    assert asyncio.events._get_running_loop() is None

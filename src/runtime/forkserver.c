@@ -113,7 +113,8 @@ static void child_main(PyObject *run_child, void *shm, const afd_run_req *req, i
     close(in_fd);
     close(out_fd);
     PyOS_AfterFork_Child();
-    if (afd_rec_begin(shm, SHM_SIZE) < 0)
+    afd_loop_fresh_process();
+    if (afd_rec_begin(shm, SHM_SIZE, 0) < 0)
         _exit(70);
     afd_schedule s;
     afd_schedule_init(&s);

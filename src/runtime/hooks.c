@@ -5,9 +5,9 @@
  * wrapping asyncio's coroutine methods, the hooks watch the one attribute each primitive flips:
  * `Lock._locked`, `Event._value`, `Semaphore._value` become C data descriptors on their classes
  * that keep the value in another instance attribute (so asyncio's code and repr see what they
- * always saw) and record the transition. `Queue.put_nowait` and `get_nowait` (which `put`
- * and `get` call), `empty` and `qsize` are replaced by C method descriptors that call the original. Outside a recorded run every hook is a plain
- * pass-through.
+ * always saw) and record the transition. A queue's put and get are recorded where the item enters
+ * and leaves its storage (`_put`, `_get`, replaced by C methods that make the same calls), its
+ * `empty` and `qsize` are answered in C. Outside a recorded run every hook is a plain pass-through.
  *
  * `time.sleep` inside a step is recorded as a blocking call with its line. Under the controlled
  * loop, when no other thread is alive, the sleep is not slept: its duration is added to the
@@ -92,6 +92,10 @@ static int attr_hook_set(PyObject *self, PyObject *obj, PyObject *value)
             PyErr_Clear();
         }
     }
+    if (old == value) { /* `self._value = False` on a clear event: nothing changes, nothing to store */
+        Py_DECREF(old);
+        return 0;
+    }
     int rc = PyObject_GenericSetAttr(obj, h->store, value);
     if (rc < 0 || !afd_rec_active()) {
         Py_XDECREF(old);
@@ -146,20 +150,17 @@ static PyType_Spec attr_hook_spec = {
     .slots = attr_hook_slots,
 };
 
-/* ---- queue hooks: Queue.__init__, put_nowait, get_nowait, empty, qsize ----
+/* ---- queue hooks: Queue.__init__, _put, _get, empty, qsize ----
  *
  * Each is replaced by a C method descriptor (the same kind of object as a builtin type's methods,
- * so the interpreter calls it without creating a bound method) that calls the original function
- * and then records the operation. `full()` is not hooked: `put()` calls it on every put, and a
- * full check of an unbounded queue says nothing. */
+ * so the interpreter calls it without creating a bound method). `full()` is not hooked: `put()`
+ * calls it on every put, and a full check of an unbounded queue says nothing. */
 
-enum { QH_INIT, QH_PUT, QH_GET, QH_EMPTY, QH_QSIZE, QH__COUNT };
+enum { QH_INIT, QH_EMPTY, QH_QSIZE, QH__COUNT };
 static PyObject *queue_orig[QH__COUNT]; /* Owned: the original functions. */
-static const char *const queue_names[QH__COUNT] = {"__init__", "put_nowait", "get_nowait", "empty", "qsize"};
-static const int queue_kinds[QH__COUNT] = {AFD_SYNC_CREATE, AFD_SYNC_QUEUE_PUT, AFD_SYNC_QUEUE_GET,
-                                           AFD_SYNC_QUEUE_CHECK, AFD_SYNC_QUEUE_CHECK};
 
-static PyObject *queue_call(int which, PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+static PyObject *call_with_self(PyObject *fn, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames)
 {
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     PyObject *small[8];
@@ -169,22 +170,94 @@ static PyObject *queue_call(int which, PyObject *self, PyObject *const *args, Py
     stack[0] = self;
     for (Py_ssize_t i = 0; i < nargs + nkw; i++)
         stack[i + 1] = args[i];
-    PyObject *r = PyObject_Vectorcall(queue_orig[which], stack, (size_t)(nargs + 1), kwnames);
+    PyObject *r = PyObject_Vectorcall(fn, stack, (size_t)(nargs + 1), kwnames);
     if (stack != small)
         PyMem_Free(stack);
-    if (r && afd_rec_active())
-        afd_rec_sync(hooks_state, self, queue_kinds[which]);
     return r;
 }
 
-#define QUEUE_TRAMPOLINE(fn, which)                                                                  \
+static PyObject *queue_call(int which, PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *r = call_with_self(queue_orig[which], self, args, nargs, kwnames);
+    if (r && which == QH_INIT && afd_rec_active())
+        afd_rec_sync(hooks_state, self, AFD_SYNC_CREATE);
+    return r;
+}
+
+static PyObject *queue_init_hook(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    return queue_call(QH_INIT, self, args, nargs, kwnames);
+}
+
+/* The storage operations. Every asyncio from 3.10 to 3.13 defines, word for word:
+ *   Queue:         _put: self._queue.append(item)           _get: return self._queue.popleft()
+ *   LifoQueue:     _put: self._queue.append(item)           _get: return self._queue.pop()
+ *   PriorityQueue: _put: heappush(self._queue, item)        _get: return heappop(self._queue)
+ * (PriorityQueue's take heappush/heappop as defaulted parameters). Here they are the same calls
+ * made from C, followed by the record: `put_nowait` and `get_nowait` stay asyncio's own Python
+ * code, which the interpreter runs inline, and a put or get costs no Python frame at all. A call
+ * with other arguments goes to the original function. A subclass that overrides `_put` or `_get`
+ * without calling the base class's is not recorded. */
+enum { QS_PUT_APPEND, QS_GET_POPLEFT, QS_GET_POP, QS_PUT_HEAP, QS_GET_HEAP, QS__COUNT };
+static PyObject *storage_orig[QS__COUNT]; /* Owned: the original Python functions. */
+static PyObject *heap_fn[2];              /* Owned: heapq.heappush, heapq.heappop. */
+
+static PyObject *queue_storage(PyObject *self);
+
+static PyObject *storage_call(int which, PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    int is_put = which == QS_PUT_APPEND || which == QS_PUT_HEAP;
+    if (kwnames || nargs != (is_put ? 1 : 0))
+        return call_with_self(storage_orig[which], self, args, nargs, kwnames);
+    PyObject *q = queue_storage(self);
+    if (!q) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute '_queue'", Py_TYPE(self)->tp_name);
+        return NULL;
+    }
+    static PyObject *names[3];
+    if (!names[0] && (!(names[0] = PyUnicode_InternFromString("append")) ||
+                      !(names[1] = PyUnicode_InternFromString("popleft")) ||
+                      !(names[2] = PyUnicode_InternFromString("pop")))) {
+        Py_DECREF(q);
+        return NULL;
+    }
+    PyObject *r;
+    switch (which) {
+    case QS_PUT_APPEND: {
+        PyObject *argv[2] = {q, args[0]};
+        r = PyObject_VectorcallMethod(names[0], argv, 2, NULL);
+        break;
+    }
+    case QS_GET_POPLEFT:
+    case QS_GET_POP:
+        r = PyObject_VectorcallMethod(names[which == QS_GET_POP ? 2 : 1], &q, 1, NULL);
+        break;
+    case QS_PUT_HEAP: {
+        PyObject *argv[2] = {q, args[0]};
+        r = PyObject_Vectorcall(heap_fn[0], argv, 2, NULL);
+        break;
+    }
+    default:
+        r = PyObject_Vectorcall(heap_fn[1], &q, 1, NULL);
+        break;
+    }
+    Py_DECREF(q);
+    if (r && afd_rec_active())
+        afd_rec_sync(hooks_state, self, is_put ? AFD_SYNC_QUEUE_PUT : AFD_SYNC_QUEUE_GET);
+    return r;
+}
+
+#define STORAGE_TRAMPOLINE(fn, which)                                                                \
     static PyObject *fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)    \
     {                                                                                                \
-        return queue_call(which, self, args, nargs, kwnames);                                        \
+        return storage_call(which, self, args, nargs, kwnames);                                      \
     }
-QUEUE_TRAMPOLINE(queue_init_hook, QH_INIT)
-QUEUE_TRAMPOLINE(queue_put_hook, QH_PUT)
-QUEUE_TRAMPOLINE(queue_get_hook, QH_GET)
+STORAGE_TRAMPOLINE(put_append_hook, QS_PUT_APPEND)
+STORAGE_TRAMPOLINE(get_popleft_hook, QS_GET_POPLEFT)
+STORAGE_TRAMPOLINE(get_pop_hook, QS_GET_POP)
+STORAGE_TRAMPOLINE(put_heap_hook, QS_PUT_HEAP)
+STORAGE_TRAMPOLINE(get_heap_hook, QS_GET_HEAP)
 
 /* empty() and qsize() read the queue's storage: `not self._queue` and `len(self._queue)` in every
  * asyncio from 3.10 to 3.13 (Queue, LifoQueue and PriorityQueue alike). get() calls empty() on
@@ -240,30 +313,71 @@ static PyObject *queue_qsize_hook(PyObject *self, PyObject *const *args, Py_ssiz
 #define QUEUE_DEF(name, fn, doc) {name, (PyCFunction)(void (*)(void))fn, METH_FASTCALL | METH_KEYWORDS, doc}
 static PyMethodDef queue_defs[QH__COUNT] = {
     QUEUE_DEF("__init__", queue_init_hook, "asyncio.Queue.__init__, recorded by affidavit"),
-    QUEUE_DEF("put_nowait", queue_put_hook, "asyncio.Queue.put_nowait, recorded by affidavit"),
-    QUEUE_DEF("get_nowait", queue_get_hook, "asyncio.Queue.get_nowait, recorded by affidavit"),
     QUEUE_DEF("empty", queue_empty_hook, "asyncio.Queue.empty, recorded by affidavit"),
     QUEUE_DEF("qsize", queue_qsize_hook, "asyncio.Queue.qsize, recorded by affidavit"),
 };
+static PyMethodDef storage_defs[QS__COUNT] = {
+    QUEUE_DEF("_put", put_append_hook, "self._queue.append(item), recorded by affidavit"),
+    QUEUE_DEF("_get", get_popleft_hook, "self._queue.popleft(), recorded by affidavit"),
+    QUEUE_DEF("_get", get_pop_hook, "self._queue.pop(), recorded by affidavit"),
+    QUEUE_DEF("_put", put_heap_hook, "heappush(self._queue, item), recorded by affidavit"),
+    QUEUE_DEF("_get", get_heap_hook, "heappop(self._queue), recorded by affidavit"),
+};
+
+/* Replaces cls.<def->ml_name> with a C method descriptor; the original goes to *orig. */
+static int replace_method(PyObject *cls, PyMethodDef *def, PyObject **orig)
+{
+    PyObject *o = PyObject_GetAttrString(cls, def->ml_name);
+    PyObject *descr = o ? PyDescr_NewMethod((PyTypeObject *)cls, def) : NULL;
+    int rc = descr ? PyObject_SetAttrString(cls, def->ml_name, descr) : -1;
+    if (rc == 0)
+        *orig = Py_NewRef(o);
+    Py_XDECREF(descr);
+    Py_XDECREF(o);
+    return rc;
+}
 
 static int set_queue_hooks(void)
 {
-    PyObject *m = PyImport_ImportModule("asyncio.queues");
-    PyObject *cls = m ? PyObject_GetAttrString(m, "Queue") : NULL;
-    Py_XDECREF(m);
-    if (!cls)
+    PyObject *heapq = PyImport_ImportModule("heapq");
+    if (!heapq)
         return -1;
-    int rc = 0;
-    for (int i = 0; rc == 0 && i < QH__COUNT; i++) {
-        PyObject *orig = PyObject_GetAttrString(cls, queue_names[i]);
-        PyObject *descr = orig ? PyDescr_NewMethod((PyTypeObject *)cls, &queue_defs[i]) : NULL;
-        rc = descr ? PyObject_SetAttrString(cls, queue_names[i], descr) : -1;
-        if (rc == 0)
-            queue_orig[i] = Py_NewRef(orig);
-        Py_XDECREF(descr);
-        Py_XDECREF(orig);
+    heap_fn[0] = PyObject_GetAttrString(heapq, "heappush");
+    heap_fn[1] = PyObject_GetAttrString(heapq, "heappop");
+    Py_DECREF(heapq);
+    PyObject *m = PyImport_ImportModule("asyncio.queues");
+    if (!m || !heap_fn[0] || !heap_fn[1]) {
+        Py_XDECREF(m);
+        return -1;
     }
-    Py_DECREF(cls);
+    static const struct {
+        const char *cls;
+        int put, get;
+    } storage[] = {{"Queue", QS_PUT_APPEND, QS_GET_POPLEFT},
+                   {"LifoQueue", QS_PUT_APPEND, QS_GET_POP},
+                   {"PriorityQueue", QS_PUT_HEAP, QS_GET_HEAP}};
+    int rc = 0;
+    for (size_t c = 0; rc == 0 && c < sizeof storage / sizeof storage[0]; c++) {
+        PyObject *cls = PyObject_GetAttrString(m, storage[c].cls);
+        if (!cls) {
+            rc = -1;
+            break;
+        }
+        if (c == 0)
+            for (int i = 0; rc == 0 && i < QH__COUNT; i++)
+                rc = replace_method(cls, &queue_defs[i], &queue_orig[i]);
+        /* LifoQueue's _put is Queue's (append) again: one original kept per storage kind */
+        PyObject *dummy = NULL;
+        int p = storage[c].put, g = storage[c].get;
+        if (rc == 0)
+            rc = replace_method(cls, &storage_defs[p], storage_orig[p] ? &dummy : &storage_orig[p]);
+        Py_CLEAR(dummy);
+        if (rc == 0)
+            rc = replace_method(cls, &storage_defs[g], storage_orig[g] ? &dummy : &storage_orig[g]);
+        Py_CLEAR(dummy);
+        Py_DECREF(cls);
+    }
+    Py_DECREF(m);
     return rc;
 }
 
@@ -349,7 +463,7 @@ PyObject *afd_rt_install_hooks(PyObject *module, PyObject *unused)
     if (set_attr_hook(module, "asyncio.locks", "Lock", "_locked", HOOK_LOCK) < 0 ||
         set_attr_hook(module, "asyncio.locks", "Event", "_value", HOOK_EVENT) < 0 ||
         set_attr_hook(module, "asyncio.locks", "Semaphore", "_value", HOOK_SEM) < 0 ||
-        set_queue_hooks() < 0)
+        set_queue_hooks() < 0 || afd_loop_install_running() < 0)
         return NULL;
     PyObject *time = PyImport_ImportModule("time");
     PyObject *orig = time ? PyObject_GetAttrString(time, "sleep") : NULL;

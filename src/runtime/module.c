@@ -73,7 +73,7 @@ static PyObject *rt_recorder_begin(PyObject *m, PyObject *args)
     Py_ssize_t size = 8 << 20;
     if (!PyArg_ParseTuple(args, "|n", &size))
         return NULL;
-    if (afd_rec_begin(NULL, (size_t)size) < 0)
+    if (afd_rec_begin(NULL, (size_t)size, 1) < 0)
         return NULL;
     Py_RETURN_NONE;
 }

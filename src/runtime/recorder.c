@@ -18,6 +18,7 @@
 #include <frameobject.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -143,18 +144,19 @@ static void drop_tables(void)
     Py_CLEAR(rec.keep);
 }
 
-int afd_rec_begin(void *mem, size_t size)
+int afd_rec_begin(void *mem, size_t size, int prefault)
 {
     drop_tables();
     if (rec.owned)
-        free(rec.mem);
+        munmap(rec.mem, rec.size);
     rec.mem = NULL;
     rec.owned = 0;
     if (size < 1u << 20)
         size = 1u << 20;
     if (!mem) {
-        mem = calloc(1, size);
-        if (!mem) {
+        mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (prefault ? MAP_POPULATE : 0),
+                   -1, 0);
+        if (mem == MAP_FAILED) {
             PyErr_NoMemory();
             return -1;
         }
@@ -191,7 +193,7 @@ static int ensure_recorder(void)
 {
     if (rec.hdr)
         return 0;
-    return afd_rec_begin(NULL, 8u << 20);
+    return afd_rec_begin(NULL, 8u << 20, 0);
 }
 
 void afd_rec_flag(uint32_t flag)

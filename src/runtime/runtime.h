@@ -97,8 +97,10 @@ typedef struct afd_task_info {
 } afd_task_info;
 
 /* Starts recording into caller-provided memory (the fork server's shared mapping) or, when mem
- * is NULL, into a private allocation of `size` bytes. Resets every counter and table. */
-int afd_rec_begin(void *mem, size_t size);
+ * is NULL, into a private mapping of `size` bytes, faulted in up front when `prefault` is set (an
+ * explicit in-process recording: no page fault per 4 KiB of trace lands in the run being
+ * measured). Resets every counter and table. */
+int afd_rec_begin(void *mem, size_t size, int prefault);
 /* Identifies the task (or plain callback) a handle's callback belongs to, registering a new task
  * on first sight. Returns the recorder id (>= 1) or 0 on error (exception set). */
 uint32_t afd_rec_identify(afd_rt_state *st, PyObject *callback, uint32_t creator);
@@ -168,6 +170,11 @@ PyObject *afd_rt_trace_info(PyObject *self, PyObject *unused);
 
 /* ---- Loop (loop.c) ---------------------------------------------------------------------- */
 PyObject *afd_loopcore_type_spec_new(PyObject *module);
+/* Replaces asyncio's _get_running_loop, get_running_loop and _set_running_loop (in asyncio and
+ * asyncio.events) with versions that answer inside a controlled step without a system call. */
+int afd_loop_install_running(void);
+/* In a fresh fork-server child: forget the parent's running-loop facts, allow the fast answer. */
+void afd_loop_fresh_process(void);
 
 /* What the line tracer needs to know of a code object, decided once per code object. */
 typedef struct afd_code_info {
