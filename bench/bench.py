@@ -153,10 +153,11 @@ def main() -> None:
         ("  of which the run protocol, in the child", f"{fork['protocol_in_child_ms']:.2f} ms",
          f"worker RSS {fork['worker_rss_kb'] / 1024:.0f} MiB"),
         ("ring, stock loop", f"{stock['us_per_hop']:.2f} us/hop", f"{stock['selector_polls_per_hop']:.2f} polls/hop"),
-        ("ring, controlled loop (loop + recorder)", f"{bare['us_per_hop']:.2f} us/hop",
+        ("ring, controlled loop (loop + recorder, no hooks)", f"{bare['us_per_hop']:.2f} us/hop",
          f"{bare['selector_polls_per_hop']:.2f} polls/hop"),
         ("ring, controlled loop + queue hooks (a real run)", f"{ctl['us_per_hop']:.2f} us/hop",
-         f"{ctl['selector_polls_per_hop']:.2f} polls/hop, 3 recorded queue operations per hop"),
+         f"{ctl['selector_polls_per_hop']:.2f} polls/hop, "
+         f"{ctl['recorded_sync_ops_per_hop']:.1f} recorded queue operations per hop"),
         ("stock / controlled per hop, loop + recorder", f"{r['ring_stock_over_controlled_nohooks']:.2f}x", "goal >= 1.5x"),
         ("stock / controlled per hop, with queue hooks", f"{r['ring_stock_over_controlled']:.2f}x", "goal >= 1.5x"),
         ("ring, controlled loop + line tracer", f"{traced['us_per_hop']:.2f} us/hop",

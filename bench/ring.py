@@ -2,8 +2,8 @@
 
 Usage: python bench/ring.py [stock|controlled|controlled-nohooks] [hops] -> prints one JSON line.
 `controlled` is what a run gets: the controlled loop, the recorder, and the hooks that record every
-queue operation (a C method descriptor around each of put_nowait, get_nowait and empty, three per
-hop). `controlled-nohooks` is the loop and the recorder alone. `controlled-traced` adds the line tracer
+queue operation (C methods in place of Queue._put, _get, empty and qsize; the count per hop is
+printed). `controlled-nohooks` is the loop and the recorder alone. `controlled-traced` adds the line tracer
 (every line of user code a step runs is recorded, as in the runs investigate explains).
 Each configuration runs in its own process so that neither warms the other's caches.
 """
@@ -55,6 +55,7 @@ def main() -> None:
             affidavit.install()
     best = None
     polls = 0
+    syncs = 0
     for _ in range(5):
         loop = asyncio.new_event_loop()
         select = loop._selector.select  # type: ignore[attr-defined]
@@ -71,9 +72,11 @@ def main() -> None:
             loop.close()
         best = secs if best is None else min(best, secs)
         if mode.startswith("controlled"):
+            syncs = sum(1 for e in _runtime.events() if e[0] == 11)  # SYNC: a recorded primitive operation
             _runtime.recorder_begin(64 << 20)
     print(json.dumps({"mode": mode, "hops": hops, "us_per_hop": best / hops * 1e6,
-                      "selector_polls_per_hop": polls / (5 * hops)}))
+                      "selector_polls_per_hop": polls / (5 * hops),
+                      "recorded_sync_ops_per_hop": syncs / hops}))
 
 
 if __name__ == "__main__":
