@@ -287,6 +287,15 @@ def apply_diff(diff: str, original: Path, dest: Path) -> None:
      "+        await _affidavit_REPORT_written.wait()"),
     ("tests/cases/case_plain_window.py::test_reader_sees_write", "EVENT_GATE",
      "+    _affidavit_STATE_written = asyncio.Event()  # affidavit: one per run"),
+    # the reader tests the program's own Event's flag: wait on that event before the test
+    ("examples/test_event_flag.py::test_send_after_open", "EVENT_GATE",
+     "+        await self.connected.wait()  # affidavit: check only once it is set"),
+    # a consumer checks a queue before the producer's last put: set once the producer's loop is done
+    ("examples/test_queue_drain.py::test_consumer_gets_everything", "EVENT_GATE",
+     "         await queue.put(item)\n+    if _affidavit_queue_written is not None:  # affidavit: the write is done\n"),
+    # annotated code: the operations are placed at the traced lines they ended on
+    ("examples/test_annotated.py::test_report_is_finalized", "EVENT_GATE",
+     "+        await _affidavit_REPORT_written.wait()"),
 ])
 def test_fix_proposes_a_gated_verified_fix_and_leaves_the_file_alone(nodeid: str, kind: str, lock_line: str,
                                                                       tmp_path: Path) -> None:
@@ -326,9 +335,9 @@ def test_fix_says_why_when_it_has_none() -> None:
     assert rc == 1, err
     assert data["fix"]["kind"] is None and data["fix"]["diff"] == "" and data["fix"]["verified"] is False
     assert "deadlock" in data["fix"]["why_none"]
-    rc, data, err = investigate("examples/test_event_flag.py::test_send_after_open", "--fix")
-    assert data["fix"]["kind"] is None
-    assert "not read off the source" in data["fix"]["why_none"]
+    rc, data, err = investigate("examples/test_starvation.py::test_heartbeat_is_regular", "--fix")
+    assert data["fix"]["kind"] is None and data["fix"]["diff"] == ""
+    assert "starvation" in data["fix"]["why_none"]
 
 
 def test_apply_writes_a_verified_fix_with_a_backup(tmp_path: Path) -> None:

@@ -454,7 +454,8 @@ typedef struct cause {
     uint32_t early;      /* access index, or AFD_NOPOS */
     char writer[256];
     int writer_writes;   /* the other access of the pair is a write too */
-    int writer_inferred; /* the write was read off the source: */
+    int writer_placed;   /* the write's line is known (read off the source, or traced): */
+    uint8_t writer_sync; /* an asyncio primitive's operation (a queue put, an event set) */
     uint8_t writer_root;
     uint32_t writer_line;
     char writer_file[512], writer_name[128];
@@ -662,12 +663,13 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
         c->kind = "order_violation";
         c->early = inv_pairs[0].x;
         c->writer_writes = y->write;
-        c->writer_inferred = y->inferred && y->file && y->root_name;
-        if (c->writer_inferred) {
+        c->writer_placed = y->file && y->line;
+        if (c->writer_placed) {
             c->writer_root = y->root;
             c->writer_line = y->line;
+            c->writer_sync = y->sync;
             snprintf(c->writer_file, sizeof c->writer_file, "%s", y->file);
-            snprintf(c->writer_name, sizeof c->writer_name, "%s", y->root_name);
+            snprintf(c->writer_name, sizeof c->writer_name, "%s", y->root_name ? y->root_name : "");
         }
         snprintf(c->writer, sizeof c->writer, "%s", y->label);
         afd_buf_printf(&c->resource, "%s", x->resource);
@@ -944,9 +946,9 @@ static void propose_await_task(const afd_view *f, outcome *o, const afd_cli *cli
                  "either order would weaken the assertion, which the policy refuses");
         return;
     }
-    if (!x->inferred || !x->file || !x->line) {
-        snprintf(o->fix_why, sizeof o->fix_why, "the early access is not read off the source (an annotation or an "
-                 "asyncio primitive): no line to place an await before");
+    if (!x->file || !x->line) {
+        snprintf(o->fix_why, sizeof o->fix_why, "the early access was not placed at a line of the source (no "
+                 "traced line of user code ran before it in its step): no line to place an await before");
         return;
     }
     /* "refresh_token#0" -> "refresh_token"; "Connection.open#0" -> "open" */
@@ -966,23 +968,34 @@ static void propose_await_task(const afd_view *f, outcome *o, const afd_cli *cli
     afd_buf after;
     afd_buf_init(&after);
     char why[256], why2[256] = "";
+    int is_event = x->sync && !strncmp(x->resource, "Event@", 6);
+    int is_queue = x->sync && !strncmp(x->resource, "Queue@", 6) && o->c.writer_sync;
     if (afd_fix_await_task(before, len, x->line, name, &after, why, sizeof why) == 0) {
         finish_proposal(o, cli, "AWAIT_TASK", x->file, before, len, &after);
+    } else if (is_event) {
+        /* the program's own event: wait for it where the flag is tested */
+        if (afd_fix_event_wait(before, len, x->line, &after, why2, sizeof why2) == 0)
+            finish_proposal(o, cli, "EVENT_GATE", x->file, before, len, &after);
     } else {
-        /* EVENT_GATE: module state, the write and the read in the test's own file */
+        /* EVENT_GATE: module state (or a queue the test made), the write and the read in the
+         * test's own file */
         const char *sep = strstr(cli->nodeid, "::");
         size_t flen = sep ? (size_t)(sep - cli->nodeid) : 0;
-        int same_file = sep && o->c.writer_inferred && strlen(x->file) == flen && !strncmp(x->file, cli->nodeid, flen) &&
+        int same_file = sep && o->c.writer_placed && strlen(x->file) == flen && !strncmp(x->file, cli->nodeid, flen) &&
                         !strcmp(o->c.writer_file, x->file);
-        if (!same_file || o->c.writer_root != AFD_ROOT_GLOBAL || x->root != AFD_ROOT_GLOBAL ||
-            strcmp(x->root_name, o->c.writer_name) != 0 || strstr(sep + 2, "::"))
-            snprintf(why2, sizeof why2, "EVENT_GATE needs module state written and read in the test's own file");
-        else if (afd_fix_event_gate(before, len, sep + 2, o->c.writer_line, x->line, x->root_name, &after, why2,
-                                    sizeof why2) == 0)
+        int same_global = o->c.writer_root == AFD_ROOT_GLOBAL && x->root == AFD_ROOT_GLOBAL && x->root_name &&
+                          !strcmp(x->root_name, o->c.writer_name);
+        /* a queue reached through a parameter has no module name: its event is named after its type */
+        const char *gname = x->root_name && *x->root_name ? x->root_name : "queue";
+        if (!same_file || !(same_global || is_queue) || strstr(sep + 2, "::"))
+            snprintf(why2, sizeof why2, "EVENT_GATE needs module state (or a queue) written and read in the test's own "
+                                        "file");
+        else if (afd_fix_event_gate(before, len, sep + 2, o->c.writer_line, x->line, gname, is_queue, &after,
+                                    why2, sizeof why2) == 0)
             finish_proposal(o, cli, "EVENT_GATE", x->file, before, len, &after);
-        if (!o->fix_kind)
-            snprintf(o->fix_why, sizeof o->fix_why, "AWAIT_TASK not possible: %.230s; %.230s", why, why2);
     }
+    if (!o->fix_kind)
+        snprintf(o->fix_why, sizeof o->fix_why, "AWAIT_TASK not possible: %.230s; %.230s", why, why2[0] ? why2 : "?");
     afd_buf_finish(&after);
     free(before);
 }

@@ -200,6 +200,38 @@ static const char *intern_resource(afd_view *v, const char *res)
     return copy;
 }
 
+/* An observed access (an asyncio primitive's operation, an annotated operation's end) placed at
+ * the line of user code its step was running (the last traced line before it, in that step), and
+ * given, from the source, the first module-level or attribute root that line touches -- preferring
+ * one with the same access -- so a fix knows where the access is and what it is on. Not inferred:
+ * the access itself was observed. */
+static int place_at_line(afd_view *v, afd_srcmap *src, const afd_trace *tr, uint32_t file, uint32_t line)
+{
+    afd_xaccess *xa = &v->acc[v->n_acc - 1];
+    if (file == AFD_NOSTR || !line)
+        return 0;
+    xa->file = afd_trace_string(tr, file);
+    xa->line = line;
+    const afd_pyscan *ps = src ? afd_srcmap_get(src, xa->file) : NULL;
+    if (!ps)
+        return 0;
+    size_t first, count;
+    afd_pyscan_line(ps, line, &first, &count);
+    const afd_pyaccess *pick = NULL;
+    for (size_t k = 0; k < count; k++) {
+        const afd_pyaccess *pa = &ps->acc[first + k];
+        if (pa->root == AFD_ROOT_CLS)
+            continue;
+        if (!pick || (pa->write == xa->write && pick->write != xa->write))
+            pick = pa;
+    }
+    if (!pick)
+        return 0;
+    xa->root = pick->root;
+    xa->root_name = root_name_of(v, pick);
+    return xa->root_name ? 0 : AFD_ENOMEM;
+}
+
 /* ---- sources ---- */
 
 struct afd_srcmap {
@@ -356,6 +388,7 @@ int afd_view_build_src(afd_view *v, const afd_trace *tr, afd_srcmap *src)
     uint32_t origin = AFD_NOPOS;
     uint64_t blocked = 0;
     uint32_t block_site = AFD_NOSTR;
+    uint32_t line_file = AFD_NOSTR, line_no = 0; /* the step's last traced line of user code */
     for (uint32_t i = 0; rc == 0 && i < tr->n_events; i++) {
         const afd_event *e = &tr->events[i];
         switch (e->kind) {
@@ -369,6 +402,8 @@ int afd_view_build_src(afd_view *v, const afd_trace *tr, afd_srcmap *src)
                 pos_of_index[e->b] = v->n_steps;
             blocked = 0;
             block_site = AFD_NOSTR;
+            line_file = AFD_NOSTR;
+            line_no = 0;
             break;
         case AFD_EV_BLOCK:
             if (block_site == AFD_NOSTR)
@@ -376,6 +411,8 @@ int afd_view_build_src(afd_view *v, const afd_trace *tr, afd_srcmap *src)
             blocked += e->cost;
             break;
         case AFD_EV_LINE: {
+            line_file = e->a;
+            line_no = e->b;
             if (!infer || e->a == AFD_NOSTR)
                 break;
             const afd_pyscan *ps = afd_srcmap_get(src, afd_trace_string(tr, e->a));
@@ -423,6 +460,8 @@ int afd_view_build_src(afd_view *v, const afd_trace *tr, afd_srcmap *src)
             rc = add_access(v, &occ, labels, max_task + 1, e->task,
                             e->a == AFD_NOSTR ? ((e->flags & 1) ? "write" : "read") : afd_trace_string(tr, e->a),
                             afd_trace_string(tr, e->b), e->flags & 1, 0);
+            if (rc == 0)
+                rc = place_at_line(v, src, tr, line_file, line_no);
             break;
         case AFD_EV_SYNC: {
             if (e->a > bound)
@@ -436,6 +475,7 @@ int afd_view_build_src(afd_view *v, const afd_trace *tr, afd_srcmap *src)
                 o->label = e->b;
             const char *res = afd_trace_string(tr, e->b);
             const char *what = afd_sync_kind_name(e->flags);
+            uint32_t n_before = v->n_acc;
             uint32_t here = v->n_steps;
             switch (e->flags) {
             case AFD_SYNC_LOCK_ACQUIRE:
@@ -486,6 +526,8 @@ int afd_view_build_src(afd_view *v, const afd_trace *tr, afd_srcmap *src)
             default:
                 break;
             }
+            if (rc == 0 && v->n_acc > n_before)
+                rc = place_at_line(v, src, tr, line_file, line_no);
             if (rc == AFD_EFULL) /* the accesses are bounded; the steps and edges go on */
                 rc = 0;
             break;

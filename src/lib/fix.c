@@ -595,7 +595,7 @@ static TSNode module_function(const char *src, TSNode root, const char *name)
 }
 
 int afd_fix_event_gate(const char *src, size_t len, const char *test, uint32_t write_line, uint32_t read_line,
-                       const char *name, afd_buf *out, char *why, size_t whylen)
+                       const char *name, int after_loops, afd_buf *out, char *why, size_t whylen)
 {
     fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
     out->len = 0;
@@ -627,6 +627,17 @@ int afd_fix_event_gate(const char *src, size_t len, const char *test, uint32_t w
         goto out;
     }
     TSNode wst = wchain[nw - 1], rst = rchain[nr - 1];
+    if (after_loops) {
+        /* the last of repeated writes: set once the outermost loop around the write, inside the
+         * writer's function, is done */
+        TSNode wfn = enclosing(wst, "function_definition");
+        for (size_t i = 0; i < nw; i++)
+            if ((is_type(wchain[i], "for_statement") || is_type(wchain[i], "while_statement")) &&
+                !ts_node_is_null(wfn) && ts_node_start_byte(wchain[i]) > ts_node_start_byte(wfn)) {
+                wst = wchain[i];
+                break;
+            }
+    }
     TSNode rfn = enclosing(rst, "function_definition");
     if (ts_node_is_null(rfn) || !is_async_def(rfn)) {
         rc = refuse(&c, "the read is not in an async function: it cannot wait");
@@ -667,6 +678,79 @@ int afd_fix_event_gate(const char *src, size_t len, const char *test, uint32_t w
     afd_buf_printf(&c.edits[rrow].before,
                    "%.*sif %s is not None:  # affidavit: read only after the write\n%.*s    await %s.wait()\n",
                    (int)rind, at, ev, (int)rind, at, ev);
+    rc = fix_emit(&c, out, "");
+out:
+    fix_finish(&c);
+    return rc;
+}
+
+/* ---- EVENT_WAIT ---- */
+
+/* The first `X.is_set()` call (no arguments) inside n, or a null node. */
+static TSNode find_is_set(const char *src, TSNode n)
+{
+    if (is_type(n, "call")) {
+        TSNode fn = ts_node_child_by_field_name(n, "function", 8);
+        TSNode args = ts_node_child_by_field_name(n, "arguments", 9);
+        if (is_type(fn, "attribute") && text_is(src, ts_node_child_by_field_name(fn, "attribute", 9), "is_set") &&
+            !ts_node_is_null(args) && ts_node_named_child_count(args) == 0)
+            return ts_node_child_by_field_name(fn, "object", 6);
+    }
+    if (is_type(n, "lambda") || is_type(n, "function_definition") || is_type(n, "class_definition") ||
+        is_type(n, "block"))
+        return (TSNode){{0}, 0, 0}; /* not the statement's own test */
+    uint32_t k = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < k; i++) {
+        TSNode r = find_is_set(src, ts_node_named_child(n, i));
+        if (!ts_node_is_null(r))
+            return r;
+    }
+    return (TSNode){{0}, 0, 0};
+}
+
+int afd_fix_event_wait(const char *src, size_t len, uint32_t read_line, afd_buf *out, char *why, size_t whylen)
+{
+    fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
+    out->len = 0;
+    if (why && whylen)
+        why[0] = 0;
+    if (len > AFD_PYSCAN_MAX_SOURCE)
+        return refuse(&c, "the file is too large");
+    int rc = fix_parse(&c);
+    if (rc < 0)
+        goto out;
+    if (!read_line || read_line > c.n_lines) {
+        rc = refuse(&c, "the check is outside the file");
+        goto out;
+    }
+    TSNode root = ts_tree_root_node(c.tree);
+    TSNode chain[MAX_CHAIN];
+    size_t n = statement_chain(root, read_line - 1, chain, MAX_CHAIN);
+    if (!n) {
+        rc = refuse(&c, "no statement holds the check");
+        goto out;
+    }
+    TSNode st = chain[n - 1];
+    TSNode fn = enclosing(st, "function_definition");
+    if (ts_node_is_null(fn) || !is_async_def(fn)) {
+        rc = refuse(&c, "the check is not in an async function: it cannot wait");
+        goto out;
+    }
+    TSNode ev = find_is_set(src, st);
+    if (ts_node_is_null(ev)) {
+        rc = refuse(&c, "the statement at line %u does not test `<event>.is_set()`", read_line);
+        goto out;
+    }
+    uint32_t a = ts_node_start_byte(ev), b = ts_node_end_byte(ev);
+    if (ts_node_start_point(ev).row != ts_node_end_point(ev).row || b - a > 200) {
+        rc = refuse(&c, "the event's expression spans lines");
+        goto out;
+    }
+    uint32_t row = ts_node_start_point(st).row;
+    const char *at;
+    size_t ind = line_indent(&c, row, &at);
+    afd_buf_printf(&c.edits[row].before, "%.*sawait %.*s.wait()  # affidavit: check only once it is set\n", (int)ind,
+                   at, (int)(b - a), src + a);
     rc = fix_emit(&c, out, "");
 out:
     fix_finish(&c);

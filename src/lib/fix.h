@@ -46,9 +46,17 @@ int afd_fix_await_task(const char *src, size_t len, uint32_t read_line, const ch
  *     ...write...; if _affidavit_<name>_written is not None: _affidavit_<name>_written.set()
  *     if _affidavit_<name>_written is not None: await _affidavit_<name>_written.wait(); ...read...
  * with `_affidavit_<name>_written = None` at module level, so code that runs outside the test
- * is unchanged. The read must be in an async function. */
+ * is unchanged. The read must be in an async function. With after_loops, the event is set after
+ * the outermost loop that holds the write inside the writer's function (the last of repeated
+ * writes: a producer's puts), not after the write itself. */
 int afd_fix_event_gate(const char *src, size_t len, const char *test, uint32_t write_line, uint32_t read_line,
-                       const char *name, afd_buf *out, char *why, size_t whylen);
+                       const char *name, int after_loops, afd_buf *out, char *why, size_t whylen);
+
+/* EVENT_GATE with the program's own event, for a reader that tests an asyncio.Event's flag before
+ * the writer set it: `await
+ * <event>.wait()` right before the statement at read_line that tests `<event>.is_set()` (the
+ * check stays: it now always sees the event set). The statement must be in an async function. */
+int afd_fix_event_wait(const char *src, size_t len, uint32_t read_line, afd_buf *out, char *why, size_t whylen);
 
 /* The regression test, appended to the test file: `<test>_affidavit_replay =
  * affidavit.replay(token)(<test>)`: the original test function itself (it must take no arguments:

@@ -1500,6 +1500,67 @@ static int check_primitives(afd_gate_check *sync, afd_gate_check *used, const fa
                 snprintf(what, sizeof what, "%s %s in %s", NAMES[k], first, files[fi].path);
             }
         }
+        /* A new wait on an Event or Condition the program already creates (the before side of
+         * any file): `await self.connected.wait()` where the code only tested the flag. */
+        if (!substance) {
+            sref *ua = NULL, *ub = NULL, *cr = NULL;
+            size_t nua = 0, nub = 0, ncr = 0;
+            int rc2 = collect(a, C_USE, &ua, &nua);
+            if (rc2 == 0)
+                rc2 = collect(b, C_USE, &ub, &nub);
+            size_t i = 0, j = 0;
+            while (rc2 == 0 && i < nua && !substance) {
+                int r = j < nub ? cmp_sref(&ua[i], &ub[j]) : -1;
+                if (r == 0) {
+                    i++;
+                    j++;
+                    continue;
+                }
+                if (r > 0) {
+                    j++;
+                    continue;
+                }
+                const sref *u = &ua[i++];
+                if (u->len <= 5 || memcmp(u->s, "wait\x1f", 5) != 0)
+                    continue;
+                const char *target = u->s + 5;
+                size_t tlen = u->len - 5;
+                const char *tl = target;
+                for (size_t k = 0; k < tlen; k++)
+                    if (target[k] == '.')
+                        tl = target + k + 1;
+                size_t tll = tlen - (size_t)(tl - target);
+                for (size_t f2 = 0; f2 < n && !substance && rc2 == 0; f2++) {
+                    free(cr);
+                    cr = NULL;
+                    rc2 = collect(&befores[f2], C_CREATE, &cr, &ncr);
+                    for (size_t k = 0; rc2 == 0 && k < ncr && !substance; k++) {
+                        const char *sep = memchr(cr[k].s, 0x1f, cr[k].len);
+                        if (!sep)
+                            continue;
+                        size_t kl = (size_t)(sep - cr[k].s);
+                        int waitable = (kl == 5 && !memcmp(cr[k].s, "Event", 5)) ||
+                                       (kl == 9 && !memcmp(cr[k].s, "Condition", 9));
+                        const char *ct = sep + 1, *cl = ct;
+                        size_t ctl = cr[k].len - kl - 1;
+                        for (size_t q = 0; q < ctl; q++)
+                            if (ct[q] == '.')
+                                cl = ct + q + 1;
+                        size_t cll = ctl - (size_t)(cl - ct);
+                        if (waitable && cll == tll && !memcmp(cl, tl, tll)) {
+                            substance = 1;
+                            snprintf(what, sizeof what, "waits on the existing asyncio.%.*s %.*s in %s", (int)kl,
+                                     cr[k].s, (int)(tlen > 80 ? 80 : tlen), target, files[fi].path);
+                        }
+                    }
+                }
+            }
+            free(ua);
+            free(ub);
+            free(cr);
+            if (rc2 < 0)
+                return rc2;
+        }
         /* Every primitive the patch creates must be used at both ends. */
         sref *ca = NULL, *cb = NULL;
         size_t na = 0, nb = 0;

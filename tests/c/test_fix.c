@@ -190,7 +190,7 @@ TEST(event_gate)
     afd_buf out;
     afd_buf_init(&out);
     char why[256];
-    CHECK_EQ_INT(afd_fix_event_gate(src, strlen(src), "test_x", 5, 8, "STATE", &out, why, sizeof why), 0);
+    CHECK_EQ_INT(afd_fix_event_gate(src, strlen(src), "test_x", 5, 8, "STATE", 0, &out, why, sizeof why), 0);
     afd_buf_put_u8(&out, 0);
     CHECK_EQ_STR((const char *)out.data,
                  "import asyncio\n"
@@ -213,13 +213,72 @@ TEST(event_gate)
                  "    await asyncio.gather(writer(), reader())\n");
     afd_buf_finish(&out);
     afd_buf_init(&out);
-    CHECK_EQ_INT(afd_fix_event_gate(src, strlen(src), "test_nope", 5, 8, "STATE", &out, why, sizeof why), AFD_EINVAL);
-    CHECK_EQ_INT(afd_fix_event_gate(src, strlen(src), "test_x", 5, 8, "a.b", &out, why, sizeof why), AFD_EINVAL);
+    CHECK_EQ_INT(afd_fix_event_gate(src, strlen(src), "test_nope", 5, 8, "STATE", 0, &out, why, sizeof why), AFD_EINVAL);
+    CHECK_EQ_INT(afd_fix_event_gate(src, strlen(src), "test_x", 5, 8, "a.b", 0, &out, why, sizeof why), AFD_EINVAL);
+    afd_buf_finish(&out);
+}
+
+TEST(event_gate_after_the_producers_loop)
+{
+    const char *src = "import asyncio\n"
+                      "async def producer(queue):\n"
+                      "    for item in range(5):\n"
+                      "        await queue.put(item)\n"
+                      "    print(\"done\")\n"
+                      "async def consumer(queue, out):\n"
+                      "    while not queue.empty():\n"
+                      "        out.append(await queue.get())\n"
+                      "async def test_x():\n"
+                      "    queue = asyncio.Queue()\n"
+                      "    await asyncio.gather(producer(queue), consumer(queue, []))\n";
+    afd_buf out;
+    afd_buf_init(&out);
+    char why[256];
+    CHECK_EQ_INT(afd_fix_event_gate(src, strlen(src), "test_x", 4, 7, "queue", 1, &out, why, sizeof why), 0);
+    afd_buf_put_u8(&out, 0);
+    const char *t = (const char *)out.data;
+    /* set once the loop is done (not after the first put), before the next statement */
+    CHECK(strstr(t, "        await queue.put(item)\n"
+                    "    if _affidavit_queue_written is not None:  # affidavit: the write is done\n"
+                    "        _affidavit_queue_written.set()\n"
+                    "    print(\"done\")\n") != NULL);
+    CHECK(strstr(t, "        await _affidavit_queue_written.wait()\n    while not queue.empty():\n") != NULL);
+    afd_buf_finish(&out);
+}
+
+TEST(event_wait_on_the_programs_event)
+{
+    const char *src = "import asyncio\n"
+                      "class C:\n"
+                      "    async def send(self):\n"
+                      "        # the flag\n"
+                      "        if not (self.ev.is_set() and True):\n"
+                      "            raise RuntimeError\n"
+                      "def sync_check(ev):\n"
+                      "    return ev.is_set()\n"
+                      "async def no_event(x):\n"
+                      "    return x\n";
+    afd_buf out;
+    afd_buf_init(&out);
+    char why[256];
+    CHECK_EQ_INT(afd_fix_event_wait(src, strlen(src), 5, &out, why, sizeof why), 0);
+    afd_buf_put_u8(&out, 0);
+    CHECK(strstr((const char *)out.data, "        # the flag\n"
+                                         "        await self.ev.wait()  # affidavit: check only once it is set\n"
+                                         "        if not (self.ev.is_set() and True):\n") != NULL);
+    afd_buf_finish(&out);
+    afd_buf_init(&out);
+    CHECK_EQ_INT(afd_fix_event_wait(src, strlen(src), 8, &out, why, sizeof why), AFD_EINVAL); /* not async */
+    CHECK(strstr(why, "async") != NULL);
+    CHECK_EQ_INT(afd_fix_event_wait(src, strlen(src), 10, &out, why, sizeof why), AFD_EINVAL); /* no is_set() */
+    CHECK(strstr(why, "is_set") != NULL);
+    CHECK_EQ_INT(afd_fix_event_wait(src, strlen(src), 99, &out, why, sizeof why), AFD_EINVAL);
     afd_buf_finish(&out);
 }
 
 int main(void)
 {
     RUN_TESTS("fix", T(module_global), T(instance_with_init_and_two_resources_in_sorted_order),
-              T(instance_without_init_creates_the_lock_atomically), T(refusals), T(tabs_and_comments_kept), T(await_task), T(event_gate));
+              T(instance_without_init_creates_the_lock_atomically), T(refusals), T(tabs_and_comments_kept), T(await_task), T(event_gate),
+              T(event_gate_after_the_producers_loop), T(event_wait_on_the_programs_event));
 }

@@ -622,6 +622,44 @@ TEST(clean_taskgroup_handle)
     free(after);
 }
 
+/* A sender that tests a connection's Event flag before the handshake set it. */
+static const char FLAG[] =
+    "import asyncio\n"
+    "\n"
+    "\n"
+    "class Connection:\n"
+    "    def __init__(self):\n"
+    "        self.connected = asyncio.Event()\n"
+    "        self.proc = None\n"
+    "\n"
+    "    async def send(self):\n"
+    "        await asyncio.sleep(0.001)\n"
+    "        if not self.connected.is_set():\n"
+    "            raise ConnectionError(\"not connected\")\n"
+    "\n"
+    "\n"
+    "async def test_send():\n"
+    "    conn = Connection()\n"
+    "    await conn.send()\n";
+
+TEST(clean_wait_on_existing_event)
+{
+    char *after = subst(FLAG, "        if not self.connected.is_set():\n",
+                        "        await self.connected.wait()\n        if not self.connected.is_set():\n");
+    CLEAN("tests/test_flag.py", FLAG, after);
+    CHECK(strstr(G[AFD_GATE_SYNC_PRIMITIVE].reason, "existing asyncio.Event") != NULL);
+    free(after);
+}
+
+TEST(attack_wait_on_something_else)
+{
+    /* `.wait()` on an object the program never made an Event or Condition: no synchronization */
+    char *after = subst(FLAG, "        if not self.connected.is_set():\n",
+                        "        await self.proc.wait()\n        if not self.connected.is_set():\n");
+    ATTACK("tests/test_flag.py", FLAG, after, AFD_GATE_SYNC_PRIMITIVE);
+    free(after);
+}
+
 TEST(mutations_never_crash)
 {
     /* Random byte edits of a clean fix: the gate always answers (usually `parses` fails). */
@@ -652,6 +690,6 @@ int main(void)
               T(attack_bare_except_pass), T(attack_contextlib_suppress), T(attack_skip_mark), T(attack_skip_call),
               T(attack_test_renamed), T(attack_test_file_deleted), T(attack_no_primitive), T(attack_event_only_set),
               T(attack_noop), T(attack_lock_order_inversion), T(attack_third_party), T(attack_does_not_parse),
-              T(multi_file), T(hostile_inputs), T(clean_taskgroup_handle),
+              T(multi_file), T(hostile_inputs), T(clean_taskgroup_handle), T(clean_wait_on_existing_event), T(attack_wait_on_something_else),
               T(mutations_never_crash));
 }
