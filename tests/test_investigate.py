@@ -307,6 +307,10 @@ def test_fix_proposes_a_gated_verified_fix_and_leaves_the_file_alone(nodeid: str
     fix = data["fix"]
     assert fix["kind"] == kind, fix
     assert lock_line in fix["diff"], fix["diff"]
+    # candidates are tried smallest first; the proposal is the first that verified
+    cands = fix["candidates"]
+    assert cands == sorted(cands, key=lambda c: c["changed_lines"]), cands
+    assert next(c for c in cands if c["verified"])["kind"] == kind, cands
     gate = {g["check"]: g for g in fix["gate"]}
     assert len(gate) == 13 and all(g["passed"] for g in gate.values()), gate
     # verified in a mirror of the project: the token passes, exploration and natural runs are clean
@@ -328,6 +332,19 @@ def test_fix_proposes_a_gated_verified_fix_and_leaves_the_file_alone(nodeid: str
     fixed = tmp_path / path.name
     apply_diff(fix["diff"], path, fixed)
     compile(fixed.read_text(), str(fixed), "exec")
+
+
+def test_fix_tries_the_smallest_candidate_first() -> None:
+    # the test holds the writer's task (AWAIT_TASK, 1 line) and the state is this file's module
+    # state (EVENT_GATE, 7 lines): the smaller is tried first, verifies, and the larger is not tried
+    rc, data, err = investigate("tests/cases/case_two_fixes.py::test_uses_fresh_token", "--fix")
+    assert rc == 1, err
+    fix = data["fix"]
+    assert [(c["kind"], c["tried"], c["verified"]) for c in fix["candidates"]] == [
+        ("AWAIT_TASK", True, True), ("EVENT_GATE", False, False)], fix["candidates"]
+    assert fix["candidates"][0]["changed_lines"] < fix["candidates"][1]["changed_lines"]
+    assert fix["kind"] == "AWAIT_TASK" and fix["verified"] is True
+    assert "+    await refresher  # affidavit" in fix["diff"]
 
 
 def test_fix_says_why_when_it_has_none() -> None:

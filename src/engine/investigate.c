@@ -867,6 +867,16 @@ typedef struct outcome {
     char v_error[256];
     int applied;
     char apply_note[600];   /* what --apply did, or why it did not */
+    /* every candidate fix synthesized, smallest first; each tried in turn until one is verified */
+    struct candidate {
+        const char *kind;
+        char *file, *before;
+        size_t len;
+        afd_buf after;
+        size_t changed;       /* lines added or removed, the regression test not counted */
+        int tried, gate_passed, verified;
+    } cand[4];
+    size_t n_cand;
 } outcome;
 
 static char *read_file(const char *path, size_t *len)
@@ -930,6 +940,48 @@ static void finish_proposal(outcome *o, const afd_cli *cli, const char *kind, co
     o->gate_ran = afd_gate_run(&gf, 1, cli->allow_src, o->gate) == 0;
 }
 
+/* Keeps a synthesized fix as a candidate (the file's text is copied). */
+static void add_candidate(outcome *o, const char *kind, const char *file, const char *before, size_t len,
+                          const afd_buf *after)
+{
+    if (o->n_cand >= sizeof o->cand / sizeof o->cand[0])
+        return;
+    struct candidate *c = &o->cand[o->n_cand];
+    memset(c, 0, sizeof *c);
+    c->kind = kind;
+    c->file = strdup(file);
+    c->before = malloc(len + 1);
+    if (!c->file || !c->before) {
+        free(c->file);
+        free(c->before);
+        return;
+    }
+    memcpy(c->before, before, len);
+    c->before[len] = 0;
+    c->len = len;
+    afd_buf_init(&c->after);
+    afd_buf_put(&c->after, after->data, after->len);
+    afd_buf d;
+    afd_buf_init(&d);
+    afd_udiff_make(file, before, len, (const char *)after->data, after->len, &d);
+    for (size_t i = 0; i + 1 < d.len; i++)
+        if (d.data[i] == '\n' && (d.data[i + 1] == '+' || d.data[i + 1] == '-') &&
+            !(i + 3 < d.len && d.data[i + 2] == d.data[i + 1] && d.data[i + 3] == d.data[i + 1]))
+            c->changed++;
+    afd_buf_finish(&d);
+    o->n_cand++;
+}
+
+static void candidates_finish(outcome *o)
+{
+    for (size_t i = 0; i < o->n_cand; i++) {
+        free(o->cand[i].file);
+        free(o->cand[i].before);
+        afd_buf_finish(&o->cand[i].after);
+    }
+    o->n_cand = 0;
+}
+
 /* --fix for an order violation: when the early reader holds a handle to the writer's task,
  * AWAIT_TASK (await it right before the read). */
 static void propose_await_task(const afd_view *f, outcome *o, const afd_cli *cli)
@@ -970,12 +1022,12 @@ static void propose_await_task(const afd_view *f, outcome *o, const afd_cli *cli
     char why[256], why2[256] = "";
     int is_event = x->sync && !strncmp(x->resource, "Event@", 6);
     int is_queue = x->sync && !strncmp(x->resource, "Queue@", 6) && o->c.writer_sync;
-    if (afd_fix_await_task(before, len, x->line, name, &after, why, sizeof why) == 0) {
-        finish_proposal(o, cli, "AWAIT_TASK", x->file, before, len, &after);
-    } else if (is_event) {
+    if (afd_fix_await_task(before, len, x->line, name, &after, why, sizeof why) == 0)
+        add_candidate(o, "AWAIT_TASK", x->file, before, len, &after);
+    if (is_event) {
         /* the program's own event: wait for it where the flag is tested */
         if (afd_fix_event_wait(before, len, x->line, &after, why2, sizeof why2) == 0)
-            finish_proposal(o, cli, "EVENT_GATE", x->file, before, len, &after);
+            add_candidate(o, "EVENT_GATE", x->file, before, len, &after);
     } else {
         /* EVENT_GATE: module state (or a queue the test made), the write and the read in the
          * test's own file */
@@ -992,9 +1044,9 @@ static void propose_await_task(const afd_view *f, outcome *o, const afd_cli *cli
                                         "file");
         else if (afd_fix_event_gate(before, len, sep + 2, o->c.writer_line, x->line, gname, is_queue, &after,
                                     why2, sizeof why2) == 0)
-            finish_proposal(o, cli, "EVENT_GATE", x->file, before, len, &after);
+            add_candidate(o, "EVENT_GATE", x->file, before, len, &after);
     }
-    if (!o->fix_kind)
+    if (!o->n_cand)
         snprintf(o->fix_why, sizeof o->fix_why, "AWAIT_TASK not possible: %.230s; %.230s", why, why2[0] ? why2 : "?");
     afd_buf_finish(&after);
     free(before);
@@ -1056,7 +1108,7 @@ static void propose_fix(const afd_view *f, outcome *o, const afd_cli *cli)
     if (afd_fix_lock(before, len, sites, n_sites, &after, why, sizeof why) < 0)
         snprintf(o->fix_why, sizeof o->fix_why, "LOCK not possible here: %s", why);
     else
-        finish_proposal(o, cli, "LOCK", file, before, len, &after);
+        add_candidate(o, "LOCK", file, before, len, &after);
     afd_buf_finish(&after);
     free(before);
 }
@@ -1278,6 +1330,68 @@ static int fix_verified(const outcome *o);
 
 /* --apply: only a verified fix, and only with a backup: the original goes to FILE.orig first (an
  * existing .orig is never overwritten), then the patched text replaces FILE. */
+/* The candidates in order of size (lines changed), each gated and, when the gate passes,
+ * verified; the first verified one is the proposal. When none is, the proposal is the smallest
+ * that passed the gate (verified again only if a later one replaced its results), else the
+ * smallest. */
+static void reset_proposal(outcome *o)
+{
+    o->fix_kind = NULL;
+    free(o->fix_file);
+    o->fix_file = NULL;
+    o->fix_diff.len = o->fix_text.len = o->buggy_with_test.len = 0;
+    free(o->regression_node);
+    o->regression_node = NULL;
+    o->regression_why[0] = 0;
+    o->reg_ran = o->reg_fails_before = o->reg_passes_after = 0;
+    o->gate_ran = 0;
+    o->verified_ran = 0;
+    o->v_replay_runs = o->v_replay_passed = o->v_explore_n = o->v_explore_failed_before = 0;
+    o->v_explore_failed_after = o->v_natural_runs = o->v_natural_failed = 0;
+    o->v_wall_before_ms = o->v_wall_after_ms = 0;
+    o->v_error[0] = 0;
+}
+
+static void try_candidates(inv *v, outcome *o, const afd_cli *cli)
+{
+    for (size_t i = 1; i < o->n_cand; i++) /* stable insertion sort by size */
+        for (size_t j = i; j > 0 && o->cand[j].changed < o->cand[j - 1].changed; j--) {
+            struct candidate t = o->cand[j];
+            o->cand[j] = o->cand[j - 1];
+            o->cand[j - 1] = t;
+        }
+    for (size_t i = 0; i < o->n_cand; i++) {
+        struct candidate *c = &o->cand[i];
+        reset_proposal(o);
+        finish_proposal(o, cli, c->kind, c->file, c->before, c->len, &c->after);
+        c->tried = 1;
+        c->gate_passed = o->gate_ran && afd_gate_passed(o->gate);
+        if (c->gate_passed && o->token) {
+            verify_fix(v, o, cli, v->est_steps);
+            verify_regression_test(o, cli);
+        }
+        c->verified = fix_verified(o);
+        if (c->verified || afd_interrupted)
+            return;
+    }
+    /* none verified: show the smallest that passed the gate (its tiers run again), else the smallest */
+    size_t pick = 0;
+    for (size_t i = 0; i < o->n_cand; i++)
+        if (o->cand[i].gate_passed) {
+            pick = i;
+            break;
+        }
+    if (o->n_cand > 1 && pick != o->n_cand - 1) {
+        struct candidate *c = &o->cand[pick];
+        reset_proposal(o);
+        finish_proposal(o, cli, c->kind, c->file, c->before, c->len, &c->after);
+        if (c->gate_passed && o->token) {
+            verify_fix(v, o, cli, v->est_steps);
+            verify_regression_test(o, cli);
+        }
+    }
+}
+
 static void apply_fix(outcome *o)
 {
     if (!fix_verified(o)) {
@@ -1450,6 +1564,13 @@ static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapse
             } else {
                 afd_json_str(&b, o->regression_why);
             }
+            afd_buf_printf(&b, ", \"candidates\": [");
+            for (size_t i = 0; i < o->n_cand; i++)
+                afd_buf_printf(&b, "%s{\"kind\": \"%s\", \"changed_lines\": %zu, \"tried\": %s, \"gate_passed\": %s, "
+                                   "\"verified\": %s}",
+                               i ? ", " : "", o->cand[i].kind, o->cand[i].changed, o->cand[i].tried ? "true" : "false",
+                               o->cand[i].gate_passed ? "true" : "false", o->cand[i].verified ? "true" : "false");
+            afd_buf_printf(&b, "]");
             afd_buf_printf(&b, ", \"verified\": %s, \"applied\": %s, \"apply\": ", fix_verified(o) ? "true" : "false",
                            o->applied ? "true" : "false");
             if (o->apply_note[0])
@@ -1957,10 +2078,7 @@ explain_runs:
     }
     if (cli->fix && vrc == 0) {
         propose_fix(&fv, &o, cli);
-        if (o.fix_kind && o.gate_ran && afd_gate_passed(o.gate) && o.token) {
-            verify_fix(&v, &o, cli, v.est_steps);
-            verify_regression_test(&o, cli);
-        }
+        try_candidates(&v, &o, cli);
         if (cli->apply && o.fix_kind)
             apply_fix(&o);
     }
@@ -2025,6 +2143,7 @@ done_early:
     cause_finish(&o.c);
     afd_buf_finish(&o.ev.json);
     afd_buf_finish(&o.ev.text);
+    candidates_finish(&o);
     afd_buf_finish(&o.fix_diff);
     afd_buf_finish(&o.fix_text);
     afd_buf_finish(&o.buggy_with_test);
