@@ -1449,6 +1449,16 @@ static int check_lock_cycle(afd_gate_check *ck, const facts *befores, const fact
     return 0;
 }
 
+/* The last dotted component of s[0..len): its start in *tail, its length returned. */
+static size_t last_part_n(const char *s, size_t len, const char **tail)
+{
+    *tail = s;
+    for (size_t k = 0; k < len; k++)
+        if (s[k] == '.')
+            *tail = s + k + 1;
+    return len - (size_t)(*tail - s);
+}
+
 /* Uses of a primitive across all after sides, by the last component of the receiver's text
  * (`self._ev` created in __init__ is `obj._ev` in a test). */
 static size_t count_uses(const facts *afters, size_t n, const char *use, const char *target)
@@ -1464,17 +1474,79 @@ static size_t count_uses(const facts *afters, size_t n, const char *use, const c
             size_t l = f->v[i].len;
             if (l <= ul || memcmp(s, use, ul) != 0 || s[ul] != 0x1f)
                 continue;
-            const char *r = s + ul + 1;
-            size_t rl = l - ul - 1;
-            const char *rlast = r;
-            for (size_t k = 0; k < rl; k++)
-                if (r[k] == '.')
-                    rlast = r + k + 1;
-            size_t rll = rl - (size_t)(rlast - r);
+            const char *rlast;
+            size_t rll = last_part_n(s + ul + 1, l - ul - 1, &rlast);
             cnt += rll == tlen && memcmp(rlast, tl, tlen) == 0;
         }
     }
     return cnt;
+}
+
+/* The asyncio.Event or Condition the program already creates (in the before side of any file)
+ * whose text ends like target's: its kind ("Event") in kind/kind_len, 1; 0 when none. */
+static int existing_waitable(const facts *befores, size_t n, const char *target, size_t tlen, const char **kind,
+                             size_t *kind_len)
+{
+    const char *tl;
+    size_t tll = last_part_n(target, tlen, &tl);
+    int found = 0;
+    for (size_t f = 0; f < n && !found; f++) {
+        sref *cr = NULL;
+        size_t ncr = 0;
+        if (collect(&befores[f], C_CREATE, &cr, &ncr) < 0)
+            return -1;
+        for (size_t k = 0; k < ncr && !found; k++) {
+            const char *sep = memchr(cr[k].s, 0x1f, cr[k].len);
+            size_t kl = sep ? (size_t)(sep - cr[k].s) : 0;
+            int waitable = (kl == 5 && !memcmp(cr[k].s, "Event", 5)) || (kl == 9 && !memcmp(cr[k].s, "Condition", 9));
+            const char *cl;
+            size_t cll = waitable ? last_part_n(sep + 1, cr[k].len - kl - 1, &cl) : 0;
+            if (waitable && cll == tll && !memcmp(cl, tl, tll)) {
+                found = 1;
+                *kind = cr[k].s; /* the facts' strings outlive cr */
+                *kind_len = kl;
+            }
+        }
+        free(cr);
+    }
+    return found;
+}
+
+/* 1 when the patch adds a `wait` on an Event or Condition the program already creates (`await
+ * self.connected.wait()` where the code only tested the flag), saying so in what. */
+static int waits_on_existing(const facts *b, const facts *a, const facts *befores, size_t n, const char *path,
+                             char *what, size_t whatlen)
+{
+    sref *ua = NULL, *ub = NULL;
+    size_t nua = 0, nub = 0, i = 0, j = 0;
+    int rc = collect(a, C_USE, &ua, &nua);
+    if (rc == 0)
+        rc = collect(b, C_USE, &ub, &nub);
+    int found = 0;
+    while (rc == 0 && !found && i < nua) {
+        int r = j < nub ? cmp_sref(&ua[i], &ub[j]) : -1;
+        if (r >= 0) { /* in both, or only before: not added */
+            j++;
+            i += r == 0;
+            continue;
+        }
+        const sref *u = &ua[i++];
+        if (u->len <= 5 || memcmp(u->s, "wait\x1f", 5) != 0)
+            continue;
+        const char *kind;
+        size_t kl;
+        int e = existing_waitable(befores, n, u->s + 5, u->len - 5, &kind, &kl);
+        if (e < 0)
+            rc = -1;
+        else if (e) {
+            found = 1;
+            snprintf(what, whatlen, "waits on the existing asyncio.%.*s %.*s in %s", (int)kl, kind,
+                     (int)(u->len - 5 > 80 ? 80 : u->len - 5), u->s + 5, path);
+        }
+    }
+    free(ua);
+    free(ub);
+    return rc < 0 ? rc : found;
 }
 
 static int check_primitives(afd_gate_check *sync, afd_gate_check *used, const facts *befores,
@@ -1500,66 +1572,11 @@ static int check_primitives(afd_gate_check *sync, afd_gate_check *used, const fa
                 snprintf(what, sizeof what, "%s %s in %s", NAMES[k], first, files[fi].path);
             }
         }
-        /* A new wait on an Event or Condition the program already creates (the before side of
-         * any file): `await self.connected.wait()` where the code only tested the flag. */
         if (!substance) {
-            sref *ua = NULL, *ub = NULL, *cr = NULL;
-            size_t nua = 0, nub = 0, ncr = 0;
-            int rc2 = collect(a, C_USE, &ua, &nua);
-            if (rc2 == 0)
-                rc2 = collect(b, C_USE, &ub, &nub);
-            size_t i = 0, j = 0;
-            while (rc2 == 0 && i < nua && !substance) {
-                int r = j < nub ? cmp_sref(&ua[i], &ub[j]) : -1;
-                if (r == 0) {
-                    i++;
-                    j++;
-                    continue;
-                }
-                if (r > 0) {
-                    j++;
-                    continue;
-                }
-                const sref *u = &ua[i++];
-                if (u->len <= 5 || memcmp(u->s, "wait\x1f", 5) != 0)
-                    continue;
-                const char *target = u->s + 5;
-                size_t tlen = u->len - 5;
-                const char *tl = target;
-                for (size_t k = 0; k < tlen; k++)
-                    if (target[k] == '.')
-                        tl = target + k + 1;
-                size_t tll = tlen - (size_t)(tl - target);
-                for (size_t f2 = 0; f2 < n && !substance && rc2 == 0; f2++) {
-                    free(cr);
-                    cr = NULL;
-                    rc2 = collect(&befores[f2], C_CREATE, &cr, &ncr);
-                    for (size_t k = 0; rc2 == 0 && k < ncr && !substance; k++) {
-                        const char *sep = memchr(cr[k].s, 0x1f, cr[k].len);
-                        if (!sep)
-                            continue;
-                        size_t kl = (size_t)(sep - cr[k].s);
-                        int waitable = (kl == 5 && !memcmp(cr[k].s, "Event", 5)) ||
-                                       (kl == 9 && !memcmp(cr[k].s, "Condition", 9));
-                        const char *ct = sep + 1, *cl = ct;
-                        size_t ctl = cr[k].len - kl - 1;
-                        for (size_t q = 0; q < ctl; q++)
-                            if (ct[q] == '.')
-                                cl = ct + q + 1;
-                        size_t cll = ctl - (size_t)(cl - ct);
-                        if (waitable && cll == tll && !memcmp(cl, tl, tll)) {
-                            substance = 1;
-                            snprintf(what, sizeof what, "waits on the existing asyncio.%.*s %.*s in %s", (int)kl,
-                                     cr[k].s, (int)(tlen > 80 ? 80 : tlen), target, files[fi].path);
-                        }
-                    }
-                }
-            }
-            free(ua);
-            free(ub);
-            free(cr);
-            if (rc2 < 0)
-                return rc2;
+            int rc = waits_on_existing(b, a, befores, n, files[fi].path, what, sizeof what);
+            if (rc < 0)
+                return rc;
+            substance = rc;
         }
         /* Every primitive the patch creates must be used at both ends. */
         sref *ca = NULL, *cb = NULL;

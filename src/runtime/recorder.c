@@ -808,6 +808,38 @@ static uint32_t sync_number(afd_rt_state *st, PyObject *obj)
     return n;
 }
 
+/* Maps obj (its address) to value in the object map. */
+static void obj_map_put(PyObject *obj, uint32_t value)
+{
+    pmap_entry *e = pmap_slot(&rec.obj_map, obj, 0);
+    if (e) {
+        e->key = obj;
+        e->aux = 0;
+        e->value = value;
+        rec.obj_map.used++;
+    }
+}
+
+/* Numbers a new object (kept alive by the recording) under label; 0 when out of memory. */
+static uint32_t add_object(PyObject *obj, PyObject *label)
+{
+    if (rec.n_objs + 1 >= rec.cap_objs) {
+        uint32_t ncap = rec.cap_objs ? rec.cap_objs * 2 : 32;
+        afd_sync_obj *no = realloc(rec.objs, ncap * sizeof *no);
+        if (!no)
+            return 0;
+        rec.objs = no;
+        rec.cap_objs = ncap;
+    }
+    uint32_t number = ++rec.n_objs;
+    afd_sync_obj *o = &rec.objs[number];
+    o->obj = Py_NewRef(obj);
+    o->label = afd_rec_intern(label, NULL);
+    o->owner = 0;
+    obj_map_put(obj, number);
+    return number;
+}
+
 static uint32_t sync_number_slow(afd_rt_state *st, PyObject *obj)
 {
     pmap_entry *e = pmap_slot(&rec.obj_map, obj, 0);
@@ -822,22 +854,8 @@ static uint32_t sync_number_slow(afd_rt_state *st, PyObject *obj)
             PyErr_Clear();
             return 0;
         }
-        e = pmap_slot(&rec.obj_map, obj, 0);
-        if (e) {
-            e->key = obj;
-            e->aux = 0;
-            e->value = IGNORED_OBJECT;
-            rec.obj_map.used++;
-        }
+        obj_map_put(obj, IGNORED_OBJECT);
         return 0;
-    }
-    if (rec.n_objs + 1 >= rec.cap_objs) {
-        uint32_t ncap = rec.cap_objs ? rec.cap_objs * 2 : 32;
-        afd_sync_obj *no = realloc(rec.objs, ncap * sizeof *no);
-        if (!no)
-            return 0;
-        rec.objs = no;
-        rec.cap_objs = ncap;
     }
     PyCodeObject *code = NULL;
     PyFrameObject *f = user_caller(st, &code);
@@ -868,20 +886,10 @@ static uint32_t sync_number_slow(afd_rt_state *st, PyObject *obj)
             return 0;
         }
     }
-    uint32_t number = ++rec.n_objs;
-    afd_sync_obj *o = &rec.objs[number];
-    o->obj = Py_NewRef(obj);
-    o->label = afd_rec_intern(label, NULL);
-    o->owner = 0;
+    uint32_t number = add_object(obj, label);
     Py_DECREF(label);
-    e = pmap_slot(&rec.obj_map, obj, 0);
-    if (e) {
-        e->key = obj;
-        e->aux = 0;
-        e->value = number;
-        rec.obj_map.used++;
-    }
-    afd_rec_event(AFD_EV_SYNC, AFD_SYNC_CREATE, afd_rec_current, number, o->label, afd_rec_now, 0);
+    if (number)
+        afd_rec_event(AFD_EV_SYNC, AFD_SYNC_CREATE, afd_rec_current, number, rec.objs[number].label, afd_rec_now, 0);
     return number;
 }
 
@@ -1059,30 +1067,10 @@ uint32_t afd_rec_receiver(afd_rt_state *st, PyObject *obj, int is_cls, uint32_t 
         PyErr_Clear();
         return 0;
     }
-    if (rec.n_objs + 1 >= rec.cap_objs) {
-        uint32_t ncap = rec.cap_objs ? rec.cap_objs * 2 : 32;
-        afd_sync_obj *no = realloc(rec.objs, ncap * sizeof *no);
-        if (!no) {
-            Py_DECREF(text);
-            return 0;
-        }
-        rec.objs = no;
-        rec.cap_objs = ncap;
-    }
-    uint32_t number = ++rec.n_objs;
-    afd_sync_obj *o = &rec.objs[number];
-    o->obj = Py_NewRef(obj);
-    o->label = afd_rec_intern(text, NULL);
-    o->owner = 0;
+    uint32_t number = add_object(obj, text);
     Py_DECREF(text);
-    e = pmap_slot(&rec.obj_map, obj, 0);
-    if (e) {
-        e->key = obj;
-        e->aux = 0;
-        e->value = number;
-        rec.obj_map.used++;
-    }
-    *label = o->label;
+    if (number)
+        *label = rec.objs[number].label;
     return number;
 }
 
