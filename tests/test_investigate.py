@@ -296,6 +296,13 @@ def apply_diff(diff: str, original: Path, dest: Path) -> None:
     # annotated code: the operations are placed at the traced lines they ended on
     ("examples/test_annotated.py::test_report_is_finalized", "EVENT_GATE",
      "+        await _affidavit_REPORT_written.wait()"),
+    # `access(...)` annotations: placed at the neighbouring line that touches the annotated root
+    ("examples/test_lost_update.py::test_concurrent_deposits", "LOCK",
+     "+    async with _affidavit_lock_BALANCE:"),
+    ("examples/test_window.py::test_reader_sees_write", "EVENT_GATE",
+     "+        _affidavit_STATE_written.set()"),
+    ("examples/test_taskgroup_read.py::test_report_is_finalized", "EVENT_GATE",
+     "+        await _affidavit_REPORT_written.wait()"),
 ])
 def test_fix_proposes_a_gated_verified_fix_and_leaves_the_file_alone(nodeid: str, kind: str, lock_line: str,
                                                                       tmp_path: Path) -> None:
@@ -345,6 +352,23 @@ def test_fix_tries_the_smallest_candidate_first() -> None:
     assert fix["candidates"][0]["changed_lines"] < fix["candidates"][1]["changed_lines"]
     assert fix["kind"] == "AWAIT_TASK" and fix["verified"] is True
     assert "+    await refresher  # affidavit" in fix["diff"]
+
+
+def test_fix_falls_back_to_the_next_candidate_when_the_smallest_fails_verification() -> None:
+    # the last handle to refresh_token is the task that writes nothing: awaiting it (1 line) is
+    # gated but fails verification; the EVENT_GATE (7 lines) verifies and is proposed
+    rc, data, err = investigate("tests/cases/case_wrong_handle.py::test_uses_fresh_token", "--fix")
+    assert rc == 1, err
+    fix = data["fix"]
+    assert [(c["kind"], c["tried"], c["gate_passed"], c["verified"]) for c in fix["candidates"]] == [
+        ("AWAIT_TASK", True, True, False), ("EVENT_GATE", True, True, True)], fix["candidates"]
+    assert fix["kind"] == "EVENT_GATE" and fix["verified"] is True
+    assert "await other" not in fix["diff"]
+    # a failed verification leaves the failing token intact: it still replays, 10/10 failing
+    proc = subprocess.run([AFFIDAVIT, "replay", data["token"], "tests/cases/case_wrong_handle.py::test_uses_fresh_token",
+                           "--json"], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    assert json.loads(proc.stdout)["failed"] == 10
 
 
 def test_fix_says_why_when_it_has_none() -> None:

@@ -1077,7 +1077,7 @@ static void propose_fix(const afd_view *f, outcome *o, const afd_cli *cli)
     uint32_t loser = n_atoms ? f->acc[atoms[0].w].task : 0;
     for (size_t i = 0; i < n_atoms && i < 16; i++) {
         const afd_xaccess *r = &f->acc[atoms[i].r], *w = &f->acc[atoms[i].w];
-        if (w->task != loser || !r->inferred || !w->inferred || !r->file || !w->file || strcmp(r->file, w->file) != 0 ||
+        if (w->task != loser || !r->root_name || !w->root_name || !r->file || !w->file || strcmp(r->file, w->file) != 0 ||
             r->root != w->root || (r->root != AFD_ROOT_SELF && r->root != AFD_ROOT_GLOBAL) ||
             strcmp(r->root_name, w->root_name) != 0)
             continue;
@@ -1092,8 +1092,8 @@ static void propose_fix(const afd_view *f, outcome *o, const afd_cli *cli)
         sites[n_sites++] = (afd_lock_site){r->line, w->line, r->root, r->root_name};
     }
     if (!n_sites) {
-        snprintf(o->fix_why, sizeof o->fix_why, "the lost update's accesses are not read off the source (annotated "
-                 "code, or state reached another way): no place to put a lock");
+        snprintf(o->fix_why, sizeof o->fix_why, "the lost update's accesses are not placed at lines of the source "
+                 "that touch module or instance state: no place to put a lock");
         return;
     }
     size_t len = 0;
@@ -1219,7 +1219,7 @@ static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_step
     tally t = {0};
     uint64_t m = 200;
     /* 1. the minimal failing token */
-    int rc = run_batch(after, 0, cli->replays, 0, make_same_token, take_count, (void *)o->token, &v->prog, &t);
+    int rc = run_batch(after, 0, cli->replays, 0, make_same_token, take_none, (void *)o->token, &v->prog, &t);
     o->v_replay_runs = t.runs;
     o->v_replay_passed = t.by_outcome[AFD_OUT_PASS];
     tally_finish(&t);

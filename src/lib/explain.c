@@ -215,15 +215,43 @@ static int place_at_line(afd_view *v, afd_srcmap *src, const afd_trace *tr, uint
     const afd_pyscan *ps = src ? afd_srcmap_get(src, xa->file) : NULL;
     if (!ps)
         return 0;
-    size_t first, count;
-    afd_pyscan_line(ps, line, &first, &count);
     const afd_pyaccess *pick = NULL;
-    for (size_t k = 0; k < count; k++) {
-        const afd_pyaccess *pa = &ps->acc[first + k];
-        if (pa->root == AFD_ROOT_CLS)
-            continue;
-        if (!pick || (pa->write == xa->write && pick->write != xa->write))
-            pick = pa;
+    size_t first, count;
+    if (!xa->sync) {
+        /* An annotation -- `access("BALANCE.amount", "read")` -- stands next to the access it
+         * names: the nearest line (this one, then one, two, three lines either way) that touches
+         * the annotated resource's root, preferring the same kind of access. */
+        char root[128];
+        size_t rl = strcspn(xa->resource, ".[");
+        if (rl && rl < sizeof root) {
+            memcpy(root, xa->resource, rl);
+            root[rl] = 0;
+            for (int d = 0; d <= 6 && !pick; d++) {
+                long at = (long)line + (d % 2 ? (d + 1) / 2 : -(d / 2));
+                if (at < 1)
+                    continue;
+                afd_pyscan_line(ps, (uint32_t)at, &first, &count);
+                for (size_t k = 0; k < count; k++) {
+                    const afd_pyaccess *pa = &ps->acc[first + k];
+                    const char *name = pa->root == AFD_ROOT_GLOBAL ? pa->name
+                                       : pa->root == AFD_ROOT_SELF ? root_name_of(v, pa) : NULL;
+                    if (name && !strcmp(name, root) && (!pick || (pa->write == xa->write && pick->write != xa->write)))
+                        pick = pa;
+                }
+                if (pick)
+                    xa->line = (uint32_t)at;
+            }
+        }
+    }
+    if (!pick) {
+        afd_pyscan_line(ps, line, &first, &count);
+        for (size_t k = 0; k < count; k++) {
+            const afd_pyaccess *pa = &ps->acc[first + k];
+            if (pa->root == AFD_ROOT_CLS)
+                continue;
+            if (!pick || (pa->write == xa->write && pick->write != xa->write))
+                pick = pa;
+        }
     }
     if (!pick)
         return 0;
