@@ -1052,19 +1052,78 @@ static void propose_await_task(const afd_view *f, outcome *o, const afd_cli *cli
     free(before);
 }
 
+/* --fix for a deadlock or a lock-order cycle: the places where one lock was taken while another
+ * was held, in the failing run and the passing one (a deadlocked run never completes the inner
+ * acquisition). When they are all one place -- one function taking the two locks it is given, in
+ * the order given -- LOCK_ORDER takes them in one global order. */
+static void propose_lock_order(const afd_view *f, const afd_view *p, outcome *o)
+{
+    afd_lock_nesting nest[64];
+    const char *file = NULL;
+    uint32_t outer = 0, inner = 0;
+    int sites = 0, unplaced = 0;
+    const afd_view *views[2] = {f, p};
+    for (int k = 0; k < 2; k++) {
+        size_t n = 0;
+        if (!views[k] || afd_view_lock_nestings(views[k], nest, 64, &n) < 0)
+            continue;
+        for (size_t i = 0; i < n && i < 64; i++) {
+            if (!nest[i].file) {
+                unplaced++;
+                continue;
+            }
+            if (!sites || strcmp(file, nest[i].file) != 0 || outer != nest[i].outer_line || inner != nest[i].inner_line)
+                sites++;
+            file = nest[i].file;
+            outer = nest[i].outer_line;
+            inner = nest[i].inner_line;
+        }
+    }
+    if (sites != 1 || unplaced) {
+        const char *untraced = unplaced ? " (and at some the runs traced no line)" : "";
+        if (sites)
+            snprintf(o->fix_why, sizeof o->fix_why, "the locks are nested at %d places%s: reordering several "
+                     "functions is not synthesized", sites, untraced);
+        else
+            snprintf(o->fix_why, sizeof o->fix_why, "no nested acquisition of the locks was placed at a line of the "
+                     "source%s", untraced);
+        return;
+    }
+    size_t len = 0;
+    char *before = read_file(file, &len);
+    if (!before) {
+        snprintf(o->fix_why, sizeof o->fix_why, "cannot read %.200s", file);
+        return;
+    }
+    afd_buf after;
+    afd_buf_init(&after);
+    char why[256];
+    if (afd_fix_lock_order(before, len, outer, inner, &after, why, sizeof why) == 0)
+        add_candidate(o, "LOCK_ORDER", file, before, len, &after);
+    else
+        snprintf(o->fix_why, sizeof o->fix_why, "LOCK_ORDER not possible here: %s", why);
+    afd_buf_finish(&after);
+    free(before);
+}
+
 /* --fix for a lost update whose accesses were read off the source: LOCK around the read and the
  * write of the task that lost the update (and of every other resource it lost in the same code),
  * then the policy gate over the before and after text. The user's file is only read. */
-static void propose_fix(const afd_view *f, outcome *o, const afd_cli *cli)
+static void propose_fix(const afd_view *f, const afd_view *p, outcome *o, const afd_cli *cli)
 {
     o->fix_tried = 1;
     if (o->c.kind && strcmp(o->c.kind, "order_violation") == 0) {
         propose_await_task(f, o, cli);
         return;
     }
+    if (o->c.kind && (strcmp(o->c.kind, "deadlock") == 0 || strcmp(o->c.kind, "lock_order") == 0)) {
+        propose_lock_order(f, p, o);
+        return;
+    }
     if (!o->c.kind || strcmp(o->c.kind, "lost_update") != 0) {
         snprintf(o->fix_why, sizeof o->fix_why, "no fix is synthesized for a%s %s cause yet (LOCK for a lost update, "
-                 "AWAIT_TASK and EVENT_GATE for an order violation are)",
+                 "AWAIT_TASK and EVENT_GATE for an order violation, LOCK_ORDER for a deadlock or lock-order cycle "
+                 "are)",
                  o->c.kind && strchr("aeiou", o->c.kind[0]) ? "n" : "", o->c.kind ? o->c.kind : "missing");
         return;
     }
@@ -2077,7 +2136,7 @@ explain_runs:
         }
     }
     if (cli->fix && vrc == 0) {
-        propose_fix(&fv, &o, cli);
+        propose_fix(&fv, have_p ? &pv : NULL, &o, cli);
         try_candidates(&v, &o, cli);
         if (cli->apply && o.fix_kind)
             apply_fix(&o);

@@ -869,6 +869,60 @@ int afd_view_lock_cycle(const afd_view *v, uint32_t *locks, uint32_t *labels, si
     return rc < 0 ? rc : found;
 }
 
+int afd_view_lock_nestings(const afd_view *v, afd_lock_nesting *out, size_t cap, size_t *n)
+{
+    *n = 0;
+    const afd_trace *tr = v->tr;
+    uint32_t max_obj = 0;
+    for (uint32_t i = 0; i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind == AFD_EV_SYNC && e->flags == AFD_SYNC_LOCK_ACQUIRE && e->a <= id_bound(tr) && e->a > max_obj)
+            max_obj = e->a;
+    }
+    if (!max_obj)
+        return 0;
+    /* per lock: its holder (task + 1) and where it was taken */
+    struct held {
+        uint32_t holder, line, file;
+    } *h = calloc((size_t)max_obj + 1, sizeof *h);
+    if (!h)
+        return AFD_ENOMEM;
+    uint32_t line_file = AFD_NOSTR, line_no = 0;
+    for (uint32_t i = 0; i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind == AFD_EV_WAKE) {
+            line_file = AFD_NOSTR;
+            line_no = 0;
+        } else if (e->kind == AFD_EV_LINE) {
+            line_file = e->a;
+            line_no = e->b;
+        } else if (e->kind == AFD_EV_SYNC && e->a && e->a <= max_obj) {
+            if (e->flags == AFD_SYNC_LOCK_ACQUIRE) {
+                for (uint32_t l = 1; l <= max_obj; l++) {
+                    if (h[l].holder != e->task + 1 || l == e->a)
+                        continue;
+                    if (*n < cap) {
+                        afd_lock_nesting *o = &out[*n];
+                        o->task = e->task;
+                        o->outer = l;
+                        o->inner = e->a;
+                        o->file = line_file != AFD_NOSTR && line_file == h[l].file ? afd_trace_string(tr, line_file)
+                                                                                    : NULL;
+                        o->outer_line = o->file ? h[l].line : 0;
+                        o->inner_line = o->file ? line_no : 0;
+                    }
+                    (*n)++;
+                }
+                h[e->a] = (struct held){e->task + 1, line_no, line_file};
+            } else if (e->flags == AFD_SYNC_LOCK_RELEASE) {
+                h[e->a].holder = 0;
+            }
+        }
+    }
+    free(h);
+    return 0;
+}
+
 int afd_view_wait_cycle(const afd_view *v, uint32_t *tasks, uint32_t *labels, size_t cap, size_t *len)
 {
     *len = 0;

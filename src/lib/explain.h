@@ -135,6 +135,17 @@ int afd_view_lost_updates(const afd_view *v, afd_xatom *out, size_t cap, size_t 
  * string ids of their labels. Returns 1 with *len set when there is a cycle, 0 when none. */
 int afd_view_lock_cycle(const afd_view *v, uint32_t *locks, uint32_t *labels, size_t cap, size_t *len);
 
+/* One nested lock acquisition seen in a run: `task`, holding lock object `outer` (taken at
+ * outer_line), took lock object `inner` at inner_line, both lines of `file` (the last traced line
+ * of user code of the acquiring step; 0 when the run traced no line there). */
+typedef struct afd_lock_nesting {
+    uint32_t task, outer, inner;
+    const char *file; /* borrowed from the trace, or NULL */
+    uint32_t outer_line, inner_line;
+} afd_lock_nesting;
+/* Every nested acquisition of the run, in order (at most cap; *n counts them all). */
+int afd_view_lock_nestings(const afd_view *v, afd_lock_nesting *out, size_t cap, size_t *n);
+
 /* The wait-for graph of a deadlocked run (WAITFOR events): its first cycle of task ids, and for
  * each task in it the lock object label (string id or AFD_NOSTR) it waits for. */
 int afd_view_wait_cycle(const afd_view *v, uint32_t *tasks, uint32_t *labels, size_t cap, size_t *len);

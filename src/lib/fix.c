@@ -1,7 +1,7 @@
 /* fix.c -- fixes as minimal text edits of the user's source (see fix.h).
  *
- * The edits are line-based: whole lines are inserted before a given line, and lines are indented
- * by one unit. Nothing else of the source is touched, so comments, blank lines and formatting stay
+ * The edits are line-based: whole lines are inserted before a given line or replace it, and lines
+ * are indented or dedented by one unit. Nothing else of the source is touched, so comments, blank lines and formatting stay
  * as they were, and the result is easy to show as a unified diff. */
 #include "fix.h"
 #include "afd.h"
@@ -19,6 +19,8 @@
 typedef struct line_edit {
     afd_buf before; /* lines inserted before this line */
     uint8_t indent; /* indent this line by one unit */
+    uint8_t omit;   /* leave this line out (its replacement, if any, is in `before`) */
+    uint8_t drop;   /* remove this many leading whitespace bytes (a dedent; checked when planned) */
 } line_edit;
 
 typedef struct fixctx {
@@ -167,6 +169,8 @@ static int fix_emit(const fixctx *c, afd_buf *out, const char *unit)
             return AFD_ENOMEM;
         if (r == c->n_lines)
             break;
+        if (c->edits[r].omit)
+            continue;
         const char *p = c->src + c->line_start[r];
         size_t l = c->line_start[r + 1] - c->line_start[r];
         int blank = 1;
@@ -174,6 +178,10 @@ static int fix_emit(const fixctx *c, afd_buf *out, const char *unit)
             blank = p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r';
         if (c->edits[r].indent && !blank)
             afd_buf_printf(out, "%s", unit);
+        if (c->edits[r].drop && !blank) {
+            p += c->edits[r].drop;
+            l -= c->edits[r].drop;
+        }
         afd_buf_put(out, p, l);
     }
     return out->err ? AFD_ENOMEM : 0;
@@ -751,6 +759,181 @@ int afd_fix_event_wait(const char *src, size_t len, uint32_t read_line, afd_buf 
     size_t ind = line_indent(&c, row, &at);
     afd_buf_printf(&c.edits[row].before, "%.*sawait %.*s.wait()  # affidavit: check only once it is set\n", (int)ind,
                    at, (int)(b - a), src + a);
+    rc = fix_emit(&c, out, "");
+out:
+    fix_finish(&c);
+    return rc;
+}
+
+/* ---- LOCK_ORDER ---- */
+
+/* The one item of an `async with NAME:` statement whose header is on one line and whose body
+ * starts on the next, or a null node. */
+static TSNode async_with_name(TSNode st)
+{
+    TSNode none = {{0}, 0, 0};
+    if (!is_type(st, "with_statement") || ts_node_child_count(st) == 0 || !is_type(ts_node_child(st, 0), "async"))
+        return none;
+    TSNode clause = ts_node_named_child(st, 0);
+    TSNode body = ts_node_child_by_field_name(st, "body", 4);
+    if (!is_type(clause, "with_clause") || ts_node_named_child_count(clause) != 1 || ts_node_is_null(body) ||
+        ts_node_start_point(body).row <= ts_node_start_point(st).row)
+        return none;
+    TSNode item = ts_node_named_child(clause, 0);
+    TSNode value = ts_node_child_by_field_name(item, "value", 5);
+    return is_type(value, "identifier") ? value : none;
+}
+
+/* Whether name is one of fn's parameters. */
+static int is_parameter(const char *src, TSNode fn, TSNode name)
+{
+    TSNode params = ts_node_child_by_field_name(fn, "parameters", 10);
+    uint32_t k = ts_node_named_child_count(params);
+    size_t nl = ts_node_end_byte(name) - ts_node_start_byte(name);
+    for (uint32_t i = 0; i < k; i++) {
+        TSNode p = ts_node_named_child(params, i);
+        if (!is_type(p, "identifier"))
+            p = ts_node_child_by_field_name(p, "name", 4).id ? ts_node_child_by_field_name(p, "name", 4)
+                                                            : ts_node_named_child(p, 0);
+        if (is_type(p, "identifier") && ts_node_end_byte(p) - ts_node_start_byte(p) == nl &&
+            !memcmp(src + ts_node_start_byte(p), src + ts_node_start_byte(name), nl))
+            return 1;
+    }
+    return 0;
+}
+
+/* Whether name is assigned (bound by `=`, `+=`, a for target, `as`, walrus...) anywhere in n. */
+static int is_rebound(const char *src, TSNode n, TSNode name)
+{
+    TSNode stack[512];
+    size_t sp = 0;
+    size_t nl = ts_node_end_byte(name) - ts_node_start_byte(name);
+    stack[sp++] = n;
+    while (sp) {
+        TSNode cur = stack[--sp];
+        TSNode left = {{0}, 0, 0};
+        if (is_type(cur, "assignment") || is_type(cur, "augmented_assignment") || is_type(cur, "for_statement") ||
+            is_type(cur, "named_expression"))
+            left = ts_node_child_by_field_name(cur, is_type(cur, "named_expression") ? "name" : "left",
+                                               is_type(cur, "named_expression") ? 4 : 4);
+        else if (is_type(cur, "as_pattern"))
+            left = ts_node_child_by_field_name(cur, "alias", 5);
+        if (!ts_node_is_null(left)) {
+            /* any identifier inside the target with the same text */
+            TSNode t[64];
+            size_t tp = 0;
+            t[tp++] = left;
+            while (tp) {
+                TSNode x = t[--tp];
+                if (is_type(x, "identifier") && ts_node_end_byte(x) - ts_node_start_byte(x) == nl &&
+                    !memcmp(src + ts_node_start_byte(x), src + ts_node_start_byte(name), nl))
+                    return 1;
+                uint32_t k = ts_node_named_child_count(x);
+                for (uint32_t i = 0; i < k && tp < 64; i++)
+                    t[tp++] = ts_node_named_child(x, i);
+            }
+        }
+        uint32_t k = ts_node_named_child_count(cur);
+        for (uint32_t i = 0; i < k && sp < 512; i++)
+            stack[sp++] = ts_node_named_child(cur, i);
+    }
+    return 0;
+}
+
+int afd_fix_lock_order(const char *src, size_t len, uint32_t outer_line, uint32_t inner_line, afd_buf *out, char *why,
+                       size_t whylen)
+{
+    fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
+    out->len = 0;
+    if (why && whylen)
+        why[0] = 0;
+    if (len > AFD_PYSCAN_MAX_SOURCE)
+        return refuse(&c, "the source is too large to edit");
+    int rc = fix_parse(&c);
+    if (rc < 0)
+        goto out;
+    if (!outer_line || !inner_line || outer_line >= inner_line || inner_line > c.n_lines) {
+        rc = refuse(&c, "the two acquisitions are not an outer and an inner line of the file");
+        goto out;
+    }
+    TSNode root = ts_tree_root_node(c.tree);
+    TSNode oc[MAX_CHAIN], ic[MAX_CHAIN];
+    size_t no = statement_chain(root, outer_line - 1, oc, MAX_CHAIN);
+    size_t ni = statement_chain(root, inner_line - 1, ic, MAX_CHAIN);
+    TSNode outer = {{0}, 0, 0}, inner = {{0}, 0, 0};
+    for (size_t i = 0; i < no; i++)
+        if (ts_node_start_point(oc[i]).row == outer_line - 1)
+            outer = oc[i];
+    for (size_t i = 0; i < ni; i++)
+        if (ts_node_start_point(ic[i]).row == inner_line - 1)
+            inner = ic[i];
+    TSNode a = ts_node_is_null(outer) ? outer : async_with_name(outer);
+    TSNode b = ts_node_is_null(inner) ? inner : async_with_name(inner);
+    if (ts_node_is_null(a) || ts_node_is_null(b)) {
+        rc = refuse(&c, "the locks are not taken by `async with NAME:` statements at lines %u and %u", outer_line,
+                    inner_line);
+        goto out;
+    }
+    if (ts_node_start_byte(inner) < ts_node_start_byte(outer) || ts_node_end_byte(inner) > ts_node_end_byte(outer)) {
+        rc = refuse(&c, "the inner `async with` is not inside the outer one");
+        goto out;
+    }
+    TSNode fn = enclosing(outer, "function_definition");
+    if (ts_node_is_null(fn) || !is_async_def(fn) || !ts_node_eq(enclosing(inner, "function_definition"), fn)) {
+        rc = refuse(&c, "the two acquisitions are not in one async function");
+        goto out;
+    }
+    /* the locks come from the caller: the function is called with them in either order */
+    if (!is_parameter(src, fn, a) || !is_parameter(src, fn, b) || is_rebound(src, fn, a) || is_rebound(src, fn, b)) {
+        rc = refuse(&c, "the locks are not parameters the function leaves unchanged: no single order to put them in");
+        goto out;
+    }
+    TSNode ibody = ts_node_child_by_field_name(inner, "body", 4);
+    if (has_multiline_string(ibody)) {
+        rc = refuse(&c, "a multi-line string lies in the inner block: dedenting it would change it");
+        goto out;
+    }
+    const char *oat, *iat, *bat;
+    size_t oind = line_indent(&c, outer_line - 1, &oat);
+    size_t iind = line_indent(&c, inner_line - 1, &iat);
+    uint32_t b0 = ts_node_start_point(ibody).row, b1 = ts_node_end_point(ibody).row;
+    size_t bind = line_indent(&c, b0, &bat);
+    if (bind <= iind || bind - iind > 8 || memcmp(iat, bat, iind) != 0) {
+        rc = refuse(&c, "the inner block's indentation is not one unit deeper than its `async with`");
+        goto out;
+    }
+    size_t unit = bind - iind;
+    /* comments right after the block, at its indentation, belong to it (tree-sitter leaves them out) */
+    while (b1 + 1 < c.n_lines) {
+        const char *p = src + c.line_start[b1 + 1];
+        size_t l = c.line_start[b1 + 2] - c.line_start[b1 + 1];
+        if (l <= bind || memcmp(p, bat, bind) != 0 || p[bind] != '#')
+            break;
+        b1++;
+    }
+    for (uint32_t r = b0; r <= b1; r++) {
+        const char *p = src + c.line_start[r];
+        size_t l = c.line_start[r + 1] - c.line_start[r], k = 0;
+        while (k < l && (p[k] == ' ' || p[k] == '\t'))
+            k++;
+        if (k == l || p[k] == '\n' || p[k] == '\r')
+            continue; /* blank */
+        if (k < bind || memcmp(p, bat, bind) != 0) {
+            rc = refuse(&c, "line %u of the inner block is indented differently", r + 1);
+            goto out;
+        }
+        c.edits[r].drop = (uint8_t)unit;
+    }
+    int an = (int)(ts_node_end_byte(a) - ts_node_start_byte(a)), bn = (int)(ts_node_end_byte(b) - ts_node_start_byte(b));
+    const char *as = src + ts_node_start_byte(a), *bs = src + ts_node_start_byte(b);
+    afd_buf_printf(&c.edits[outer_line - 1].before,
+                   "%.*s_affidavit_lock_a, _affidavit_lock_b = sorted((%.*s, %.*s), key=id)  # affidavit: one "
+                   "global order for every caller\n"
+                   "%.*sasync with _affidavit_lock_a, _affidavit_lock_b:  # affidavit: both locks, taken together "
+                   "(was: async with %.*s:)\n",
+                   (int)oind, oat, an, as, bn, bs, (int)oind, oat, an, as);
+    c.edits[outer_line - 1].omit = 1;
+    c.edits[inner_line - 1].omit = 1;
     rc = fix_emit(&c, out, "");
 out:
     fix_finish(&c);

@@ -58,6 +58,17 @@ int afd_fix_event_gate(const char *src, size_t len, const char *test, uint32_t w
  * check stays: it now always sees the event set). The statement must be in an async function. */
 int afd_fix_event_wait(const char *src, size_t len, uint32_t read_line, afd_buf *out, char *why, size_t whylen);
 
+/* LOCK_ORDER, for a lock-order cycle made by one function that takes two locks it is given, in
+ * the order given, nested (`async with first: ... async with second:`), and is called with them in
+ * both orders. The outer `async with first:` (at outer_line) becomes
+ *     _affidavit_lock_a, _affidavit_lock_b = sorted((first, second), key=id)
+ *     async with _affidavit_lock_a, _affidavit_lock_b:
+ * and the inner `async with second:` (at inner_line) goes, its block dedented: every caller takes
+ * the two locks in one global order, and every line holds at least the locks it held before.
+ * The locks must be parameters the function never rebinds; AFD_EINVAL with a reason otherwise. */
+int afd_fix_lock_order(const char *src, size_t len, uint32_t outer_line, uint32_t inner_line, afd_buf *out, char *why,
+                       size_t whylen);
+
 /* The regression test, appended to the test file: `<test>_affidavit_replay =
  * affidavit.replay(token)(<test>)`: the original test function itself (it must take no arguments:
  * fixtures cannot be passed on) replayed under the schedule, so its task keeps the label the

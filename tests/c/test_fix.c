@@ -276,9 +276,79 @@ TEST(event_wait_on_the_programs_event)
     afd_buf_finish(&out);
 }
 
+TEST(lock_order)
+{
+    const char *src = "import asyncio\n"
+                      "async def transfer(first: asyncio.Lock, second, name):\n"
+                      "    await asyncio.sleep(0)\n"
+                      "    async with first:  # the debit\n"
+                      "        await asyncio.sleep(0.001)\n"
+                      "\n"
+                      "        async with second:\n"
+                      "            LOG.append(name)\n"
+                      "            # done\n"
+                      "        print(first)\n"
+                      "    return name\n";
+    afd_buf out;
+    afd_buf_init(&out);
+    char why[256];
+    CHECK_EQ_INT(afd_fix_lock_order(src, strlen(src), 4, 7, &out, why, sizeof why), 0);
+    afd_buf_put_u8(&out, 0);
+    CHECK_EQ_STR((const char *)out.data,
+                 "import asyncio\n"
+                 "async def transfer(first: asyncio.Lock, second, name):\n"
+                 "    await asyncio.sleep(0)\n"
+                 "    _affidavit_lock_a, _affidavit_lock_b = sorted((first, second), key=id)  # affidavit: one global "
+                 "order for every caller\n"
+                 "    async with _affidavit_lock_a, _affidavit_lock_b:  # affidavit: both locks, taken together (was: "
+                 "async with first:)\n"
+                 "        await asyncio.sleep(0.001)\n"
+                 "\n"
+                 "        LOG.append(name)\n"
+                 "        # done\n"
+                 "        print(first)\n"
+                 "    return name\n");
+    afd_buf_finish(&out);
+    afd_buf_init(&out);
+    /* refusals: the locks rebound, not parameters, not nested, not `async with NAME:` */
+    const char *rebound = "async def t(a, b):\n"
+                          "    a = b\n"
+                          "    async with a:\n"
+                          "        async with b:\n"
+                          "            pass\n";
+    CHECK_EQ_INT(afd_fix_lock_order(rebound, strlen(rebound), 3, 4, &out, why, sizeof why), AFD_EINVAL);
+    CHECK(strstr(why, "parameters") != NULL);
+    const char *globals = "A = B = None\n"
+                          "async def t():\n"
+                          "    async with A:\n"
+                          "        async with B:\n"
+                          "            pass\n";
+    CHECK_EQ_INT(afd_fix_lock_order(globals, strlen(globals), 3, 4, &out, why, sizeof why), AFD_EINVAL);
+    const char *apart = "async def t(a, b):\n"
+                        "    async with a:\n"
+                        "        pass\n"
+                        "    async with b:\n"
+                        "        pass\n";
+    CHECK_EQ_INT(afd_fix_lock_order(apart, strlen(apart), 2, 4, &out, why, sizeof why), AFD_EINVAL);
+    CHECK(strstr(why, "inside") != NULL);
+    const char *attrs = "async def t(self):\n"
+                        "    async with self.a:\n"
+                        "        async with self.b:\n"
+                        "            pass\n";
+    CHECK_EQ_INT(afd_fix_lock_order(attrs, strlen(attrs), 2, 3, &out, why, sizeof why), AFD_EINVAL);
+    const char *multiline = "async def t(a, b):\n"
+                            "    async with a:\n"
+                            "        async with b:\n"
+                            "            x = \"\"\"one\n"
+                            "two\"\"\"\n";
+    CHECK_EQ_INT(afd_fix_lock_order(multiline, strlen(multiline), 2, 3, &out, why, sizeof why), AFD_EINVAL);
+    CHECK(strstr(why, "multi-line") != NULL);
+    afd_buf_finish(&out);
+}
+
 int main(void)
 {
     RUN_TESTS("fix", T(module_global), T(instance_with_init_and_two_resources_in_sorted_order),
               T(instance_without_init_creates_the_lock_atomically), T(refusals), T(tabs_and_comments_kept), T(await_task), T(event_gate),
-              T(event_gate_after_the_producers_loop), T(event_wait_on_the_programs_event));
+              T(event_gate_after_the_producers_loop), T(event_wait_on_the_programs_event), T(lock_order));
 }

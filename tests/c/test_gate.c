@@ -660,6 +660,30 @@ TEST(attack_wait_on_something_else)
     free(after);
 }
 
+TEST(clean_lock_order)
+{
+    static const char before[] = "import asyncio\n"
+                                 "\n"
+                                 "\n"
+                                 "async def transfer(first, second):\n"
+                                 "    async with first:\n"
+                                 "        await asyncio.sleep(0)\n"
+                                 "        async with second:\n"
+                                 "            pass\n"
+                                 "\n"
+                                 "\n"
+                                 "async def test_transfers():\n"
+                                 "    a, b = asyncio.Lock(), asyncio.Lock()\n"
+                                 "    await asyncio.gather(transfer(a, b), transfer(b, a))\n";
+    char *after = subst(before, "    async with first:\n        await asyncio.sleep(0)\n        async with second:\n"
+                                "            pass\n",
+                        "    _affidavit_lock_a, _affidavit_lock_b = sorted((first, second), key=id)\n"
+                        "    async with _affidavit_lock_a, _affidavit_lock_b:\n        await asyncio.sleep(0)\n"
+                        "        pass\n");
+    CLEAN("tests/test_transfers.py", before, after);
+    free(after);
+}
+
 TEST(mutations_never_crash)
 {
     /* Random byte edits of a clean fix: the gate always answers (usually `parses` fails). */
@@ -690,6 +714,6 @@ int main(void)
               T(attack_bare_except_pass), T(attack_contextlib_suppress), T(attack_skip_mark), T(attack_skip_call),
               T(attack_test_renamed), T(attack_test_file_deleted), T(attack_no_primitive), T(attack_event_only_set),
               T(attack_noop), T(attack_lock_order_inversion), T(attack_third_party), T(attack_does_not_parse),
-              T(multi_file), T(hostile_inputs), T(clean_taskgroup_handle), T(clean_wait_on_existing_event), T(attack_wait_on_something_else),
+              T(multi_file), T(hostile_inputs), T(clean_taskgroup_handle), T(clean_wait_on_existing_event), T(attack_wait_on_something_else), T(clean_lock_order),
               T(mutations_never_crash));
 }
