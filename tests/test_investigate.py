@@ -374,11 +374,20 @@ def test_fix_falls_back_to_the_next_candidate_when_the_smallest_fails_verificati
     assert json.loads(proc.stdout)["failed"] == 10
 
 
-def test_fix_says_why_when_it_has_none() -> None:
+def test_starvation_gets_the_blocking_call_moved_to_a_thread() -> None:
     rc, data, err = investigate("examples/test_starvation.py::test_heartbeat_is_regular", "--fix")
     assert rc == 1, err
-    assert data["fix"]["kind"] is None and data["fix"]["diff"] == "" and data["fix"]["verified"] is False
-    assert "starvation" in data["fix"]["why_none"]
+    fix = data["fix"]
+    assert fix["kind"] == "OFFLOAD", fix
+    assert "+        await asyncio.to_thread(time.sleep, 0.03)  # a synchronous reload" in fix["diff"]
+    assert all(g["passed"] for g in fix["gate"]), fix["gate"]
+    tiers = fix["tiers"]
+    assert tiers["natural"]["runs"] == 50 and tiers["natural"]["failed"] == 0, tiers
+    assert tiers["exploration"]["failed_after"] < tiers["exploration"]["failed_before"], tiers
+    # verified means every tier passed, and nothing less
+    every = (tiers["replay"]["passed"] == tiers["replay"]["runs"] and tiers["exploration"]["failed_after"] == 0
+             and tiers["natural"]["failed"] == 0)
+    assert fix["verified"] is every
 
 
 def test_a_fix_that_fails_a_tier_is_reported_not_verified() -> None:

@@ -1106,6 +1106,35 @@ static void propose_lock_order(const afd_view *f, const afd_view *p, outcome *o)
     free(before);
 }
 
+/* --fix for starvation: the blocking call the cause names ("file:line") moved to a worker thread. */
+static void propose_offload(outcome *o)
+{
+    char file[512];
+    snprintf(file, sizeof file, "%s", bstr(&o->c.await_site));
+    char *colon = strrchr(file, ':');
+    unsigned long line = colon ? strtoul(colon + 1, NULL, 10) : 0;
+    if (!colon || !line || line > UINT32_MAX) {
+        snprintf(o->fix_why, sizeof o->fix_why, "the blocking call was not placed at a line of the source");
+        return;
+    }
+    *colon = 0;
+    size_t len = 0;
+    char *before = read_file(file, &len);
+    if (!before) {
+        snprintf(o->fix_why, sizeof o->fix_why, "cannot read %.200s", file);
+        return;
+    }
+    afd_buf after;
+    afd_buf_init(&after);
+    char why[256];
+    if (afd_fix_offload(before, len, (uint32_t)line, &after, why, sizeof why) == 0)
+        add_candidate(o, "OFFLOAD", file, before, len, &after);
+    else
+        snprintf(o->fix_why, sizeof o->fix_why, "OFFLOAD not possible here: %s", why);
+    afd_buf_finish(&after);
+    free(before);
+}
+
 /* --fix for a lost update whose accesses were read off the source: LOCK around the read and the
  * write of the task that lost the update (and of every other resource it lost in the same code),
  * then the policy gate over the before and after text. The user's file is only read. */
@@ -1120,10 +1149,14 @@ static void propose_fix(const afd_view *f, const afd_view *p, outcome *o, const 
         propose_lock_order(f, p, o);
         return;
     }
+    if (o->c.kind && strcmp(o->c.kind, "starvation") == 0) {
+        propose_offload(o);
+        return;
+    }
     if (!o->c.kind || strcmp(o->c.kind, "lost_update") != 0) {
         snprintf(o->fix_why, sizeof o->fix_why, "no fix is synthesized for a%s %s cause yet (LOCK for a lost update, "
-                 "AWAIT_TASK and EVENT_GATE for an order violation, LOCK_ORDER for a deadlock or lock-order cycle "
-                 "are)",
+                 "AWAIT_TASK and EVENT_GATE for an order violation, LOCK_ORDER for a deadlock or lock-order cycle, "
+                 "OFFLOAD for starvation are)",
                  o->c.kind && strchr("aeiou", o->c.kind[0]) ? "n" : "", o->c.kind ? o->c.kind : "missing");
         return;
     }

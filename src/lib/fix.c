@@ -939,3 +939,74 @@ out:
     fix_finish(&c);
     return rc;
 }
+
+/* ---- OFFLOAD ---- */
+
+int afd_fix_offload(const char *src, size_t len, uint32_t line, afd_buf *out, char *why, size_t whylen)
+{
+    fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
+    out->len = 0;
+    if (why && whylen)
+        why[0] = 0;
+    if (len > AFD_PYSCAN_MAX_SOURCE)
+        return refuse(&c, "the source is too large to edit");
+    int rc = fix_parse(&c);
+    if (rc < 0)
+        goto out;
+    if (!line || line > c.n_lines) {
+        rc = refuse(&c, "the blocking call is outside the file");
+        goto out;
+    }
+    TSNode root = ts_tree_root_node(c.tree);
+    TSNode chain[MAX_CHAIN];
+    size_t n = statement_chain(root, line - 1, chain, MAX_CHAIN);
+    TSNode st = n ? chain[n - 1] : (TSNode){{0}, 0, 0};
+    if (ts_node_is_null(st) || ts_node_start_point(st).row != line - 1 || ts_node_end_point(st).row != line - 1) {
+        rc = refuse(&c, "the blocking call at line %u is not a statement of one line", line);
+        goto out;
+    }
+    /* `F(args)` alone, or the right side of `x = F(args)` */
+    TSNode call = {{0}, 0, 0};
+    if (is_type(st, "expression_statement") && ts_node_named_child_count(st) == 1) {
+        TSNode e = ts_node_named_child(st, 0);
+        if (is_type(e, "call"))
+            call = e;
+        else if (is_type(e, "assignment") && is_type(ts_node_child_by_field_name(e, "right", 5), "call"))
+            call = ts_node_child_by_field_name(e, "right", 5);
+    }
+    TSNode fnx = ts_node_is_null(call) ? call : ts_node_child_by_field_name(call, "function", 8);
+    TSNode args = ts_node_is_null(call) ? call : ts_node_child_by_field_name(call, "arguments", 9);
+    if (ts_node_is_null(fnx) || !is_type(args, "argument_list")) {
+        rc = refuse(&c, "line %u is not a plain call `F(...)` or `x = F(...)`", line);
+        goto out;
+    }
+    TSNode fn = enclosing(st, "function_definition");
+    if (ts_node_is_null(fn) || !is_async_def(fn)) {
+        rc = refuse(&c, "the blocking call is not made by an async function (it is in a plain function its "
+                        "coroutine calls): offloading the caller is not synthesized");
+        goto out;
+    }
+    uint32_t cs = ts_node_start_byte(call), ce = ts_node_end_byte(call);
+    uint32_t fs = ts_node_start_byte(fnx), fe = ts_node_end_byte(fnx);
+    uint32_t as = ts_node_start_byte(args) + 1, ae = ts_node_end_byte(args) - 1; /* inside the parentheses */
+    int has_args = ts_node_named_child_count(args) > 0;
+    uint32_t row = line - 1;
+    const char *ls = src + c.line_start[row];
+    const char *le = src + c.line_start[row + 1];
+    afd_buf *b = &c.edits[row].before;
+    afd_buf_put(b, ls, (size_t)(src + cs - ls));
+    afd_buf_printf(b, "await asyncio.to_thread(%.*s%s%.*s)", (int)(fe - fs), src + fs, has_args ? ", " : "",
+                   has_args ? (int)(ae - as) : 0, src + as);
+    afd_buf_put(b, src + ce, (size_t)(le - (src + ce)));
+    if (b->len && b->data[b->len - 1] != '\n')
+        afd_buf_put_u8(b, '\n');
+    c.edits[row].omit = 1;
+    int has_asyncio = 0;
+    uint32_t setup_row = module_setup_row(root, &has_asyncio, src);
+    if (!has_asyncio)
+        afd_buf_printf(&c.edits[setup_row].before, "import asyncio\n");
+    rc = fix_emit(&c, out, "");
+out:
+    fix_finish(&c);
+    return rc;
+}

@@ -69,6 +69,12 @@ int afd_fix_event_wait(const char *src, size_t len, uint32_t read_line, afd_buf 
 int afd_fix_lock_order(const char *src, size_t len, uint32_t outer_line, uint32_t inner_line, afd_buf *out, char *why,
                        size_t whylen);
 
+/* OFFLOAD, for starvation: the blocking call `F(args)` that a coroutine makes at `line` (the
+ * whole statement, or the right side of `x = F(args)`) becomes `await asyncio.to_thread(F, args)`,
+ * so the loop runs the other tasks while it blocks a worker thread instead. AFD_EINVAL with a
+ * reason when the line is not such a call in an async function. */
+int afd_fix_offload(const char *src, size_t len, uint32_t line, afd_buf *out, char *why, size_t whylen);
+
 /* The regression test, appended to the test file: `<test>_affidavit_replay =
  * affidavit.replay(token)(<test>)`: the original test function itself (it must take no arguments:
  * fixtures cannot be passed on) replayed under the schedule, so its task keeps the label the

@@ -63,6 +63,7 @@ enum {
     C_AWITH,       /* a lock-like item of an `async with` */
     C_EDGE,        /* nested acquisition "outer\x1finner" */
     C_UNSORTED,    /* an `async with a, b` whose locks are not in text order */
+    C_OFFLOAD,     /* a call moved off the event loop: asyncio.to_thread(F, ...), run_in_executor(x, F, ...) */
     C__COUNT
 };
 
@@ -580,13 +581,13 @@ static int is_zero_delay(const ctx *c, TSNode args)
     return strtod(buf, NULL) == 0.0;
 }
 
-static void visit_sleep(ctx *c, const char *q, TSNode args)
+/* A sleep's fact: q and its argument list's text ("(0.1)"); zero is a zero-delay yield. */
+static void sleep_fact(ctx *c, const char *q, const char *argtext, int zero)
 {
     afd_buf *t = &c->tmp2;
-    norm(c, args, t);
     char text[MAX_DOTTED + MAX_NORM + 24];
-    snprintf(text, sizeof text, "%s%s", q, t->data ? (const char *)t->data : "()");
-    if (!(in_list(q, YIELD_SLEEPS) && is_zero_delay(c, args)))
+    snprintf(text, sizeof text, "%s%s", q, argtext);
+    if (!(in_list(q, YIELD_SLEEPS) && zero))
         add_fact_str(c, C_SLEEP, text);
     /* Polling: a sleep (a zero one too: a busy wait) inside a while loop of the same function. */
     for (size_t i = 1; i <= MAX_ANCESTOR_HOPS; i++) {
@@ -601,6 +602,60 @@ static void visit_sleep(ctx *c, const char *q, TSNode args)
             break;
         }
     }
+}
+
+static void visit_sleep(ctx *c, const char *q, TSNode args)
+{
+    norm(c, args, &c->tmp2);
+    char argtext[MAX_NORM + 8];
+    snprintf(argtext, sizeof argtext, "%s", c->tmp2.data ? (const char *)c->tmp2.data : "()");
+    sleep_fact(c, q, argtext, is_zero_delay(c, args));
+}
+
+/* `asyncio.to_thread(F, a, b)` and `loop.run_in_executor(x, F, a, b)`: F(a, b) runs off the loop.
+ * An offloaded sleep is still a sleep, written as if called ("time.sleep(0.03)"): moving a
+ * blocking sleep off the loop changes no sleep, adding one in a thread adds one. */
+static void visit_offload(ctx *c, TSNode args, uint32_t skip)
+{
+    uint32_t k = ts_node_named_child_count(args);
+    if (k <= skip)
+        return;
+    TSNode fnarg = ts_node_named_child(args, skip);
+    char q[MAX_DOTTED] = "";
+    if (dotted(c, fnarg, &c->tmp))
+        snprintf(q, sizeof q, "%s", (const char *)c->tmp.data);
+    else {
+        norm(c, fnarg, &c->tmp);
+        snprintf(q, sizeof q, "%s", c->tmp.data ? (const char *)c->tmp.data : "");
+    }
+    add_fact_str(c, C_OFFLOAD, q);
+    if (!in_list(q, SLEEPS))
+        return;
+    char argtext[MAX_NORM + 8] = "()";
+    if (k > skip + 1) {
+        /* the text from the first argument after F to the last, as a call would have it */
+        TSNode first = ts_node_named_child(args, skip + 1), last = ts_node_named_child(args, k - 1);
+        size_t len;
+        const char *t = text_of(c, first, &len);
+        size_t span = ts_node_end_byte(last) - ts_node_start_byte(first);
+        afd_buf *b = &c->tmp2;
+        b->len = 0;
+        afd_buf_put_u8(b, '(');
+        int sp = 0;
+        for (size_t i = 0; i < span && b->len < MAX_NORM; i++) {
+            if (is_space(t[i])) {
+                sp = 1;
+                continue;
+            }
+            if (sp)
+                afd_buf_put_u8(b, ' ');
+            sp = 0;
+            afd_buf_put_u8(b, (uint8_t)t[i]);
+        }
+        afd_buf_put_u8(b, ')');
+        snprintf(argtext, sizeof argtext, "%.*s", (int)b->len, (const char *)b->data);
+    }
+    sleep_fact(c, q, argtext, 0);
 }
 
 static void visit_call(ctx *c, TSNode n)
@@ -625,6 +680,10 @@ static void visit_call(ctx *c, TSNode n)
     }
     if (in_list(q, SLEEPS) || (meth && (strcmp(meth, "call_later") == 0 || strcmp(meth, "call_at") == 0))) {
         visit_sleep(c, q[0] ? q : meth, args);
+        return;
+    }
+    if (strcmp(q, "asyncio.to_thread") == 0 || (meth && strcmp(meth, "run_in_executor") == 0)) {
+        visit_offload(c, args, strcmp(q, "asyncio.to_thread") == 0 ? 0 : 1);
         return;
     }
     if (in_list(q, TIMEOUTS)) {
@@ -1556,9 +1615,10 @@ static int check_primitives(afd_gate_check *sync, afd_gate_check *used, const fa
     char what[200] = "";
     for (size_t fi = 0; fi < n; fi++) {
         const facts *b = &befores[fi], *a = &afters[fi];
-        static const uint8_t CATS[] = {C_CREATE, C_TASKAWAIT, C_AWITH};
-        static const char *const NAMES[] = {"creates", "awaits the task handle", "adds `async with`"};
-        for (size_t k = 0; k < 3 && !substance; k++) {
+        static const uint8_t CATS[] = {C_CREATE, C_TASKAWAIT, C_AWITH, C_OFFLOAD};
+        static const char *const NAMES[] = {"creates", "awaits the task handle", "adds `async with`",
+                                            "moves a blocking call off the event loop:"};
+        for (size_t k = 0; k < 4 && !substance; k++) {
             char first[120];
             size_t cnt;
             int rc = added(b, a, CATS[k], first, sizeof first, &cnt);

@@ -76,7 +76,8 @@ enum afd_event_kind {
                                 afd_sync_kind, a = object number in the run (from 1), b = the
                                 object's label ("Lock@test_x.py:12", its creation site) */
     AFD_EV_BLOCK = 12,       /* a blocking call inside a step: task, a = enum afd_block_kind,
-                                b = call site "file:line", cost = requested duration ns */
+                                b = call site "file:line", cost = requested duration ns,
+                                flags AFD_BLOCK_VIRTUAL when it was counted, not slept */
     AFD_EV_WAITFOR = 13,     /* at a deadlock: task waits for a = object number (0: a task),
                                 held by task b (0: nobody) */
     AFD_EV_LINE = 14,        /* a line of user code ran in the step: task, a = file (string id of
@@ -107,6 +108,8 @@ enum afd_sync_kind {
 const char *afd_sync_kind_name(int kind); /* "acquire", "release", "set", ... (static) */
 
 enum afd_block_kind { AFD_BLOCK_SLEEP = 1 /* time.sleep */ };
+/* BLOCK event flags: the blocked time was added to the step's virtual cost, not slept. */
+enum { AFD_BLOCK_VIRTUAL = 1 };
 
 typedef struct afd_event {
     uint8_t kind;

@@ -398,16 +398,19 @@ int afd_hooks_other_threads(void)
 
 static PyObject *sleep_hook(PyObject *self, PyObject *arg)
 {
-    if (afd_rec_active() && afd_rec_current) {
+    /* only a sleep of the step's own thread blocks the loop (not one in an executor's thread) */
+    if (afd_rec_active() && afd_rec_current && afd_loop_on_step_thread()) {
         double secs = PyFloat_AsDouble(arg);
         if (secs == -1.0 && PyErr_Occurred())
             return NULL;
         if (!(secs >= 0) || !isfinite(secs)) /* let the real function raise its own error */
             return PyObject_CallOneArg(real_sleep, arg);
         uint64_t ns = (uint64_t)(secs * 1e9);
-        afd_rec_event(AFD_EV_BLOCK, 0, afd_rec_current, AFD_BLOCK_SLEEP, afd_rec_caller_site(hooks_state),
-                      afd_rec_now, ns);
-        if (afd_rt_config.configured && afd_rt_config.mode == AFD_MODE_CONTROLLED && !afd_hooks_other_threads()) {
+        int virtual = afd_rt_config.configured && afd_rt_config.mode == AFD_MODE_CONTROLLED &&
+                      !afd_hooks_other_threads();
+        afd_rec_event(AFD_EV_BLOCK, virtual ? AFD_BLOCK_VIRTUAL : 0, afd_rec_current, AFD_BLOCK_SLEEP,
+                      afd_rec_caller_site(hooks_state), afd_rec_now, ns);
+        if (virtual) {
             afd_rec_extra_cost += ns;
             Py_RETURN_NONE;
         }

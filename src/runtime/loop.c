@@ -664,6 +664,11 @@ int afd_loop_install_running(void)
     return rc;
 }
 
+int afd_loop_on_step_thread(void)
+{
+    return stepping_loop && stepping_thread == PyThread_get_thread_ident();
+}
+
 static PyObject *run_once(afd_loop *self);
 
 static PyObject *loop_run_once(afd_loop *self, PyObject *unused)

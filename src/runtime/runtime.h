@@ -173,6 +173,9 @@ PyObject *afd_loopcore_type_spec_new(PyObject *module);
 /* Replaces asyncio's _get_running_loop, get_running_loop and _set_running_loop (in asyncio and
  * asyncio.events) with versions that answer inside a controlled step without a system call. */
 int afd_loop_install_running(void);
+/* 1 when the calling thread is the one running a controlled loop's iteration (not, say, an
+ * executor's worker thread while that iteration runs). */
+int afd_loop_on_step_thread(void);
 /* In a fresh fork-server child: forget the parent's running-loop facts, allow the fast answer. */
 void afd_loop_fresh_process(void);
 

@@ -346,9 +346,47 @@ TEST(lock_order)
     afd_buf_finish(&out);
 }
 
+TEST(offload)
+{
+    const char *src = "import time\n"
+                      "async def reload():\n"
+                      "    time.sleep(0.03)  # blocks\n"
+                      "    data = load(path, mode=\"r\")\n"
+                      "    sync_helper()\n"
+                      "def sync_helper():\n"
+                      "    time.sleep(1)\n";
+    afd_buf out;
+    afd_buf_init(&out);
+    char why[256];
+    CHECK_EQ_INT(afd_fix_offload(src, strlen(src), 3, &out, why, sizeof why), 0);
+    afd_buf_put_u8(&out, 0);
+    CHECK_EQ_STR((const char *)out.data, "import time\n"
+                                         "import asyncio\n"
+                                         "async def reload():\n"
+                                         "    await asyncio.to_thread(time.sleep, 0.03)  # blocks\n"
+                                         "    data = load(path, mode=\"r\")\n"
+                                         "    sync_helper()\n"
+                                         "def sync_helper():\n"
+                                         "    time.sleep(1)\n");
+    afd_buf_finish(&out);
+    afd_buf_init(&out);
+    CHECK_EQ_INT(afd_fix_offload(src, strlen(src), 4, &out, why, sizeof why), 0);
+    afd_buf_put_u8(&out, 0);
+    CHECK(strstr((const char *)out.data, "    data = await asyncio.to_thread(load, path, mode=\"r\")\n") != NULL);
+    afd_buf_finish(&out);
+    afd_buf_init(&out);
+    CHECK_EQ_INT(afd_fix_offload(src, strlen(src), 5, &out, why, sizeof why), 0); /* no arguments */
+    afd_buf_put_u8(&out, 0);
+    CHECK(strstr((const char *)out.data, "    await asyncio.to_thread(sync_helper)\n") != NULL);
+    CHECK_EQ_INT(afd_fix_offload(src, strlen(src), 7, &out, why, sizeof why), AFD_EINVAL); /* a plain def */
+    CHECK(strstr(why, "async") != NULL);
+    CHECK_EQ_INT(afd_fix_offload(src, strlen(src), 2, &out, why, sizeof why), AFD_EINVAL);
+    afd_buf_finish(&out);
+}
+
 int main(void)
 {
     RUN_TESTS("fix", T(module_global), T(instance_with_init_and_two_resources_in_sorted_order),
               T(instance_without_init_creates_the_lock_atomically), T(refusals), T(tabs_and_comments_kept), T(await_task), T(event_gate),
-              T(event_gate_after_the_producers_loop), T(event_wait_on_the_programs_event), T(lock_order));
+              T(event_gate_after_the_producers_loop), T(event_wait_on_the_programs_event), T(lock_order), T(offload));
 }

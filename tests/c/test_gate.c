@@ -684,6 +684,41 @@ TEST(clean_lock_order)
     free(after);
 }
 
+/* A coroutine that blocks the loop with a synchronous call. */
+static const char BLOCKING[] =
+    "import asyncio\n"
+    "import time\n"
+    "\n"
+    "\n"
+    "async def reload():\n"
+    "    time.sleep(0.03)\n"
+    "\n"
+    "\n"
+    "async def test_reload():\n"
+    "    await reload()\n";
+
+TEST(clean_offload)
+{
+    /* the same blocking call moved to a thread: no sleep added, a blocking call off the loop */
+    char *after = subst(BLOCKING, "    time.sleep(0.03)\n", "    await asyncio.to_thread(time.sleep, 0.03)\n");
+    CLEAN("tests/test_reload.py", BLOCKING, after);
+    CHECK(strstr(G[AFD_GATE_SYNC_PRIMITIVE].reason, "off the event loop") != NULL);
+    free(after);
+    after = subst(BLOCKING, "    time.sleep(0.03)\n",
+                  "    await asyncio.get_running_loop().run_in_executor(None, time.sleep, 0.03)\n");
+    CLEAN("tests/test_reload.py", BLOCKING, after);
+    free(after);
+}
+
+TEST(attack_sleep_in_a_thread)
+{
+    /* a new sleep, in a worker thread, is still a sleep */
+    char *after = subst(BLOCKING, "    await reload()\n",
+                        "    await asyncio.to_thread(time.sleep, 0.1)\n    await reload()\n");
+    ATTACK("tests/test_reload.py", BLOCKING, after, AFD_GATE_NO_SLEEP);
+    free(after);
+}
+
 TEST(mutations_never_crash)
 {
     /* Random byte edits of a clean fix: the gate always answers (usually `parses` fails). */
@@ -714,6 +749,7 @@ int main(void)
               T(attack_bare_except_pass), T(attack_contextlib_suppress), T(attack_skip_mark), T(attack_skip_call),
               T(attack_test_renamed), T(attack_test_file_deleted), T(attack_no_primitive), T(attack_event_only_set),
               T(attack_noop), T(attack_lock_order_inversion), T(attack_third_party), T(attack_does_not_parse),
-              T(multi_file), T(hostile_inputs), T(clean_taskgroup_handle), T(clean_wait_on_existing_event), T(attack_wait_on_something_else), T(clean_lock_order),
+              T(multi_file), T(hostile_inputs), T(clean_taskgroup_handle), T(clean_wait_on_existing_event), T(attack_wait_on_something_else), T(clean_lock_order), T(clean_offload),
+              T(attack_sleep_in_a_thread),
               T(mutations_never_crash));
 }
