@@ -39,6 +39,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -354,11 +355,28 @@ static int delay_schedule(const delay_set *ds, afd_schedule *out)
     return rc;
 }
 
+typedef struct window {
+    int found;
+    char *label;      /* the delayed step's task */
+    uint32_t ordinal;
+    uint64_t lo, hi;  /* passes at lo, fails at hi (ns) */
+    uint64_t runs;    /* oracle runs spent minimizing and bisecting */
+    uint32_t n_delays_before, n_delays_after;
+    int via_fallback; /* found by searching one delay under a passing seed */
+    char *wakes;      /* a plain callback's window: the task that callback wakes (or NULL) */
+    struct {
+        uint64_t delay;
+        int failed;
+    } probes[64];     /* the bisection of the named delay: each delay tried and whether it failed */
+    uint32_t n_probes;
+} window;
+
 typedef struct oracle_ctx {
     inv *v;
     delay_set *ds;
     uint32_t which; /* bisection: the delay whose cost varies */
     uint64_t runs;
+    window *record; /* when set, each probe of the bisection is kept here */
 } oracle_ctx;
 
 static int subset_oracle(void *ctx, const uint8_t *keep, size_t n)
@@ -389,6 +407,10 @@ static int value_oracle(void *ctx, uint64_t value)
     rc = run_schedule(o->v, &s, NULL);
     afd_schedule_finish(&s);
     afd_progress_update(&o->v->prog, o->v->total_runs, 0, 0);
+    if (rc >= 0 && o->record && o->record->n_probes < sizeof o->record->probes / sizeof o->record->probes[0]) {
+        o->record->probes[o->record->n_probes].delay = value;
+        o->record->probes[o->record->n_probes++].failed = rc == 1;
+    }
     return rc;
 }
 
@@ -402,16 +424,6 @@ static int is_callback_task(const afd_trace *tr, uint32_t task)
 
 /* ---- the result ---- */
 
-typedef struct window {
-    int found;
-    char *label;      /* the delayed step's task */
-    uint32_t ordinal;
-    uint64_t lo, hi;  /* passes at lo, fails at hi (ns) */
-    uint64_t runs;    /* oracle runs spent minimizing and bisecting */
-    uint32_t n_delays_before, n_delays_after;
-    int via_fallback; /* found by searching one delay under a passing seed */
-    char *wakes;      /* a plain callback's window: the task that callback wakes (or NULL) */
-} window;
 
 /* afd_buf_printf keeps the text NUL-terminated. */
 static const char *bstr(afd_buf *b)
@@ -468,18 +480,27 @@ static void acc_text(afd_buf *b, const afd_xaccess *a)
         afd_buf_printf(b, " (%s)", a->name);
 }
 
-static void op_json(afd_buf *b, int *n, const afd_view *v, const afd_xaccess *a)
+/* An operation of the cause: "run" says which run's trace holds it ("failing", or "passing" for
+ * the write that only the nearest passing run made), "step" is its task's step ordinal there, and
+ * "file"/"line" where in the source it is, when known. */
+static void op_json(afd_buf *b, int *n, const afd_view *v, const afd_xaccess *a, const char *run)
 {
-    afd_buf_printf(b, "%s{\"task\": ", (*n)++ ? ", " : "");
+    afd_buf_printf(b, "%s{\"run\": \"%s\", \"task\": ", (*n)++ ? ", " : "", run);
     afd_json_str(b, a->label);
     afd_buf_printf(b, ", \"operation\": ");
     afd_json_str(b, a->name);
     afd_buf_printf(b, ", \"resource\": ");
     afd_json_str(b, a->resource);
     afd_buf_printf(b, ", \"access\": \"%s\", \"step\": %" PRIu32 ", \"occurrence\": %" PRIu32
-                      ", \"observed\": %s}",
+                      ", \"observed\": %s",
                    a->write ? "write" : "read", v->steps[a->step].ordinal, a->occurrence,
                    a->inferred ? "false" : "true");
+    if (a->file && a->line) {
+        afd_buf_printf(b, ", \"file\": ");
+        afd_json_str(b, a->file);
+        afd_buf_printf(b, ", \"line\": %" PRIu32, a->line);
+    }
+    afd_buf_printf(b, "}");
 }
 
 /* The await the task of access x resumed from just before x: the suspension site of its
@@ -613,8 +634,8 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
         afd_buf_printf(&c->races, "%s{\"resource\": ", i ? ", " : "");
         afd_json_str(&c->races, f->acc[races[i].x].resource);
         afd_buf_printf(&c->races, ", \"operations\": [");
-        op_json(&c->races, &n_race_ops, f, &f->acc[races[i].x]);
-        op_json(&c->races, &n_race_ops, f, &f->acc[races[i].y]);
+        op_json(&c->races, &n_race_ops, f, &f->acc[races[i].x], "failing");
+        op_json(&c->races, &n_race_ops, f, &f->acc[races[i].y], "failing");
         afd_buf_printf(&c->races, "]}");
     }
     uint64_t bfw, bpw;
@@ -637,9 +658,9 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
         afd_buf_printf(&c->sentence, "lost update on %s: %s reads it, yields at %s, %s writes it, then %s "
                                      "writes back the stale value",
                        r->resource, r->label, afd_trace_string(tr, a->await_site), u->label, w->label);
-        op_json(&c->ops, &n_ops, f, r);
-        op_json(&c->ops, &n_ops, f, u);
-        op_json(&c->ops, &n_ops, f, w);
+        op_json(&c->ops, &n_ops, f, r, "failing");
+        op_json(&c->ops, &n_ops, f, u, "failing");
+        op_json(&c->ops, &n_ops, f, w, "failing");
     } else if ((block_site != AFD_NOSTR && block_ns >= 1000000u) || (v->block_site && b_ochiai >= 0.8)) {
         /* a blocking call in the minimal failing run, or in the failing natural runs and strongly
          * associated with failure there */
@@ -685,8 +706,8 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
             afd_buf_printf(&c->sentence, " (which then never ran)");
         afd_buf_printf(&c->sentence, "; %s resumed too early from the await at %s", x->label,
                        afd_trace_string(tr, site));
-        op_json(&c->ops, &n_ops, f, x);
-        op_json(&c->ops, &n_ops, inv_pairs[0].y_pass ? p : f, y);
+        op_json(&c->ops, &n_ops, f, x, "failing");
+        op_json(&c->ops, &n_ops, inv_pairs[0].y_pass ? p : f, y, inv_pairs[0].y_pass ? "passing" : "failing");
     } else {
         uint32_t locks[16], labels[16];
         size_t len = 0;
@@ -1584,9 +1605,16 @@ static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapse
             afd_buf_printf(&b, ", \"fails_at_us\": ");
             afd_json_num(&b, (double)o->win.hi / 1e3);
             afd_buf_printf(&b, ", \"delays_before\": %" PRIu32 ", \"delays_after\": %" PRIu32
-                               ", \"runs\": %" PRIu64 ", \"searched_one_delay\": %s}",
+                               ", \"runs\": %" PRIu64 ", \"searched_one_delay\": %s, \"probes\": [",
                            o->win.n_delays_before, o->win.n_delays_after, o->win.runs,
                            o->win.via_fallback ? "true" : "false");
+            /* the full delay (it fails) and each bisection probe: one replay each, deterministic */
+            for (uint32_t i = 0; i < o->win.n_probes; i++) {
+                afd_buf_printf(&b, "%s{\"delay_us\": ", i ? ", " : "");
+                afd_json_num(&b, (double)o->win.probes[i].delay / 1e3);
+                afd_buf_printf(&b, ", \"failed\": %s}", o->win.probes[i].failed ? "true" : "false");
+            }
+            afd_buf_printf(&b, "]}");
         } else {
             afd_buf_printf(&b, "null");
         }
@@ -1673,6 +1701,17 @@ static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapse
         }
         afd_buf_printf(&b, ", \"failure\": ");
         afd_json_str(&b, o->failure ? o->failure : "");
+        afd_buf_printf(&b, ", \"environment\": {\"python\": ");
+        afd_json_str(&b, v->pool ? afd_pool_python(v->pool) : "");
+        afd_buf_printf(&b, ", \"hash_seed\": ");
+        afd_json_str(&b, v->pool ? afd_pool_hash_seed(v->pool) : "");
+        struct utsname un;
+        char plat[400] = "";
+        if (uname(&un) == 0)
+            snprintf(plat, sizeof plat, "%s %s %s", un.sysname, un.release, un.machine);
+        afd_buf_printf(&b, ", \"platform\": ");
+        afd_json_str(&b, plat);
+        afd_buf_printf(&b, "}");
         afd_buf_printf(&b, ", \"runs\": %" PRIu64 ", \"seconds\": ", v->total_runs);
         afd_json_num(&b, (double)elapsed_ns / 1e9);
         afd_buf_printf(&b, "}\n");
@@ -2046,7 +2085,16 @@ int afd_cmd_investigate(const afd_cli *cli)
             /* bisect each remaining delay; the first is the one the sentence names */
             for (uint32_t i = 0; i < ds.n; i++) {
                 uint64_t lo = 0, hi = ds.cost[i];
-                oracle_ctx bc = {.v = &v, .ds = &ds, .which = i};
+                oracle_ctx bc = {.v = &v, .ds = &ds, .which = i, .record = i == 0 ? &o.win : NULL};
+                if (i == 0) {
+                    /* the two ends were run already: without the delay it passes (the set is
+                     * 1-minimal), with all of it it fails */
+                    o.win.probes[0].delay = 0;
+                    o.win.probes[0].failed = 0;
+                    o.win.probes[1].delay = hi;
+                    o.win.probes[1].failed = 1;
+                    o.win.n_probes = 2;
+                }
                 uint64_t runs2 = 0;
                 if (hi > BISECT_PRECISION_NS)
                     rc = afd_bisect(&lo, &hi, BISECT_PRECISION_NS, value_oracle, &bc, &runs2);
