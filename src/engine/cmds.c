@@ -48,6 +48,34 @@ void tally_finish(tally *t)
     free(t->first_failure);
 }
 
+runlog *active_runlog;
+
+void runlog_finish(runlog *r)
+{
+    for (size_t i = 0; i < r->n; i++)
+        free((char *)r->v[i].token);
+    free(r->v);
+    memset(r, 0, sizeof *r);
+}
+
+static void runlog_add(runlog *r, const afd_run_result *res, const afd_trace *tr, uint64_t digest)
+{
+    if (r->n == r->cap) {
+        size_t ncap = r->cap ? r->cap * 2 : 256;
+        afd_store_run *nv = realloc(r->v, ncap * sizeof *nv);
+        if (!nv)
+            return; /* the incident then lists fewer runs; the investigation goes on */
+        r->v = nv;
+        r->cap = ncap;
+    }
+    char *token = strdup(tr && tr->token ? tr->token : "");
+    if (!token)
+        return;
+    r->v[r->n] = (afd_store_run){.index = r->n, .token = token, .outcome = res->outcome, .wall_ns = res->wall_ns,
+                                 .digest = digest};
+    r->n++;
+}
+
 int tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
 {
     if (t->runs == t->cap) {
@@ -68,6 +96,8 @@ int tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
     t->steps[t->runs] = tr ? tr->steps : 0;
     t->wall[t->runs] = res->wall_ns;
     uint64_t digest = tr ? afd_trace_digest(tr) : 0;
+    if (active_runlog)
+        runlog_add(active_runlog, res, tr, digest);
     if (t->runs == 0)
         t->first_digest = digest;
     else if (digest != t->first_digest)

@@ -18,6 +18,7 @@
 #include "explain.h"
 #include "fix.h"
 #include "gate.h"
+#include "incident.h"
 #include "minimize.h"
 #include "out.h"
 #include "pool.h"
@@ -1559,241 +1560,327 @@ static int fix_verified(const outcome *o)
            o->v_explore_failed_after == 0 && o->v_natural_runs && o->v_natural_failed == 0;
 }
 
-static void print_result(const afd_cli *cli, inv *v, outcome *o, uint64_t elapsed_ns)
+/* The investigation as one JSON document (what --json prints, and what the store keeps). */
+static void json_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elapsed_ns, afd_buf *b_out)
+{
+    afd_buf b = *b_out;
+    afd_buf_printf(&b, "{\"nodeid\": ");
+    afd_json_str(&b, cli->nodeid);
+    afd_buf_printf(&b, ", \"verdict\": \"%s\", \"natural\": {\"runs\": %" PRIu64 ", \"failed\": %" PRIu64
+                       ", \"ci95\": [",
+                   o->verdict, o->natural.runs, o->natural.failed);
+    afd_json_num(&b, o->lo);
+    afd_buf_printf(&b, ", ");
+    afd_json_num(&b, o->hi);
+    afd_buf_printf(&b, "]}, \"token\": ");
+    if (o->token)
+        afd_json_str(&b, o->token);
+    else
+        afd_buf_printf(&b, "null");
+    afd_buf_printf(&b, ", \"replay\": {\"runs\": %" PRIu64 ", \"failed\": %" PRIu64 "}", o->replay_runs,
+                   o->replay_failed);
+    afd_buf_printf(&b, ", \"passing_token\": ");
+    if (o->pass_token)
+        afd_json_str(&b, o->pass_token);
+    else
+        afd_buf_printf(&b, "null");
+    afd_buf_printf(&b, ", \"passing_replay\": {\"runs\": %" PRIu64 ", \"passed\": %" PRIu64 "}", o->pass_runs,
+                   o->pass_passed);
+    afd_buf_printf(&b, ", \"window_us\": ");
+    if (o->win.found)
+        afd_json_num(&b, (double)o->win.hi / 1e3);
+    else
+        afd_buf_printf(&b, "null");
+    afd_buf_printf(&b, ", \"window\": ");
+    if (o->win.found) {
+        afd_buf_printf(&b, "{\"task\": ");
+        afd_json_str(&b, o->win.label);
+        afd_buf_printf(&b, ", \"step\": %" PRIu32 ", \"wakes\": ", o->win.ordinal);
+        if (o->win.wakes)
+            afd_json_str(&b, o->win.wakes);
+        else
+            afd_buf_printf(&b, "null");
+        afd_buf_printf(&b, ", \"passes_at_us\": ");
+        afd_json_num(&b, (double)o->win.lo / 1e3);
+        afd_buf_printf(&b, ", \"fails_at_us\": ");
+        afd_json_num(&b, (double)o->win.hi / 1e3);
+        afd_buf_printf(&b, ", \"delays_before\": %" PRIu32 ", \"delays_after\": %" PRIu32
+                           ", \"runs\": %" PRIu64 ", \"searched_one_delay\": %s, \"probes\": [",
+                       o->win.n_delays_before, o->win.n_delays_after, o->win.runs,
+                       o->win.via_fallback ? "true" : "false");
+        /* the full delay (it fails) and each bisection probe: one replay each, deterministic */
+        for (uint32_t i = 0; i < o->win.n_probes; i++) {
+            afd_buf_printf(&b, "%s{\"delay_us\": ", i ? ", " : "");
+            afd_json_num(&b, (double)o->win.probes[i].delay / 1e3);
+            afd_buf_printf(&b, ", \"failed\": %s}", o->win.probes[i].failed ? "true" : "false");
+        }
+        afd_buf_printf(&b, "]}");
+    } else {
+        afd_buf_printf(&b, "null");
+    }
+    afd_buf_printf(&b, ", \"cause\": ");
+    if (o->c.kind) {
+        afd_buf_printf(&b, "{\"kind\": \"%s\", \"resource\": ", o->c.kind);
+        afd_json_str(&b, bstr(&o->c.resource));
+        afd_buf_printf(&b, ", \"await_site\": ");
+        if (o->c.await_site.len)
+            afd_json_str(&b, bstr(&o->c.await_site));
+        else
+            afd_buf_printf(&b, "null");
+        afd_buf_printf(&b, ", \"summary\": ");
+        afd_json_str(&b, bstr(&o->c.sentence));
+        afd_buf_printf(&b, ", \"operations\": [%s]}", bstr(&o->c.ops));
+    } else {
+        afd_buf_printf(&b, "null");
+    }
+    afd_buf_printf(&b, ", \"evidence\": [%s]", bstr(&o->ev.json));
+    afd_buf_printf(&b, ", \"races\": [%s]", bstr(&o->c.races));
+    if (o->fix_tried) {
+        afd_buf_printf(&b, ", \"fix\": {\"kind\": ");
+        if (o->fix_kind)
+            afd_json_str(&b, o->fix_kind);
+        else
+            afd_buf_printf(&b, "null");
+        afd_buf_printf(&b, ", \"why_none\": ");
+        if (o->fix_kind)
+            afd_buf_printf(&b, "null");
+        else
+            afd_json_str(&b, o->fix_why);
+        afd_buf_printf(&b, ", \"diff\": ");
+        afd_json_str(&b, bstr(&o->fix_diff));
+        afd_buf_printf(&b, ", \"gate\": [");
+        for (int k = 0; o->gate_ran && k < AFD_GATE__COUNT; k++) {
+            afd_buf_printf(&b, "%s{\"check\": \"%s\", \"group\": \"%s\", \"passed\": %s, \"reason\": ",
+                           k ? ", " : "", o->gate[k].name, o->gate[k].group, o->gate[k].passed ? "true" : "false");
+            afd_json_str(&b, o->gate[k].reason);
+            afd_buf_printf(&b, "}");
+        }
+        afd_buf_printf(&b, "], \"tiers\": ");
+        if (!o->verified_ran) {
+            afd_buf_printf(&b, "{\"replay\": \"not attempted\", \"exploration\": \"not attempted\", "
+                               "\"natural\": \"not attempted\", \"overhead\": \"not attempted\"}");
+        } else {
+            afd_buf_printf(&b, "{\"replay\": {\"token_failed_before\": \"%" PRIu64 "/%" PRIu64 "\", \"runs\": %" PRIu64
+                               ", \"passed\": %" PRIu64 "}, \"exploration\": {\"schedules\": %" PRIu64
+                               ", \"failed_before\": %" PRIu64 ", \"failed_after\": %" PRIu64
+                               "}, \"natural\": {\"runs\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"rate_below\": ",
+                           o->replay_failed, o->replay_runs, o->v_replay_runs, o->v_replay_passed, o->v_explore_n,
+                           o->v_explore_failed_before, o->v_explore_failed_after, o->v_natural_runs,
+                           o->v_natural_failed);
+            afd_json_num(&b, o->v_natural_failed ? 1.0 : afd_stats_rule_of_three(o->v_natural_runs));
+            afd_buf_printf(&b, "}, \"overhead\": {\"median_ms_before\": ");
+            afd_json_num(&b, o->v_wall_before_ms);
+            afd_buf_printf(&b, ", \"median_ms_after\": ");
+            afd_json_num(&b, o->v_wall_after_ms);
+            afd_buf_printf(&b, "}}");
+        }
+        afd_buf_printf(&b, ", \"regression_test\": ");
+        if (o->regression_node) {
+            afd_buf_printf(&b, "{\"node\": ");
+            afd_json_str(&b, o->regression_node);
+            afd_buf_printf(&b, ", \"fails_before\": %s, \"passes_after\": %s}",
+                           o->reg_ran ? (o->reg_fails_before ? "true" : "false") : "\"not attempted\"",
+                           o->reg_ran ? (o->reg_passes_after ? "true" : "false") : "\"not attempted\"");
+        } else {
+            afd_json_str(&b, o->regression_why);
+        }
+        afd_buf_printf(&b, ", \"candidates\": [");
+        for (size_t i = 0; i < o->n_cand; i++)
+            afd_buf_printf(&b, "%s{\"kind\": \"%s\", \"changed_lines\": %zu, \"tried\": %s, \"gate_passed\": %s, "
+                               "\"verified\": %s}",
+                           i ? ", " : "", o->cand[i].kind, o->cand[i].changed, o->cand[i].tried ? "true" : "false",
+                           o->cand[i].gate_passed ? "true" : "false", o->cand[i].verified ? "true" : "false");
+        afd_buf_printf(&b, "]");
+        afd_buf_printf(&b, ", \"verified\": %s, \"applied\": %s, \"apply\": ", fix_verified(o) ? "true" : "false",
+                       o->applied ? "true" : "false");
+        if (o->apply_note[0])
+            afd_json_str(&b, o->apply_note);
+        else
+            afd_buf_printf(&b, "null");
+        afd_buf_printf(&b, "}");
+    }
+    afd_buf_printf(&b, ", \"failure\": ");
+    afd_json_str(&b, o->failure ? o->failure : "");
+    afd_buf_printf(&b, ", \"environment\": {\"python\": ");
+    afd_json_str(&b, v->pool ? afd_pool_python(v->pool) : "");
+    afd_buf_printf(&b, ", \"hash_seed\": ");
+    afd_json_str(&b, v->pool ? afd_pool_hash_seed(v->pool) : "");
+    struct utsname un;
+    char plat[400] = "";
+    if (uname(&un) == 0)
+        snprintf(plat, sizeof plat, "%s %s %s", un.sysname, un.release, un.machine);
+    afd_buf_printf(&b, ", \"platform\": ");
+    afd_json_str(&b, plat);
+    afd_buf_printf(&b, "}");
+    afd_buf_printf(&b, ", \"runs\": %" PRIu64 ", \"seconds\": ", v->total_runs);
+    afd_json_num(&b, (double)elapsed_ns / 1e9);
+    afd_buf_printf(&b, "}\n");
+    *b_out = b;
+}
+
+/* The investigation for a person reading a terminal. */
+static void text_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elapsed_ns, afd_buf *b_out)
+{
+    afd_buf b = *b_out;
+    const char *head = !strcmp(o->verdict, "reproduced")      ? "REPRODUCED"
+                       : !strcmp(o->verdict, "no_failure")    ? "NO FAILURE FOUND"
+                       : !strcmp(o->verdict, "deterministic") ? "FAILS DETERMINISTICALLY, NOT A RACE"
+                                                              : "ABSTAINED";
+    afd_buf_printf(&b, "%s: %s\n", cli->nodeid, head);
+    afd_buf_printf(&b, "  natural:  %" PRIu64 "/%" PRIu64 " failed (%.1f%%, 95%% CI %.1f%%-%.1f%%)\n",
+                   o->natural.failed, o->natural.runs,
+                   o->natural.runs ? 100.0 * (double)o->natural.failed / (double)o->natural.runs : 0.0,
+                   100 * o->lo, 100 * o->hi);
+    if (o->abstain_reason)
+        afd_buf_printf(&b, "  why:      %s\n", o->abstain_reason);
+    if (o->failure && *o->failure)
+        afd_buf_printf(&b, "  failure:  %.300s\n", o->failure);
+    if (o->c.kind) {
+        afd_buf_printf(&b, "  cause:    %s\n", bstr(&o->c.sentence));
+        if (o->c.await_site.len)
+            afd_buf_printf(&b, "  await:    %s\n", bstr(&o->c.await_site));
+    }
+    if (o->win.found) {
+        /* rounded outward to 0.1 us, so the printed bounds stay on their measured sides */
+        afd_buf_printf(&b, "  window:   fails exactly when ");
+        if (o->win.wakes)
+            afd_buf_printf(&b, "the callback that wakes %s (%s, call %" PRIu32 ")", o->win.wakes, o->win.label,
+                           o->win.ordinal);
+        else
+            afd_buf_printf(&b, "%s, step %" PRIu32 ",", o->win.label, o->win.ordinal);
+        afd_buf_printf(&b, " is delayed by more than %.1f us (measured: passes at %.1f us, fails at %.1f us)\n",
+                       floor((double)o->win.lo / 100.0) / 10.0,
+                       floor((double)o->win.lo / 100.0) / 10.0, ceil((double)o->win.hi / 100.0) / 10.0);
+    }
+    if (o->token) {
+        afd_buf_printf(&b, "  replayed: %" PRIu64 "/%" PRIu64 " failed", o->replay_failed, o->replay_runs);
+        if (o->pass_runs)
+            afd_buf_printf(&b, "; nearest passing schedule %" PRIu64 "/%" PRIu64 " passed", o->pass_passed,
+                           o->pass_runs);
+        afd_buf_printf(&b, "\n  token:    %s\n", o->token);
+    }
+    if (o->ev.n)
+        afd_buf_printf(&b, "  evidence:\n%s", bstr(&o->ev.text));
+    if (o->token)
+        afd_buf_printf(&b, "  replay:   affidavit replay %s %s\n", o->token, cli->nodeid);
+    if (o->fix_tried && !o->fix_kind)
+        afd_buf_printf(&b, "  fix:      none proposed: %s\n", o->fix_why);
+    if (o->fix_kind) {
+        int passed = o->gate_ran && afd_gate_passed(o->gate);
+        afd_buf_printf(&b, "  fix:      %s proposed; policy gate %s; %s; %s\n", o->fix_kind,
+                       passed ? "passed" : "FAILED",
+                       !o->verified_ran ? "verification not attempted" : fix_verified(o) ? "VERIFIED" : "NOT verified",
+                       o->apply_note[0] ? o->apply_note : "not applied (--apply writes it, with a backup)");
+        if (o->verified_ran) {
+            afd_buf_printf(&b, "    replay   the failing token: %" PRIu64 "/%" PRIu64 " failed before, %" PRIu64 "/%" PRIu64
+                               " passed after\n",
+                           o->replay_failed, o->replay_runs, o->v_replay_passed, o->v_replay_runs);
+            afd_buf_printf(&b, "    explore  %" PRIu64 " schedules: %" PRIu64 " failed before, %" PRIu64 " after\n",
+                           o->v_explore_n, o->v_explore_failed_before, o->v_explore_failed_after);
+            if (o->v_natural_runs)
+                afd_buf_printf(&b, "    natural  %" PRIu64 " runs, %" PRIu64 " failed%s", o->v_natural_runs,
+                               o->v_natural_failed, o->v_natural_failed ? "\n" : "");
+            if (o->v_natural_runs && !o->v_natural_failed)
+                afd_buf_printf(&b, " (rate below %.1f%% at 95%%, rule of three)\n",
+                               100 * afd_stats_rule_of_three(o->v_natural_runs));
+            afd_buf_printf(&b, "    overhead median run %.2f ms before, %.2f ms after\n", o->v_wall_before_ms,
+                           o->v_wall_after_ms);
+            if (o->regression_node)
+                afd_buf_printf(&b, "    regression test %s: %s before the fix, %s after\n", o->regression_node,
+                               !o->reg_ran ? "not attempted" : o->reg_fails_before ? "fails" : "DOES NOT FAIL",
+                               !o->reg_ran ? "not attempted" : o->reg_passes_after ? "passes" : "FAILS");
+            else
+                afd_buf_printf(&b, "    %s\n", o->regression_why);
+        } else if (o->v_error[0]) {
+            afd_buf_printf(&b, "    verification not attempted: %s\n", o->v_error);
+        }
+        for (int k = 0; o->gate_ran && k < AFD_GATE__COUNT; k++)
+            afd_buf_printf(&b, "    %s %-22s %s\n", o->gate[k].passed ? "pass" : "FAIL", o->gate[k].name,
+                           o->gate[k].reason);
+        afd_buf_printf(&b, "%s", bstr(&o->fix_diff));
+    }
+    afd_buf_printf(&b, "  (%" PRIu64 " runs in %.1f s)\n", v->total_runs, (double)elapsed_ns / 1e9);
+    *b_out = b;
+}
+
+/* Stores the investigation as an incident (its JSON document, every run, the failing and the
+ * nearest passing traces, the patch) and writes its HTML report. A store that cannot be written
+ * (a read-only project, a full disk) loses nothing of what is printed: a warning says why, and
+ * the result is printed with no incident number. */
+static int64_t record_incident(const afd_cli *cli, outcome *o, const afd_buf *json, const kept_run *fail_run,
+                               const kept_run *pass_run, const runlog *runs, char *report_path, size_t pathlen)
+{
+    report_path[0] = 0;
+    char err[600] = "";
+    afd_store *st = NULL;
+    int64_t id = 0;
+    afd_buf fb, pb;
+    afd_buf_init(&fb);
+    afd_buf_init(&pb);
+    afd_store_trace traces[2];
+    size_t n_traces = 0;
+    if (fail_run->have_trace && afd_trace_encode(&fail_run->tr, &fb) == 0)
+        traces[n_traces++] = (afd_store_trace){"failing", fb.data, fb.len};
+    if (pass_run->have_trace && afd_trace_encode(&pass_run->tr, &pb) == 0)
+        traces[n_traces++] = (afd_store_trace){"passing", pb.data, pb.len};
+    afd_store_incident inc = {
+        .nodeid = cli->nodeid,
+        .verdict = o->verdict ? o->verdict : "",
+        .cause_kind = o->c.kind ? o->c.kind : "",
+        .summary = bstr(&o->c.sentence),
+        .token = o->token ? o->token : "",
+        .rate = o->natural.runs ? (double)o->natural.failed / (double)o->natural.runs : 0,
+        .natural_runs = o->natural.runs,
+        .natural_failed = o->natural.failed,
+        .created = (int64_t)time(NULL),
+        .json = bstr((afd_buf *)json),
+    };
+    afd_store_patch patch = {
+        .kind = o->fix_kind,
+        .file = o->fix_file ? o->fix_file : "",
+        .diff = bstr(&o->fix_diff),
+        .gate_passed = o->gate_ran && afd_gate_passed(o->gate),
+        .verified = fix_verified(o),
+        .applied = o->applied,
+    };
+    int rc = incident_open_store(&st, err, sizeof err);
+    if (rc == 0)
+        rc = afd_store_add(st, &inc, runs->v, runs->n, traces, n_traces, o->fix_kind ? &patch : NULL, &id, err,
+                           sizeof err);
+    afd_store_close(st);
+    if (rc < 0) {
+        fprintf(stderr, "affidavit: warning: the incident was not stored: %s\n", err[0] ? err : afd_strerror(rc));
+        id = 0;
+    } else if (incident_write_report(id, inc.created, inc.json, fail_run->have_trace ? &fail_run->tr : NULL,
+                                     pass_run->have_trace ? &pass_run->tr : NULL, report_path, pathlen, err,
+                                     sizeof err) < 0) {
+        fprintf(stderr, "affidavit: warning: no HTML report for incident %" PRId64 ": %s\n", id, err);
+    }
+    afd_buf_finish(&fb);
+    afd_buf_finish(&pb);
+    return id;
+}
+
+/* Prints the result, with the incident it was stored as (0: not stored) and its report. */
+static void print_result(const afd_cli *cli, const afd_buf *json, inv *v, outcome *o, uint64_t elapsed_ns,
+                         int64_t incident, const char *report_path)
 {
     afd_buf b;
     afd_buf_init(&b);
     if (cli->json) {
-        afd_buf_printf(&b, "{\"nodeid\": ");
-        afd_json_str(&b, cli->nodeid);
-        afd_buf_printf(&b, ", \"verdict\": \"%s\", \"natural\": {\"runs\": %" PRIu64 ", \"failed\": %" PRIu64
-                           ", \"ci95\": [",
-                       o->verdict, o->natural.runs, o->natural.failed);
-        afd_json_num(&b, o->lo);
-        afd_buf_printf(&b, ", ");
-        afd_json_num(&b, o->hi);
-        afd_buf_printf(&b, "]}, \"token\": ");
-        if (o->token)
-            afd_json_str(&b, o->token);
+        /* {"incident": N, ...the document} */
+        afd_buf_printf(&b, "{\"incident\": ");
+        if (incident)
+            afd_buf_printf(&b, "%" PRId64 ", ", incident);
         else
-            afd_buf_printf(&b, "null");
-        afd_buf_printf(&b, ", \"replay\": {\"runs\": %" PRIu64 ", \"failed\": %" PRIu64 "}", o->replay_runs,
-                       o->replay_failed);
-        afd_buf_printf(&b, ", \"passing_token\": ");
-        if (o->pass_token)
-            afd_json_str(&b, o->pass_token);
-        else
-            afd_buf_printf(&b, "null");
-        afd_buf_printf(&b, ", \"passing_replay\": {\"runs\": %" PRIu64 ", \"passed\": %" PRIu64 "}", o->pass_runs,
-                       o->pass_passed);
-        afd_buf_printf(&b, ", \"window_us\": ");
-        if (o->win.found)
-            afd_json_num(&b, (double)o->win.hi / 1e3);
-        else
-            afd_buf_printf(&b, "null");
-        afd_buf_printf(&b, ", \"window\": ");
-        if (o->win.found) {
-            afd_buf_printf(&b, "{\"task\": ");
-            afd_json_str(&b, o->win.label);
-            afd_buf_printf(&b, ", \"step\": %" PRIu32 ", \"wakes\": ", o->win.ordinal);
-            if (o->win.wakes)
-                afd_json_str(&b, o->win.wakes);
-            else
-                afd_buf_printf(&b, "null");
-            afd_buf_printf(&b, ", \"passes_at_us\": ");
-            afd_json_num(&b, (double)o->win.lo / 1e3);
-            afd_buf_printf(&b, ", \"fails_at_us\": ");
-            afd_json_num(&b, (double)o->win.hi / 1e3);
-            afd_buf_printf(&b, ", \"delays_before\": %" PRIu32 ", \"delays_after\": %" PRIu32
-                               ", \"runs\": %" PRIu64 ", \"searched_one_delay\": %s, \"probes\": [",
-                           o->win.n_delays_before, o->win.n_delays_after, o->win.runs,
-                           o->win.via_fallback ? "true" : "false");
-            /* the full delay (it fails) and each bisection probe: one replay each, deterministic */
-            for (uint32_t i = 0; i < o->win.n_probes; i++) {
-                afd_buf_printf(&b, "%s{\"delay_us\": ", i ? ", " : "");
-                afd_json_num(&b, (double)o->win.probes[i].delay / 1e3);
-                afd_buf_printf(&b, ", \"failed\": %s}", o->win.probes[i].failed ? "true" : "false");
-            }
-            afd_buf_printf(&b, "]}");
-        } else {
-            afd_buf_printf(&b, "null");
-        }
-        afd_buf_printf(&b, ", \"cause\": ");
-        if (o->c.kind) {
-            afd_buf_printf(&b, "{\"kind\": \"%s\", \"resource\": ", o->c.kind);
-            afd_json_str(&b, bstr(&o->c.resource));
-            afd_buf_printf(&b, ", \"await_site\": ");
-            if (o->c.await_site.len)
-                afd_json_str(&b, bstr(&o->c.await_site));
-            else
-                afd_buf_printf(&b, "null");
-            afd_buf_printf(&b, ", \"summary\": ");
-            afd_json_str(&b, bstr(&o->c.sentence));
-            afd_buf_printf(&b, ", \"operations\": [%s]}", bstr(&o->c.ops));
-        } else {
-            afd_buf_printf(&b, "null");
-        }
-        afd_buf_printf(&b, ", \"evidence\": [%s]", bstr(&o->ev.json));
-        afd_buf_printf(&b, ", \"races\": [%s]", bstr(&o->c.races));
-        if (o->fix_tried) {
-            afd_buf_printf(&b, ", \"fix\": {\"kind\": ");
-            if (o->fix_kind)
-                afd_json_str(&b, o->fix_kind);
-            else
-                afd_buf_printf(&b, "null");
-            afd_buf_printf(&b, ", \"why_none\": ");
-            if (o->fix_kind)
-                afd_buf_printf(&b, "null");
-            else
-                afd_json_str(&b, o->fix_why);
-            afd_buf_printf(&b, ", \"diff\": ");
-            afd_json_str(&b, bstr(&o->fix_diff));
-            afd_buf_printf(&b, ", \"gate\": [");
-            for (int k = 0; o->gate_ran && k < AFD_GATE__COUNT; k++) {
-                afd_buf_printf(&b, "%s{\"check\": \"%s\", \"group\": \"%s\", \"passed\": %s, \"reason\": ",
-                               k ? ", " : "", o->gate[k].name, o->gate[k].group, o->gate[k].passed ? "true" : "false");
-                afd_json_str(&b, o->gate[k].reason);
-                afd_buf_printf(&b, "}");
-            }
-            afd_buf_printf(&b, "], \"tiers\": ");
-            if (!o->verified_ran) {
-                afd_buf_printf(&b, "{\"replay\": \"not attempted\", \"exploration\": \"not attempted\", "
-                                   "\"natural\": \"not attempted\", \"overhead\": \"not attempted\"}");
-            } else {
-                afd_buf_printf(&b, "{\"replay\": {\"token_failed_before\": \"%" PRIu64 "/%" PRIu64 "\", \"runs\": %" PRIu64
-                                   ", \"passed\": %" PRIu64 "}, \"exploration\": {\"schedules\": %" PRIu64
-                                   ", \"failed_before\": %" PRIu64 ", \"failed_after\": %" PRIu64
-                                   "}, \"natural\": {\"runs\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"rate_below\": ",
-                               o->replay_failed, o->replay_runs, o->v_replay_runs, o->v_replay_passed, o->v_explore_n,
-                               o->v_explore_failed_before, o->v_explore_failed_after, o->v_natural_runs,
-                               o->v_natural_failed);
-                afd_json_num(&b, o->v_natural_failed ? 1.0 : afd_stats_rule_of_three(o->v_natural_runs));
-                afd_buf_printf(&b, "}, \"overhead\": {\"median_ms_before\": ");
-                afd_json_num(&b, o->v_wall_before_ms);
-                afd_buf_printf(&b, ", \"median_ms_after\": ");
-                afd_json_num(&b, o->v_wall_after_ms);
-                afd_buf_printf(&b, "}}");
-            }
-            afd_buf_printf(&b, ", \"regression_test\": ");
-            if (o->regression_node) {
-                afd_buf_printf(&b, "{\"node\": ");
-                afd_json_str(&b, o->regression_node);
-                afd_buf_printf(&b, ", \"fails_before\": %s, \"passes_after\": %s}",
-                               o->reg_ran ? (o->reg_fails_before ? "true" : "false") : "\"not attempted\"",
-                               o->reg_ran ? (o->reg_passes_after ? "true" : "false") : "\"not attempted\"");
-            } else {
-                afd_json_str(&b, o->regression_why);
-            }
-            afd_buf_printf(&b, ", \"candidates\": [");
-            for (size_t i = 0; i < o->n_cand; i++)
-                afd_buf_printf(&b, "%s{\"kind\": \"%s\", \"changed_lines\": %zu, \"tried\": %s, \"gate_passed\": %s, "
-                                   "\"verified\": %s}",
-                               i ? ", " : "", o->cand[i].kind, o->cand[i].changed, o->cand[i].tried ? "true" : "false",
-                               o->cand[i].gate_passed ? "true" : "false", o->cand[i].verified ? "true" : "false");
-            afd_buf_printf(&b, "]");
-            afd_buf_printf(&b, ", \"verified\": %s, \"applied\": %s, \"apply\": ", fix_verified(o) ? "true" : "false",
-                           o->applied ? "true" : "false");
-            if (o->apply_note[0])
-                afd_json_str(&b, o->apply_note);
-            else
-                afd_buf_printf(&b, "null");
-            afd_buf_printf(&b, "}");
-        }
-        afd_buf_printf(&b, ", \"failure\": ");
-        afd_json_str(&b, o->failure ? o->failure : "");
-        afd_buf_printf(&b, ", \"environment\": {\"python\": ");
-        afd_json_str(&b, v->pool ? afd_pool_python(v->pool) : "");
-        afd_buf_printf(&b, ", \"hash_seed\": ");
-        afd_json_str(&b, v->pool ? afd_pool_hash_seed(v->pool) : "");
-        struct utsname un;
-        char plat[400] = "";
-        if (uname(&un) == 0)
-            snprintf(plat, sizeof plat, "%s %s %s", un.sysname, un.release, un.machine);
-        afd_buf_printf(&b, ", \"platform\": ");
-        afd_json_str(&b, plat);
-        afd_buf_printf(&b, "}");
-        afd_buf_printf(&b, ", \"runs\": %" PRIu64 ", \"seconds\": ", v->total_runs);
-        afd_json_num(&b, (double)elapsed_ns / 1e9);
-        afd_buf_printf(&b, "}\n");
+            afd_buf_printf(&b, "null, ");
+        if (json->len > 1)
+            afd_buf_put(&b, json->data + 1, json->len - 1);
     } else {
-        const char *head = !strcmp(o->verdict, "reproduced")      ? "REPRODUCED"
-                           : !strcmp(o->verdict, "no_failure")    ? "NO FAILURE FOUND"
-                           : !strcmp(o->verdict, "deterministic") ? "FAILS DETERMINISTICALLY, NOT A RACE"
-                                                                  : "ABSTAINED";
-        afd_buf_printf(&b, "%s: %s\n", cli->nodeid, head);
-        afd_buf_printf(&b, "  natural:  %" PRIu64 "/%" PRIu64 " failed (%.1f%%, 95%% CI %.1f%%-%.1f%%)\n",
-                       o->natural.failed, o->natural.runs,
-                       o->natural.runs ? 100.0 * (double)o->natural.failed / (double)o->natural.runs : 0.0,
-                       100 * o->lo, 100 * o->hi);
-        if (o->abstain_reason)
-            afd_buf_printf(&b, "  why:      %s\n", o->abstain_reason);
-        if (o->failure && *o->failure)
-            afd_buf_printf(&b, "  failure:  %.300s\n", o->failure);
-        if (o->c.kind) {
-            afd_buf_printf(&b, "  cause:    %s\n", bstr(&o->c.sentence));
-            if (o->c.await_site.len)
-                afd_buf_printf(&b, "  await:    %s\n", bstr(&o->c.await_site));
-        }
-        if (o->win.found) {
-            /* rounded outward to 0.1 us, so the printed bounds stay on their measured sides */
-            afd_buf_printf(&b, "  window:   fails exactly when ");
-            if (o->win.wakes)
-                afd_buf_printf(&b, "the callback that wakes %s (%s, call %" PRIu32 ")", o->win.wakes, o->win.label,
-                               o->win.ordinal);
-            else
-                afd_buf_printf(&b, "%s, step %" PRIu32 ",", o->win.label, o->win.ordinal);
-            afd_buf_printf(&b, " is delayed by more than %.1f us (measured: passes at %.1f us, fails at %.1f us)\n",
-                           floor((double)o->win.lo / 100.0) / 10.0,
-                           floor((double)o->win.lo / 100.0) / 10.0, ceil((double)o->win.hi / 100.0) / 10.0);
-        }
-        if (o->token) {
-            afd_buf_printf(&b, "  replayed: %" PRIu64 "/%" PRIu64 " failed", o->replay_failed, o->replay_runs);
-            if (o->pass_runs)
-                afd_buf_printf(&b, "; nearest passing schedule %" PRIu64 "/%" PRIu64 " passed", o->pass_passed,
-                               o->pass_runs);
-            afd_buf_printf(&b, "\n  token:    %s\n", o->token);
-        }
-        if (o->ev.n)
-            afd_buf_printf(&b, "  evidence:\n%s", bstr(&o->ev.text));
-        if (o->token)
-            afd_buf_printf(&b, "  replay:   affidavit replay %s %s\n", o->token, cli->nodeid);
-        if (o->fix_tried && !o->fix_kind)
-            afd_buf_printf(&b, "  fix:      none proposed: %s\n", o->fix_why);
-        if (o->fix_kind) {
-            int passed = o->gate_ran && afd_gate_passed(o->gate);
-            afd_buf_printf(&b, "  fix:      %s proposed; policy gate %s; %s; %s\n", o->fix_kind,
-                           passed ? "passed" : "FAILED",
-                           !o->verified_ran ? "verification not attempted" : fix_verified(o) ? "VERIFIED" : "NOT verified",
-                           o->apply_note[0] ? o->apply_note : "not applied (--apply writes it, with a backup)");
-            if (o->verified_ran) {
-                afd_buf_printf(&b, "    replay   the failing token: %" PRIu64 "/%" PRIu64 " failed before, %" PRIu64 "/%" PRIu64
-                                   " passed after\n",
-                               o->replay_failed, o->replay_runs, o->v_replay_passed, o->v_replay_runs);
-                afd_buf_printf(&b, "    explore  %" PRIu64 " schedules: %" PRIu64 " failed before, %" PRIu64 " after\n",
-                               o->v_explore_n, o->v_explore_failed_before, o->v_explore_failed_after);
-                if (o->v_natural_runs)
-                    afd_buf_printf(&b, "    natural  %" PRIu64 " runs, %" PRIu64 " failed%s", o->v_natural_runs,
-                                   o->v_natural_failed, o->v_natural_failed ? "\n" : "");
-                if (o->v_natural_runs && !o->v_natural_failed)
-                    afd_buf_printf(&b, " (rate below %.1f%% at 95%%, rule of three)\n",
-                                   100 * afd_stats_rule_of_three(o->v_natural_runs));
-                afd_buf_printf(&b, "    overhead median run %.2f ms before, %.2f ms after\n", o->v_wall_before_ms,
-                               o->v_wall_after_ms);
-                if (o->regression_node)
-                    afd_buf_printf(&b, "    regression test %s: %s before the fix, %s after\n", o->regression_node,
-                                   !o->reg_ran ? "not attempted" : o->reg_fails_before ? "fails" : "DOES NOT FAIL",
-                                   !o->reg_ran ? "not attempted" : o->reg_passes_after ? "passes" : "FAILS");
-                else
-                    afd_buf_printf(&b, "    %s\n", o->regression_why);
-            } else if (o->v_error[0]) {
-                afd_buf_printf(&b, "    verification not attempted: %s\n", o->v_error);
-            }
-            for (int k = 0; o->gate_ran && k < AFD_GATE__COUNT; k++)
-                afd_buf_printf(&b, "    %s %-22s %s\n", o->gate[k].passed ? "pass" : "FAIL", o->gate[k].name,
-                               o->gate[k].reason);
-            afd_buf_printf(&b, "%s", bstr(&o->fix_diff));
-        }
-        afd_buf_printf(&b, "  (%" PRIu64 " runs in %.1f s)\n", v->total_runs, (double)elapsed_ns / 1e9);
+        text_document(cli, v, o, elapsed_ns, &b);
+        if (incident)
+            afd_buf_printf(&b, "  incident: %" PRId64 " (affidavit show %" PRId64 ")%s%s\n", incident, incident,
+                           report_path && *report_path ? "; report: " : "", report_path ? report_path : "");
     }
     fwrite(b.data, 1, b.len, stdout);
     afd_buf_finish(&b);
@@ -1900,6 +1987,8 @@ int afd_cmd_investigate(const afd_cli *cli)
     delay_set ds = {0};
     kept_run fail_run = {0}, pass_run = {0};
     tally t = {0}, search = {0};
+    runlog rl = {0};
+    active_runlog = &rl;
     v.srcs = afd_srcmap_new();
     int rc = v.srcs ? start_pool(cli, &v.pool) : AFD_EXIT_INTERNAL;
     if (rc)
@@ -2218,7 +2307,9 @@ explain_runs:
     }
     if (cli->fix && vrc == 0) {
         propose_fix(&fv, have_p ? &pv : NULL, &o, cli);
+        active_runlog = NULL; /* the patched program's runs are the tiers', not the incident's */
         try_candidates(&v, &o, cli);
+        active_runlog = &rl;
         if (cli->apply && o.fix_kind)
             apply_fix(&o);
     }
@@ -2245,7 +2336,17 @@ explain_runs:
 
 report:
     afd_progress_done(&v.prog);
-    print_result(cli, &v, &o, now_ns() - t0);
+    active_runlog = NULL;
+    {
+        uint64_t elapsed = now_ns() - t0;
+        afd_buf doc;
+        afd_buf_init(&doc);
+        json_document(cli, &v, &o, elapsed, &doc);
+        char report_path[512];
+        int64_t id = record_incident(cli, &o, &doc, &fail_run, &pass_run, &rl, report_path, sizeof report_path);
+        print_result(cli, &doc, &v, &o, elapsed, id, report_path);
+        afd_buf_finish(&doc);
+    }
     goto out;
 fail:
     afd_progress_done(&v.prog);
@@ -2259,6 +2360,8 @@ fail:
 out:
     afd_pool_free(v.pool);
 done_early:
+    active_runlog = NULL;
+    runlog_finish(&rl);
     tally_finish(&t);
     tally_finish(&search);
     tally_finish(&o.natural);

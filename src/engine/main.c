@@ -4,6 +4,7 @@
  * arguments are known to be good. */
 #include "cmds.h"
 #include "pool.h"
+#include "storecmd.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -26,10 +27,17 @@ static const char usage[] =
     "                                   sample, find a failing schedule, replay it, shrink it to the\n"
     "                                   collision window, and name the cause (--fix: propose a fix\n"
     "                                   -- LOCK, AWAIT_TASK, EVENT_GATE, LOCK_ORDER or OFFLOAD --\n"
-    "                                   gate it against\n"
-    "                                   band-aids and verify it in a mirror of the project; the\n"
-    "                                   user's files are not written unless --apply, which writes\n"
-    "                                   a verified fix only, keeping FILE.orig)\n"
+    "                                   gate it against band-aids and verify it in a mirror of the\n"
+    "                                   project; the user's files are not written unless --apply,\n"
+    "                                   which writes a verified fix only, keeping FILE.orig); the\n"
+    "                                   incident goes into .affidavit/incidents.db with an HTML\n"
+    "                                   report in .affidavit/reports/\n"
+    "  ls [--limit N]                   the stored incidents, newest first\n"
+    "  show ID                          one incident: test, verdict, rate, cause, replay command\n"
+    "  report ID [--format html|json|sarif|chrome-trace] [--run failing|passing] [-o FILE]\n"
+    "                                   an incident's report (chrome-trace: a run for Perfetto)\n"
+    "  serve [--port 8765]              a local dashboard of the incidents (127.0.0.1 only;\n"
+    "                                   --port 0 picks a free port)\n"
     "  gate DIFF [--allow-src]          check a unified diff (a fix, yours included) against the\n"
     "                                   policy: no sleeps, timeouts, retries, weaker asserts...\n"
     "\n"
@@ -90,6 +98,9 @@ int main(int argc, char **argv)
         puts("affidavit 0.1.0");
         return 0;
     }
+    if (!strcmp(argv[1], "ls") || !strcmp(argv[1], "show") || !strcmp(argv[1], "report") ||
+        !strcmp(argv[1], "serve"))
+        return afd_cmd_store(argc, argv);
     cli.cmd = argv[1];
     int is_sample = !strcmp(cli.cmd, "sample"), is_explore = !strcmp(cli.cmd, "explore"),
         is_replay = !strcmp(cli.cmd, "replay"), is_investigate = !strcmp(cli.cmd, "investigate"),

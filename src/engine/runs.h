@@ -7,6 +7,7 @@
 #include "cmds.h"
 #include "out.h"
 #include "pool.h"
+#include "store.h"
 #include "trace.h"
 
 #include <stdint.h>
@@ -22,6 +23,15 @@ typedef struct tally {
     char *first_failure;  /* Owned. */
     int first_failure_outcome;
 } tally;
+
+/* Every run an investigation made, for its incident: when `active_runlog` is set, tally_add
+ * records each run there (its token, outcome, duration and trace digest). */
+typedef struct runlog {
+    afd_store_run *v; /* Owned array; each token owned. */
+    size_t n, cap;
+} runlog;
+extern runlog *active_runlog;
+void runlog_finish(runlog *r);
 
 uint64_t now_ns(void);
 /* Failed, errored, hung or crashed: a skip or a step-limit stop is neither a pass nor a failure. */

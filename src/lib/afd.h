@@ -23,7 +23,9 @@
     X(TRACE_VERSION, "the trace comes from another affidavit format version")        \
     X(TRACE_CORRUPT, "the trace is malformed")                                       \
     X(PROTO, "malformed protocol message")                                           \
-    X(FULL, "a size bound was reached")
+    X(FULL, "a size bound was reached")                                              \
+    X(NOTFOUND, "not found")                                                         \
+    X(STORE, "the incident store failed")
 
 enum {
     AFD_OK = 0,

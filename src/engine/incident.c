@@ -1,0 +1,53 @@
+/* incident.c -- the project's store and report directory (see incident.h). */
+#include "incident.h"
+#include "afd.h"
+#include "buf.h"
+#include "report.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int incident_open_store(afd_store **out, char *err, size_t errlen)
+{
+    return afd_store_open(out, AFD_STORE_DB, err, errlen);
+}
+
+int incident_write_report(int64_t id, int64_t created, const char *json, const afd_trace *failing,
+                          const afd_trace *passing, char *path, size_t pathlen, char *err, size_t errlen)
+{
+    afd_report_in in = {.id = id, .created = created, .json = json, .failing = failing, .passing = passing};
+    afd_buf html;
+    afd_buf_init(&html);
+    int rc = afd_report_html(&in, &html, err, errlen);
+    if (rc < 0) {
+        afd_buf_finish(&html);
+        return rc;
+    }
+    if (mkdir(AFD_STORE_DIR, 0777) < 0 && errno != EEXIST)
+        goto io;
+    if (mkdir(AFD_STORE_DIR "/reports", 0777) < 0 && errno != EEXIST)
+        goto io;
+    char tmp[512];
+    snprintf(path, pathlen, AFD_STORE_DIR "/reports/incident-%" PRId64 ".html", id);
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f)
+        goto io;
+    size_t wrote = fwrite(html.data, 1, html.len, f);
+    if (fclose(f) != 0 || wrote != html.len || rename(tmp, path) < 0) {
+        unlink(tmp);
+        goto io;
+    }
+    afd_buf_finish(&html);
+    return 0;
+io:
+    snprintf(err, errlen, "cannot write the report under %s: %s", AFD_STORE_DIR "/reports", strerror(errno));
+    if (pathlen)
+        path[0] = 0;
+    afd_buf_finish(&html);
+    return AFD_EIO;
+}

@@ -1,0 +1,23 @@
+/* incident.h -- where incidents are kept: `.affidavit/` in the working directory (the project
+ * root the node ids are relative to), holding `incidents.db` and `reports/`. */
+#ifndef AFD_ENGINE_INCIDENT_H
+#define AFD_ENGINE_INCIDENT_H
+
+#include "store.h"
+#include "trace.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define AFD_STORE_DIR ".affidavit"
+#define AFD_STORE_DB AFD_STORE_DIR "/incidents.db"
+
+/* Opens the project's store (creating it); a one-line message in err on failure. */
+int incident_open_store(afd_store **out, char *err, size_t errlen);
+
+/* Writes the HTML report of an incident to .affidavit/reports/incident-<id>.html (through a
+ * temporary file and a rename, so a reader never sees half a report); its path goes to path. */
+int incident_write_report(int64_t id, int64_t created, const char *json, const afd_trace *failing,
+                          const afd_trace *passing, char *path, size_t pathlen, char *err, size_t errlen);
+
+#endif
