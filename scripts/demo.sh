@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make demo: investigate a bundled flaky example end to end -- how often it fails on its own, a
 # schedule that makes it fail every time, that schedule shrunk to its collision window, and the
-# cause in the code's terms. Run from the repository root with the project's .venv on PATH (the
-# Makefile does both). The report goes to .affidavit/demo/.
+# cause in the code's terms, a fix gated and verified (the file is not touched). Run from the
+# repository root with the project's .venv on PATH (the Makefile does both). The incident goes
+# into .affidavit/incidents.db with its HTML report; the terminal text to .affidavit/demo/.
 set -uo pipefail
 node="${1:-examples/test_rare_flake.py::test_uses_fresh_token}"
 dir=".affidavit/demo"
@@ -10,7 +11,7 @@ mkdir -p "$dir"
 report="$dir/investigate.txt"
 
 printf '== affidavit investigate %s\n\n' "$node"
-affidavit investigate "$node" | tee "$report"
+affidavit investigate "$node" --fix | tee "$report"
 rc=${PIPESTATUS[0]}
 printf '\n== verdict\n'
 case "$rc" in
@@ -19,5 +20,6 @@ case "$rc" in
   4) echo "   abstained: the failure depends on something affidavit does not control";;
   *) echo "   investigate failed (exit $rc)";;
 esac
-echo "   report: $report"
+html=$(sed -n 's/.*; report: \(.*\.html\)$/\1/p' "$report" | tail -1)
+echo "   report: ${html:-$report} (affidavit serve shows every incident in a browser)"
 [ "$rc" = 1 ]

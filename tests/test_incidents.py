@@ -169,6 +169,34 @@ def test_committed_incidents_survive_sigkill(tmp_path: Path) -> None:
     assert len(committed) >= 50, "the kills should land among many writes"
 
 
+def test_an_investigation_killed_at_any_moment_leaves_the_store_sound(tmp_path: Path) -> None:
+    """The engine itself, SIGKILLed at random moments of `investigate` (the store write is its last
+    act): the store stays sound and every incident a finished investigation reported is there."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_flaky.py").write_text((REPO / "examples" / "test_lost_update.py").read_text())
+    rnd = random.Random(7)
+    reported: List[int] = []
+    for i in range(10):
+        p = subprocess.Popen([AFFIDAVIT, "investigate", "test_flaky.py::test_concurrent_deposits", "--json",
+                              "--natural", "10"], cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)
+        try:
+            out, _ = p.communicate(timeout=rnd.uniform(0.5, 3.0) if i % 3 else 120)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            out, _ = p.communicate(timeout=30)
+        if p.returncode == 1:
+            reported.append(json.loads(out)["incident"])
+        db = project / ".affidavit" / "incidents.db"
+        if db.exists():
+            con = sqlite3.connect(db)
+            assert con.execute("pragma integrity_check").fetchone()[0] == "ok"
+            assert set(reported) <= {r[0] for r in con.execute("select id from incidents")}
+            con.close()
+    assert reported, "some investigations ran to the end"
+
+
 def test_the_dashboard_in_a_browser(lost_update: Dict[str, Any]) -> None:
     n = lost_update["incident"]
     server = subprocess.Popen([AFFIDAVIT, "serve", "--port", "0"], cwd=REPO, stdout=subprocess.PIPE,
