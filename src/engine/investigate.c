@@ -924,6 +924,15 @@ static char *read_file(const char *path, size_t *len)
     return text;
 }
 
+/* The file a fix edits, or NULL with the reason in o->fix_why. */
+static char *read_source(outcome *o, const char *file, size_t *len)
+{
+    char *text = read_file(file, len);
+    if (!text)
+        snprintf(o->fix_why, sizeof o->fix_why, "cannot read %.200s", file);
+    return text;
+}
+
 static void finish_proposal(outcome *o, const afd_cli *cli, const char *kind, const char *file, const char *before,
                             size_t len, const afd_buf *after)
 {
@@ -1034,11 +1043,9 @@ static void propose_await_task(const afd_view *f, outcome *o, const afd_cli *cli
     const char *dot = strrchr(writer, '.');
     const char *name = dot ? dot + 1 : writer;
     size_t len = 0;
-    char *before = read_file(x->file, &len);
-    if (!before) {
-        snprintf(o->fix_why, sizeof o->fix_why, "cannot read %.200s", x->file);
+    char *before = read_source(o, x->file, &len);
+    if (!before)
         return;
-    }
     afd_buf after;
     afd_buf_init(&after);
     char why[256], why2[256] = "";
@@ -1112,11 +1119,9 @@ static void propose_lock_order(const afd_view *f, const afd_view *p, outcome *o)
         return;
     }
     size_t len = 0;
-    char *before = read_file(file, &len);
-    if (!before) {
-        snprintf(o->fix_why, sizeof o->fix_why, "cannot read %.200s", file);
+    char *before = read_source(o, file, &len);
+    if (!before)
         return;
-    }
     afd_buf after;
     afd_buf_init(&after);
     char why[256];
@@ -1141,11 +1146,9 @@ static void propose_offload(outcome *o)
     }
     *colon = 0;
     size_t len = 0;
-    char *before = read_file(file, &len);
-    if (!before) {
-        snprintf(o->fix_why, sizeof o->fix_why, "cannot read %.200s", file);
+    char *before = read_source(o, file, &len);
+    if (!before)
         return;
-    }
     afd_buf after;
     afd_buf_init(&after);
     char why[256];
@@ -1211,11 +1214,9 @@ static void propose_fix(const afd_view *f, const afd_view *p, outcome *o, const 
         return;
     }
     size_t len = 0;
-    char *before = read_file(file, &len);
-    if (!before) {
-        snprintf(o->fix_why, sizeof o->fix_why, "cannot read %.200s", file);
+    char *before = read_source(o, file, &len);
+    if (!before)
         return;
-    }
     afd_buf after;
     afd_buf_init(&after);
     char why[256];

@@ -94,18 +94,25 @@ static int load(int64_t id, afd_store_full *f, char *err, size_t errlen)
     return rc;
 }
 
+/* The project's incidents, newest first (at most limit; 0: all). */
+static int list(size_t limit, afd_store_row **rows, size_t *n, char *err, size_t errlen)
+{
+    afd_store *st = NULL;
+    int rc = incident_open_store(&st, err, errlen);
+    if (rc == 0)
+        rc = afd_store_list(st, limit, rows, n, err, errlen);
+    afd_store_close(st);
+    return rc;
+}
+
 /* ---- ls, show, report ---- */
 
 static int cmd_ls(int json, size_t limit)
 {
     char err[600] = "";
-    afd_store *st = NULL;
     afd_store_row *rows = NULL;
     size_t n = 0;
-    int rc = incident_open_store(&st, err, sizeof err);
-    if (rc == 0)
-        rc = afd_store_list(st, limit, &rows, &n, err, sizeof err);
-    afd_store_close(st);
+    int rc = list(limit, &rows, &n, err, sizeof err);
     if (rc < 0) {
         fprintf(stderr, "affidavit: error: %s\n", err[0] ? err : afd_strerror(rc));
         return AFD_EXIT_INTERNAL;
@@ -257,13 +264,9 @@ static const char DASHBOARD_HEAD[] =
 static void dashboard(afd_buf *b)
 {
     char err[600] = "";
-    afd_store *st = NULL;
     afd_store_row *rows = NULL;
     size_t n = 0;
-    int rc = incident_open_store(&st, err, sizeof err);
-    if (rc == 0)
-        rc = afd_store_list(st, 500, &rows, &n, err, sizeof err);
-    afd_store_close(st);
+    int rc = list(500, &rows, &n, err, sizeof err);
     afd_buf_put(b, DASHBOARD_HEAD, sizeof DASHBOARD_HEAD - 1);
     if (rc < 0) {
         afd_buf_printf(b, "<p id=\"error\">The incident store cannot be read: ");

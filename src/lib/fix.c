@@ -197,6 +197,17 @@ static void fix_finish(fixctx *c)
     afd_pysrc_finish(&c->ps);
 }
 
+/* Resets the outputs and parses the source (refusing one too large to edit). */
+static int fix_start(fixctx *c, afd_buf *out)
+{
+    out->len = 0;
+    if (c->why && c->whylen)
+        c->why[0] = 0;
+    if (c->len > AFD_PYSCAN_MAX_SOURCE)
+        return refuse(c, "the source is too large to edit");
+    return fix_parse(c);
+}
+
 static int is_docstring(TSNode stmt)
 {
     return is_type(stmt, "expression_statement") && ts_node_named_child_count(stmt) == 1 &&
@@ -256,15 +267,10 @@ int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t
                  size_t whylen)
 {
     fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
-    out->len = 0;
-    if (why && whylen)
-        why[0] = 0;
-    if (n == 0 || n > MAX_SITES)
-        return refuse(&c, "no update site given");
-    if (len > AFD_PYSCAN_MAX_SOURCE)
-        return refuse(&c, "the source is too large to edit");
     char *locks[MAX_SITES] = {0};
-    int rc = fix_parse(&c);
+    int rc = fix_start(&c, out);
+    if (rc == 0 && (n == 0 || n > MAX_SITES))
+        rc = refuse(&c, "no update site given");
     if (rc < 0)
         goto out;
     TSNode root = ts_tree_root_node(c.tree);
@@ -460,12 +466,9 @@ int afd_fix_await_task(const char *src, size_t len, uint32_t read_line, const ch
                        char *why, size_t whylen)
 {
     fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
-    out->len = 0;
-    if (why && whylen)
-        why[0] = 0;
-    if (len > AFD_PYSCAN_MAX_SOURCE || !writer || !*writer)
-        return refuse(&c, "nothing to await");
-    int rc = fix_parse(&c);
+    int rc = fix_start(&c, out);
+    if (rc == 0 && (!writer || !*writer))
+        rc = refuse(&c, "nothing to await");
     if (rc < 0)
         goto out;
     if (!read_line || read_line > c.n_lines) {
@@ -526,12 +529,9 @@ int afd_fix_regression_test(const char *src, size_t len, const char *test, const
                             afd_buf *out, char *why, size_t whylen)
 {
     fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
-    out->len = 0;
-    if (why && whylen)
-        why[0] = 0;
-    if (len > AFD_PYSCAN_MAX_SOURCE || !test || !*test || strchr(test, '[') || !token)
-        return refuse(&c, "the test is parametrized or unnamed");
-    int rc = fix_parse(&c);
+    int rc = fix_start(&c, out);
+    if (rc == 0 && (!test || !*test || strchr(test, '[') || !token))
+        rc = refuse(&c, "the test is parametrized or unnamed");
     if (rc < 0)
         goto out;
     TSNode root = ts_tree_root_node(c.tree);
@@ -606,15 +606,12 @@ int afd_fix_event_gate(const char *src, size_t len, const char *test, uint32_t w
                        const char *name, int after_loops, afd_buf *out, char *why, size_t whylen)
 {
     fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
-    out->len = 0;
-    if (why && whylen)
-        why[0] = 0;
-    if (len > AFD_PYSCAN_MAX_SOURCE || !test || !*test || !name || !*name || strlen(name) > 64)
-        return refuse(&c, "nothing to gate");
-    for (const char *p = name; *p; p++)
+    int rc = fix_start(&c, out);
+    if (rc == 0 && (!test || !*test || !name || !*name || strlen(name) > 64))
+        rc = refuse(&c, "nothing to gate");
+    for (const char *p = name; rc == 0 && *p; p++)
         if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'))
-            return refuse(&c, "the resource is not a plain module name");
-    int rc = fix_parse(&c);
+            rc = refuse(&c, "the resource is not a plain module name");
     if (rc < 0)
         goto out;
     TSNode root = ts_tree_root_node(c.tree);
@@ -719,12 +716,7 @@ static TSNode find_is_set(const char *src, TSNode n)
 int afd_fix_event_wait(const char *src, size_t len, uint32_t read_line, afd_buf *out, char *why, size_t whylen)
 {
     fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
-    out->len = 0;
-    if (why && whylen)
-        why[0] = 0;
-    if (len > AFD_PYSCAN_MAX_SOURCE)
-        return refuse(&c, "the file is too large");
-    int rc = fix_parse(&c);
+    int rc = fix_start(&c, out);
     if (rc < 0)
         goto out;
     if (!read_line || read_line > c.n_lines) {
@@ -844,12 +836,7 @@ int afd_fix_lock_order(const char *src, size_t len, uint32_t outer_line, uint32_
                        size_t whylen)
 {
     fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
-    out->len = 0;
-    if (why && whylen)
-        why[0] = 0;
-    if (len > AFD_PYSCAN_MAX_SOURCE)
-        return refuse(&c, "the source is too large to edit");
-    int rc = fix_parse(&c);
+    int rc = fix_start(&c, out);
     if (rc < 0)
         goto out;
     if (!outer_line || !inner_line || outer_line >= inner_line || inner_line > c.n_lines) {
@@ -945,12 +932,7 @@ out:
 int afd_fix_offload(const char *src, size_t len, uint32_t line, afd_buf *out, char *why, size_t whylen)
 {
     fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
-    out->len = 0;
-    if (why && whylen)
-        why[0] = 0;
-    if (len > AFD_PYSCAN_MAX_SOURCE)
-        return refuse(&c, "the source is too large to edit");
-    int rc = fix_parse(&c);
+    int rc = fix_start(&c, out);
     if (rc < 0)
         goto out;
     if (!line || line > c.n_lines) {
