@@ -204,7 +204,8 @@ def main(argv: List[str]) -> int:
     # Before the test module is imported: `from time import sleep` there must get the recorded one.
     _runtime.install_hooks()
     server = _Server(nodeid, req_fd, res_fd)
-    args = [nodeid, "-p", "no:cacheprovider", "--capture=sys", "-q", "--no-header", *extra]
+    # the pytest plugin stays out of the runs it would otherwise start again
+    args = [nodeid, "-p", "no:cacheprovider", "-p", "no:affidavit", "--capture=sys", "-q", "--no-header", *extra]
     try:
         code = pytest.main(args, plugins=[server])
     except BaseException as exc:  # a crashing plugin or conftest must still produce one message

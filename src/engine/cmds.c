@@ -371,6 +371,9 @@ int afd_cmd_sample(const afd_cli *cli)
 
 typedef struct explore_ctx {
     uint64_t seed;
+    uint64_t shard_k, shard_n; /* this shard runs portfolio schedules k, k+n, k+2n... (0-based k) */
+    uint64_t *indices;         /* the portfolio index of each run made, in run order */
+    uint64_t n_indices;
     int only;
     uint32_t est_steps;
     uint64_t best_index; /* lowest failing run index, UINT64_MAX if none */
@@ -383,7 +386,13 @@ typedef struct explore_ctx {
 static int make_portfolio(void *vctx, uint64_t i, uint8_t *mode, char **token)
 {
     explore_ctx *c = vctx;
-    return portfolio_token(c->seed, i, c->est_steps, c->only, mode, token);
+    uint64_t index = i * c->shard_n + c->shard_k;
+    uint64_t *ni = realloc(c->indices, (c->n_indices + 1) * sizeof *ni);
+    if (!ni)
+        return AFD_ENOMEM;
+    c->indices = ni;
+    c->indices[c->n_indices++] = index;
+    return portfolio_token(c->seed, index, c->est_steps, c->only, mode, token);
 }
 
 static int take_explore(void *vctx, uint64_t i, afd_run_result *res, afd_trace *tr)
@@ -406,7 +415,8 @@ static int take_explore(void *vctx, uint64_t i, afd_run_result *res, afd_trace *
 
 int afd_cmd_explore(const afd_cli *cli)
 {
-    explore_ctx c = {.seed = cli->seed, .only = -1, .est_steps = 1, .best_index = UINT64_MAX};
+    explore_ctx c = {.seed = cli->seed, .only = -1, .est_steps = 1, .best_index = UINT64_MAX,
+                     .shard_k = cli->shard_n ? cli->shard_k - 1 : 0, .shard_n = cli->shard_n ? cli->shard_n : 1};
     if (cli->strategy && strcmp(cli->strategy, "portfolio") != 0) {
         c.only = afd_strategy_parse(cli->strategy);
         if (c.only < 0) {
@@ -473,7 +483,11 @@ int afd_cmd_explore(const afd_cli *cli)
             afd_buf_printf(&o, "%" PRIu64, c.best_index + 1);
         else
             afd_buf_printf(&o, "null");
-        afd_buf_printf(&o, ", ");
+        /* which of the portfolio's schedules this run explored (shards explore disjoint ones) */
+        afd_buf_printf(&o, ", \"shard\": \"%" PRIu64 "/%" PRIu64 "\", \"schedules\": [", c.shard_k + 1, c.shard_n);
+        for (uint64_t k = 0; k < c.n_indices; k++)
+            afd_buf_printf(&o, "%s%" PRIu64, k ? ", " : "", c.indices[k]);
+        afd_buf_printf(&o, "], ");
         json_outcomes(&o, &t);
         afd_buf_printf(&o, "}\n");
     } else if (found) {
@@ -490,6 +504,7 @@ int afd_cmd_explore(const afd_cli *cli)
     free(desc);
     rc = found ? AFD_EXIT_FAILURE : AFD_EXIT_CLEAN;
 out:
+    free(c.indices);
     free(c.best_token);
     free(c.best_failure);
     tally_finish(&t);

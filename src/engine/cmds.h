@@ -27,6 +27,7 @@ typedef struct afd_cli {
     double timeout_s;  /* per-run time budget */
     uint64_t max_steps;
     uint64_t seed;
+    uint64_t shard_k, shard_n; /* explore --shard K/N: portfolio schedules k-1, k-1+N, ... (n 0: all) */
     uint64_t natural;     /* investigate: natural runs (default 50) */
     uint64_t replays;     /* investigate: replays of each token (default 10) */
     double slow_step_ms;  /* investigate: a step this long is slow (default 100) */

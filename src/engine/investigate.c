@@ -1869,12 +1869,18 @@ static void print_result(const afd_cli *cli, const afd_buf *json, inv *v, outcom
     afd_buf b;
     afd_buf_init(&b);
     if (cli->json) {
-        /* {"incident": N, ...the document} */
+        /* {"incident": N, "report": PATH, ...the document} */
         afd_buf_printf(&b, "{\"incident\": ");
         if (incident)
             afd_buf_printf(&b, "%" PRId64 ", ", incident);
         else
             afd_buf_printf(&b, "null, ");
+        afd_buf_printf(&b, "\"report\": ");
+        if (report_path && *report_path)
+            afd_json_str(&b, report_path);
+        else
+            afd_buf_printf(&b, "null");
+        afd_buf_printf(&b, ", ");
         if (json->len > 1)
             afd_buf_put(&b, json->data + 1, json->len - 1);
     } else {

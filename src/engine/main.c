@@ -17,7 +17,7 @@ static const char usage[] =
     "\n"
     "commands:\n"
     "  sample NODEID [-n 50]            natural runs: how often does the test fail?\n"
-    "  explore NODEID [--strategy S] [--runs 500] [--seconds S] [--seed N]\n"
+    "  explore NODEID [--strategy S] [--runs 500] [--seconds S] [--seed N] [--shard K/N]\n"
     "                                   controlled schedules until one fails; prints its token\n"
     "  replay TOKEN NODEID [-n 10] [--events]\n"
     "                                   run one schedule again, n times (--events: print the first\n"
@@ -143,8 +143,8 @@ int main(int argc, char **argv)
                 return bad("expected a positive number of milliseconds after", a);
             i++;
         } else if (!strcmp(a, "--seconds")) {
-            if (!is_explore)
-                return bad("--seconds applies to explore", NULL);
+            if (!is_explore && !is_investigate)
+                return bad("--seconds applies to explore and investigate", NULL);
             if (parse_pos_double(v, &cli.seconds) < 0)
                 return bad("expected a positive number of seconds after", a);
             i++;
@@ -165,6 +165,16 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--seed")) {
             if (parse_u64(v, &cli.seed) < 0)
                 return bad("expected a non-negative integer seed after", a);
+            i++;
+        } else if (!strcmp(a, "--shard")) {
+            if (!is_explore)
+                return bad("--shard applies to explore", NULL);
+            unsigned long long k = 0, n = 0;
+            char tail = 0;
+            if (!v || sscanf(v, "%llu/%llu%c", &k, &n, &tail) != 2 || n == 0 || k == 0 || k > n || n > 100000)
+                return bad("expected --shard K/N with 1 <= K <= N, got", v ? v : "nothing");
+            cli.shard_k = k;
+            cli.shard_n = n;
             i++;
         } else if (!strcmp(a, "--strategy")) {
             if (!is_explore)
