@@ -102,8 +102,29 @@ def investigate_times(repeats: int = 3) -> Dict[str, Any]:
     return {"repeats": repeats, "examples": rows, "median_of_medians_s": meds[len(meds) // 2]}
 
 
+def plugin_overhead(tests: int = 400, reps: int = 7) -> Dict[str, Any]:
+    """pytest on a suite with no async tests, with the affidavit plugin loaded (as installed) and
+    with it disabled (-p no:affidavit): the best of `reps` wall times each, alternating."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "test_plain.py"), "w") as f:
+            for i in range(tests):
+                f.write(f"def test_{i}():\n    assert {i} + 1 == {i + 1}\n\n")
+        base = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", d]
+        on, off = [], []
+        for _ in range(reps):
+            for times, extra in ((on, []), (off, ["-p", "no:affidavit"])):
+                t0 = time.perf_counter()
+                subprocess.run(base + extra, cwd=d, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                times.append(time.perf_counter() - t0)
+    return {"tests": tests, "with_plugin_s": min(on), "without_plugin_s": min(off),
+            "overhead": min(on) / min(off) - 1}
+
+
 def main() -> None:
     print("affidavit bench: foundation", file=sys.stderr)
+    plug = plugin_overhead()
     inv = investigate_times()
     eng = engine_throughput(3000)
     seq = reinvocation(20, 1)
@@ -126,6 +147,7 @@ def main() -> None:
         "ring_controlled_nohooks": bare,
         "ring_controlled_traced": traced,
         "investigate": inv,
+        "pytest_plugin_overhead": plug,
         "ratios": {
             "engine_vs_reinvocation_parallel": eng["runs_per_s_steady"] / par["runs_per_s"],
             "engine_vs_reinvocation_sequential": eng["runs_per_s_steady"] / seq["runs_per_s"],
@@ -162,6 +184,9 @@ def main() -> None:
         ("stock / controlled per hop, with queue hooks", f"{r['ring_stock_over_controlled']:.2f}x", "goal >= 1.5x"),
         ("ring, controlled loop + line tracer", f"{traced['us_per_hop']:.2f} us/hop",
          "every line of user code recorded, as in the runs investigate explains"),
+        ("pytest plugin on a suite of no async tests", f"{100 * plug['overhead']:+.1f}%",
+         f"{plug['tests']} tests: {plug['with_plugin_s']:.2f} s with, {plug['without_plugin_s']:.2f} s without; "
+         "goal < 5%"),
         ("traced / untraced per step (hop)", f"{r['ring_traced_over_untraced']:.2f}x", "goal <= 3x"),
     ]
     for row in inv["examples"]:

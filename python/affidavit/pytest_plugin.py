@@ -27,7 +27,7 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, Generator, List, Optional
 
 import pytest
@@ -139,9 +139,14 @@ def _is_async(item: pytest.Item) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "affidavit_replay(token): run this async test under the affidavit schedule the token names")
-    # registered in every session: the replay mark works without options, and when nothing is asked
-    # each hook returns at once
-    config.pluginmanager.register(AffidavitPlugin(config, _settings(config)), "affidavit-session")
+    # Only the hooks a session asked for are registered: a suite that uses none of affidavit pays
+    # for the replay mark's check at collection and nothing per test.
+    settings = _settings(config)
+    config.pluginmanager.register(ReplayHooks(settings), "affidavit-replay")
+    if settings.explore:
+        config.pluginmanager.register(ExploreHooks(config, settings), "affidavit-explore")
+    if settings.investigate:
+        config.pluginmanager.register(InvestigateHooks(config, settings), "affidavit-investigate")
 
 
 @dataclass
@@ -151,14 +156,12 @@ class Finding:
     error: str = ""
 
 
-@dataclass
-class AffidavitPlugin:
-    config: pytest.Config
-    settings: Settings
-    failed: List[str] = field(default_factory=list)
-    explored: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+class ReplayHooks:
+    """The affidavit_replay mark and --affidavit-replay: the test runs under that schedule."""
 
-    # ---- replay: the mark and --affidavit-replay ----
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.marked = False
 
     def pytest_collection_modifyitems(self, config: pytest.Config, items: List[pytest.Item]) -> None:
         if self.settings.replay:
@@ -175,13 +178,15 @@ class AffidavitPlugin:
             if not inspect.iscoroutinefunction(getattr(item, "obj", None)):
                 raise pytest.UsageError(f"affidavit: {item.nodeid}: affidavit_replay marks async tests only")
             item._affidavit_coro = item.obj  # type: ignore[attr-defined]  # before a plugin wraps it
+            self.marked = True
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Optional[bool]:
-        mark = pyfuncitem.get_closest_marker("affidavit_replay")
-        coro = getattr(pyfuncitem, "_affidavit_coro", None)
-        if mark is None or coro is None:
+        coro = getattr(pyfuncitem, "_affidavit_coro", None) if self.marked else None
+        if coro is None:
             return None
+        mark = pyfuncitem.get_closest_marker("affidavit_replay")
+        assert mark is not None
         import affidavit
 
         names = pyfuncitem._fixtureinfo.argnames  # the test's own parameters
@@ -189,13 +194,19 @@ class AffidavitPlugin:
         affidavit.replay(mark.args[0])(coro)(**args)
         return True
 
-    # ---- explore: a latent race fails the test ----
+
+class ExploreHooks:
+    """--affidavit-explore=N: a passing async test that a controlled schedule breaks fails."""
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
         outcome = yield
         report = outcome.get_result()
-        if (not self.settings.explore or call.when != "call" or not report.passed or not _is_async(item)
+        if (call.when != "call" or not report.passed or not _is_async(item)
                 or item.get_closest_marker("affidavit_replay") is not None):
             return
         found = self._explore(item.nodeid)
@@ -225,7 +236,6 @@ class AffidavitPlugin:
         if p.returncode not in (0, 1):
             return {"error": (p.stderr.strip().splitlines() or ["exploration failed"])[-1]}
         data: Dict[str, Any] = json.loads(p.stdout)
-        self.explored[nodeid] = data
         self._keep(data)
         return data
 
@@ -238,10 +248,16 @@ class AffidavitPlugin:
         with open(os.path.join(folder, f"shard-{shard}.jsonl"), "a", encoding="utf-8") as f:
             f.write(json.dumps(data) + "\n")
 
-    # ---- --affidavit: investigate what failed ----
+class InvestigateHooks:
+    """--affidavit: every failed test is investigated after the session."""
+
+    def __init__(self, config: pytest.Config, settings: Settings) -> None:
+        self.config = config
+        self.settings = settings
+        self.failed: List[str] = []
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if not self.settings.investigate or not report.failed or report.nodeid in self.failed:
+        if not report.failed or report.nodeid in self.failed:
             return
         if report.when == "call" or (report.when == "setup" and report.nodeid):
             self.failed.append(report.nodeid)
@@ -261,7 +277,7 @@ class AffidavitPlugin:
         return Finding(nodeid, error=(p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if hasattr(self.config, "workerinput") or not self.settings.investigate:
+        if hasattr(self.config, "workerinput"):
             return  # an xdist worker: the controller investigates once every worker is done
         tr = terminalreporter
         tr.write_sep("=", "affidavit")
