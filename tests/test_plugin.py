@@ -127,6 +127,26 @@ def test_shards_explore_disjoint_schedules(tmp_path: Path) -> None:
         seen.append({i for r in rows for i in r["schedules"]})
     assert seen[0] and seen[1] and not seen[0] & seen[1], seen
     assert min(seen[0]) == 0 and min(seen[1]) == 1
+    # the CI jobs' results folded into one store
+    shards = sorted((root / ".affidavit" / "explore").glob("shard-*.jsonl"))
+    ci = tmp_path / "ci"
+    ci.mkdir()
+    p = subprocess.run([AFFIDAVIT, "merge", *map(str, shards), "--json"], cwd=ci, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    merged = json.loads(p.stdout)
+    assert merged["merged"] == 2 and merged["files"] == 2
+    p = subprocess.run([AFFIDAVIT, "ls", "--json"], cwd=ci, capture_output=True, text=True)
+    rows = json.loads(p.stdout)
+    assert {r["incident"] for r in rows} == set(merged["incidents"])
+    assert all(r["nodeid"] == "test_rare_flake.py::test_uses_fresh_token" and r["verdict"].startswith("explored")
+               for r in rows)
+    # a file that is not results is refused, naming the line, and nothing of it is merged
+    bad = ci / "bad.jsonl"
+    bad.write_text('{"nodeid": "x::y", "found": false, "runs": 3, "shard": "1/1"}\nnot json\n')
+    p = subprocess.run([AFFIDAVIT, "merge", str(bad)], cwd=ci, capture_output=True, text=True)
+    assert p.returncode == 2 and "bad.jsonl, line 2" in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    p = subprocess.run([AFFIDAVIT, "ls", "--json"], cwd=ci, capture_output=True, text=True)
+    assert len(json.loads(p.stdout)) == 2
 
 
 def test_the_replay_mark_fails_on_the_bug_and_passes_on_the_fix(tmp_path: Path) -> None:

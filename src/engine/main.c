@@ -38,6 +38,9 @@ static const char usage[] =
     "                                   an incident's report (chrome-trace: a run for Perfetto)\n"
     "  serve [--port 8765]              a local dashboard of the incidents (127.0.0.1 only;\n"
     "                                   --port 0 picks a free port)\n"
+    "  merge FILE...                    fold results CI jobs wrote (pytest --affidavit-explore\n"
+    "                                   --affidavit-shard K/N: .affidavit/explore/*.jsonl, or\n"
+    "                                   investigate --json documents) into this project's store\n"
     "  gate DIFF [--allow-src]          check a unified diff (a fix, yours included) against the\n"
     "                                   policy: no sleeps, timeouts, retries, weaker asserts...\n"
     "\n"
@@ -99,7 +102,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "ls") || !strcmp(argv[1], "show") || !strcmp(argv[1], "report") ||
-        !strcmp(argv[1], "serve"))
+        !strcmp(argv[1], "serve") || !strcmp(argv[1], "merge"))
         return afd_cmd_store(argc, argv);
     cli.cmd = argv[1];
     int is_sample = !strcmp(cli.cmd, "sample"), is_explore = !strcmp(cli.cmd, "explore"),

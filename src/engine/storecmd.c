@@ -15,6 +15,7 @@
 #include "trace.h"
 
 #include <arpa/inet.h>
+#include <jansson.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <microhttpd.h>
@@ -402,12 +403,147 @@ static int cmd_serve(unsigned port)
     return 0;
 }
 
+/* ---- merge ---- */
+
+static const char *jstr(json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+    return s ? s : "";
+}
+
+/* One result (a line of a shard's explore results, or an investigation's --json document) as an
+ * incident of the project's store. */
+static int merge_one(afd_store *st, json_t *doc, const char *text, int64_t *id, char *err, size_t errlen)
+{
+    int explored = json_is_boolean(json_object_get(doc, "found"));
+    char summary[600] = "";
+    afd_store_incident inc = {.nodeid = jstr(doc, "nodeid"), .token = jstr(doc, "token"), .created = (int64_t)time(NULL),
+                              .json = text};
+    if (!*inc.nodeid) {
+        snprintf(err, errlen, "a result names no test (no \"nodeid\")");
+        return AFD_EINVAL;
+    }
+    if (explored) {
+        int found = json_is_true(json_object_get(doc, "found"));
+        inc.verdict = found ? "explored: fails" : "explored: passes";
+        json_int_t runs = json_integer_value(json_object_get(doc, "runs"));
+        if (found)
+            snprintf(summary, sizeof summary, "a controlled schedule makes it fail (shard %s, run %lld of %lld): %.400s",
+                     jstr(doc, "shard"), (long long)json_integer_value(json_object_get(doc, "failing_run")),
+                     (long long)runs, jstr(doc, "failure"));
+        else
+            snprintf(summary, sizeof summary, "no failing schedule in %lld runs (shard %s)", (long long)runs,
+                     jstr(doc, "shard"));
+        inc.summary = summary;
+        inc.cause_kind = "";
+    } else {
+        json_t *nat = json_object_get(doc, "natural"), *cause = json_object_get(doc, "cause");
+        inc.verdict = jstr(doc, "verdict");
+        inc.cause_kind = jstr(cause, "kind");
+        inc.summary = jstr(cause, "summary");
+        inc.natural_runs = (uint64_t)json_integer_value(json_object_get(nat, "runs"));
+        inc.natural_failed = (uint64_t)json_integer_value(json_object_get(nat, "failed"));
+        inc.rate = inc.natural_runs ? (double)inc.natural_failed / (double)inc.natural_runs : 0;
+        if (!*inc.verdict) {
+            snprintf(err, errlen, "a result is neither an exploration nor an investigation");
+            return AFD_EINVAL;
+        }
+    }
+    return afd_store_add(st, &inc, NULL, 0, NULL, 0, NULL, id, err, errlen);
+}
+
+/* affidavit merge FILE...: folds the results CI jobs wrote (one JSON document a line) into this
+ * project's store, so one `affidavit ls` or `serve` shows them all. Nothing is merged from a
+ * file with a line that does not parse: the error names the file and the line. */
+static int cmd_merge(int argc, char **argv, int json)
+{
+    char err[600] = "";
+    afd_store *st = NULL;
+    if (incident_open_store(&st, err, sizeof err) < 0) {
+        fprintf(stderr, "affidavit: error: %s\n", err);
+        return AFD_EXIT_INTERNAL;
+    }
+    afd_buf ids;
+    afd_buf_init(&ids);
+    size_t merged = 0, files = 0;
+    int rc = 0;
+    for (int i = 2; i < argc && rc == 0; i++) {
+        if (argv[i][0] == '-')
+            continue;
+        FILE *f = fopen(argv[i], "r");
+        if (!f) {
+            fprintf(stderr, "affidavit: error: cannot read %s: %s\n", argv[i], strerror(errno));
+            rc = AFD_EXIT_USAGE;
+            break;
+        }
+        files++;
+        /* the whole file is read and checked first: a file with a bad line merges nothing */
+        json_t *docs = json_array(), *texts = json_array();
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t got;
+        unsigned long lineno = 0;
+        while (rc == 0 && (got = getline(&line, &cap, f)) >= 0) {
+            lineno++;
+            while (got > 0 && (line[got - 1] == '\n' || line[got - 1] == '\r'))
+                line[--got] = 0;
+            if (!got)
+                continue;
+            json_error_t je;
+            json_t *doc = json_loads(line, 0, &je);
+            if (!json_is_object(doc) || !*jstr(doc, "nodeid")) {
+                fprintf(stderr, "affidavit: error: %s, line %lu: not a result of affidavit (%s)\n", argv[i], lineno,
+                        !doc ? je.text : !json_is_object(doc) ? "not an object" : "it names no test");
+                rc = AFD_EXIT_USAGE;
+                json_decref(doc);
+            } else {
+                json_array_append_new(docs, doc);
+                json_array_append_new(texts, json_string(line));
+            }
+        }
+        free(line);
+        fclose(f);
+        for (size_t k = 0; rc == 0 && k < json_array_size(docs); k++) {
+            int64_t id = 0;
+            if (merge_one(st, json_array_get(docs, k), json_string_value(json_array_get(texts, k)), &id, err,
+                          sizeof err) < 0) {
+                fprintf(stderr, "affidavit: error: %s: %s\n", argv[i], err);
+                rc = AFD_EXIT_INTERNAL;
+            } else {
+                afd_buf_printf(&ids, "%s%" PRId64, merged++ ? ", " : "", id);
+            }
+        }
+        json_decref(docs);
+        json_decref(texts);
+    }
+    afd_store_close(st);
+    if (rc == 0 && !files) {
+        afd_buf_finish(&ids);
+        return usage_error("expected result files to merge (e.g. .affidavit/explore/shard-1-of-2.jsonl)", NULL);
+    }
+    if (json)
+        printf("{\"merged\": %zu, \"files\": %zu, \"incidents\": [%s]}\n", merged, files,
+               ids.len ? (const char *)ids.data : "");
+    else
+        printf("merged %zu results from %zu files into %s\n", merged, files, AFD_STORE_DB);
+    afd_buf_finish(&ids);
+    return rc;
+}
+
 /* ---- the command line ---- */
 
 int afd_cmd_store(int argc, char **argv)
 {
     const char *cmd = argv[1];
     int json = 0;
+    if (!strcmp(cmd, "merge")) {
+        for (int i = 2; i < argc; i++)
+            if (!strcmp(argv[i], "--json"))
+                json = 1;
+            else if (argv[i][0] == '-')
+                return usage_error("unknown option", argv[i]);
+        return cmd_merge(argc, argv, json);
+    }
     const char *format = "html", *run = NULL, *outpath = NULL, *pos = NULL;
     uint64_t port = 8765, limit = 0;
     for (int i = 2; i < argc; i++) {
