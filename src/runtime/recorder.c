@@ -436,6 +436,14 @@ static uint32_t identify_callback(afd_rt_state *st, PyObject *cb, uint32_t creat
     return id;
 }
 
+/* The C Task's step callback type: "TaskStepMethWrapper" up to 3.11, "_asyncio.TaskStepMethWrapper"
+ * (a heap type, named with its module) from 3.12 on. */
+static int is_step_wrapper_name(const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    return strcmp(dot ? dot + 1 : name, "TaskStepMethWrapper") == 0;
+}
+
 uint32_t afd_rec_identify(afd_rt_state *st, PyObject *cb, uint32_t creator)
 {
     if (ensure_recorder() < 0)
@@ -447,7 +455,7 @@ uint32_t afd_rec_identify(afd_rt_state *st, PyObject *cb, uint32_t creator)
         self = Py_NewRef(PyMethod_GET_SELF(cb));
     } else if (st->step_wrapper_type && (PyObject *)Py_TYPE(cb) == st->step_wrapper_type) {
         self = PyObject_GetAttr(cb, st->str_self);
-    } else if (!st->step_wrapper_type && strcmp(Py_TYPE(cb)->tp_name, "TaskStepMethWrapper") == 0) {
+    } else if (!st->step_wrapper_type && is_step_wrapper_name(Py_TYPE(cb)->tp_name)) {
         st->step_wrapper_type = Py_NewRef((PyObject *)Py_TYPE(cb));
         self = PyObject_GetAttr(cb, st->str_self);
     }

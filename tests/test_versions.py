@@ -1,0 +1,85 @@
+"""Every Python from 3.10 to 3.13 that this machine has (pyenv's, or python3.X on PATH): affidavit
+built for it, its in-process suites run under it, and `pytest --affidavit` finds, explains and
+fixes a lost update with it. The venvs live in build/ and are reused; the build is incremental."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_plugin import ALWAYS_LOSES  # noqa: E402  (one source for the lost update)
+
+
+def interpreters() -> Dict[str, str]:
+    found: Dict[str, str] = {}
+    roots = [os.environ.get("PYENV_ROOT", ""), os.path.expanduser("~/.pyenv")]
+    for minor in ("3.10", "3.11", "3.12", "3.13"):
+        candidates: List[str] = []
+        for root in filter(None, roots):
+            candidates += sorted(glob.glob(os.path.join(root, "versions", f"{minor}.*", "bin", "python3")))
+        on_path = shutil.which(f"python{minor}")
+        if not candidates and on_path and "/shims/" not in on_path:  # a pyenv shim may point nowhere
+            candidates.append(on_path)
+        if candidates:
+            found[minor] = candidates[-1]
+    return found
+
+
+INTERPRETERS = interpreters()
+
+
+def env_for(minor: str) -> Dict[str, str]:
+    venv = REPO / "build" / f"py{minor}-venv"
+    env = dict(os.environ, PATH=f"{venv / 'bin'}:{os.environ['PATH']}")
+    env.pop("VIRTUAL_ENV", None)
+    py = venv / "bin" / "python"
+    if not py.exists():
+        subprocess.run([INTERPRETERS[minor], "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--upgrade", "pip"],
+                       check=True, env=env)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r",
+                        str(REPO / "requirements-dev.txt")], check=True, env=env)
+    p = subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-build-isolation",
+                        "--no-deps", f"-Cbuild-dir={REPO / 'build' / f'py{minor}-build'}", str(REPO)],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    return env
+
+
+def test_the_machine_has_more_than_the_baseline() -> None:
+    assert "3.11" in INTERPRETERS, INTERPRETERS
+    assert len(INTERPRETERS) >= 2, f"only {sorted(INTERPRETERS)}: nothing to check compatibility against"
+
+
+@pytest.mark.parametrize("minor", sorted(m for m in INTERPRETERS if m != "3.11"))
+def test_affidavit_under_every_python(minor: str, tmp_path: Path) -> None:
+    env = env_for(minor)
+    py = str(REPO / "build" / f"py{minor}-venv" / "bin" / "python")
+    # the in-process suites: the controlled loop, the hooks, the line tracer, under this Python
+    # (test_loop.py's TaskGroup programs use `except*`, which 3.10 cannot parse)
+    suites = ["tests/test_hooks.py", "tests/test_tracer.py"] + (["tests/test_loop.py"] if minor != "3.10" else [])
+    p = subprocess.run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suites], cwd=REPO, capture_output=True,
+                       text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stdout[-4000:]
+    # the plugin on a project of its own, with this Python's pytest and engine
+    (tmp_path / "test_always_loses.py").write_text(ALWAYS_LOSES)
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\nasyncio_default_fixture_loop_scope = '
+                                             '"function"\n')
+    p = subprocess.run([py, "-m", "pytest", "--affidavit", "-q", "-p", "no:cacheprovider"], cwd=tmp_path,
+                       capture_output=True, text=True, env=env, timeout=600)
+    out = p.stdout + p.stderr
+    assert p.returncode == 1, out
+    summary = out[out.index("= affidavit ="):]
+    assert "cause:    lost update on test_always_loses.BALANCE[\"amount\"]" in summary, summary
+    assert "fix:      LOCK, verified" in summary, summary
+    assert f"{minor}." in subprocess.run([py, "-c", "import platform; print(platform.python_version())"],
+                                         capture_output=True, text=True).stdout
