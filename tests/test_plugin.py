@@ -106,6 +106,7 @@ def test_explore_turns_the_rare_flake_red_with_a_token(tmp_path: Path) -> None:
     rc, out = pytest_run(root, "--affidavit-explore=200", "-q")
     assert rc == 1, out
     assert "passed on its own, but fails under a controlled schedule" in out, out
+    assert re.search(r"cause:  order violation on .*token", out), out  # the minimal cause, named
     token = re.search(r"token:  (afd1:[a-z0-9]+)", out)
     assert token, out
     # the token replays the failure through the engine, and through the plugin
@@ -175,6 +176,16 @@ def test_the_replay_mark_fails_on_the_bug_and_passes_on_the_fix(tmp_path: Path) 
         "import pytest\n\n@pytest.mark.affidavit_replay('afd1:x')\ndef test_sync() -> None:\n    pass\n")
     rc, out = pytest_run(root, "-q")
     assert rc == 4 and "affidavit_replay marks async tests only" in out, out
+
+
+def test_the_report_dir_setting_moves_the_store_and_reports(tmp_path: Path) -> None:
+    root = project(tmp_path, [], extra='\n[tool.affidavit]\nreport_dir = "build/affidavit"\n')
+    (root / "test_always_loses.py").write_text(ALWAYS_LOSES)
+    rc, out = pytest_run(root, "--affidavit", "-q")
+    assert rc == 1, out
+    report = re.search(r"report:   (\S+\.html)", out)
+    assert report and report.group(1).startswith(str(root / "build" / "affidavit" / "reports")), out
+    assert (root / "build" / "affidavit" / "incidents.db").exists() and not (root / ".affidavit").exists()
 
 
 def test_settings_from_pyproject_and_the_command_line(tmp_path: Path) -> None:

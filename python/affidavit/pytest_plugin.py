@@ -131,6 +131,11 @@ def _engine() -> str:
     return found
 
 
+def _engine_env(config: pytest.Config, settings: Settings) -> Dict[str, str]:
+    """The engine keeps its store and reports in report_dir (relative to the rootdir)."""
+    return dict(os.environ, AFFIDAVIT_DIR=os.path.join(str(config.rootpath), settings.report_dir))
+
+
 def _is_async(item: pytest.Item) -> bool:
     fn = getattr(item, "obj", None)
     return inspect.iscoroutinefunction(fn) or item.get_closest_marker("anyio") is not None
@@ -211,6 +216,7 @@ class ExploreHooks:
             return
         found = self._explore(item.nodeid)
         if found.get("found"):
+            cause = self._cause(item.nodeid)
             report.outcome = "failed"
             report.longrepr = (
                 f"affidavit: passed on its own, but fails under a controlled schedule "
@@ -218,10 +224,28 @@ class ExploreHooks:
                 f"  {found.get('failure')}\n"
                 f"  token:  {found.get('token')}\n"
                 f"  replay: affidavit replay {found.get('token')} {item.nodeid}\n"
-                f"  cause:  pytest {item.nodeid} --affidavit   (investigates it)"
+                f"  cause:  {cause}"
             )
         elif found.get("error"):
             report.sections.append(("affidavit", found["error"]))
+
+    def _cause(self, nodeid: str) -> str:
+        """The minimal cause, from an investigation within the budget (its incident is stored)."""
+        cmd = [_engine(), "investigate", nodeid, "--json", "--seconds", f"{max(5.0, self.settings.budget / 2):g}"]
+        try:
+            p = subprocess.run(cmd, cwd=str(self.config.rootpath), capture_output=True, text=True,
+                               timeout=self.settings.budget, env=_engine_env(self.config, self.settings))
+            d = json.loads(p.stdout) if p.stdout.strip().startswith("{") else {}
+        except subprocess.TimeoutExpired:
+            return f"not found within the budget of {self.settings.budget:g} s (pytest --affidavit investigates it)"
+        summary = (d.get("cause") or {}).get("summary")
+        window = d.get("window") or {}
+        if not summary:
+            return f"not named ({d.get('verdict', 'no result')}); pytest {nodeid} --affidavit investigates it"
+        if window.get("fails_at_us") is not None:
+            summary += f"; fails when {window.get('task')} step {window.get('step')} is delayed by more than " \
+                       f"{window['fails_at_us']:.1f} us"
+        return summary + (f" (report: {d['report']})" if d.get("report") else "")
 
     def _explore(self, nodeid: str) -> Dict[str, Any]:
         cmd = [_engine(), "explore", nodeid, "--runs", str(self.settings.explore), "--strategy",
@@ -230,7 +254,7 @@ class ExploreHooks:
             cmd += ["--shard", self.settings.shard]
         try:
             p = subprocess.run(cmd, cwd=str(self.config.rootpath), capture_output=True, text=True,
-                               timeout=max(60.0, self.settings.budget * 2))
+                               timeout=max(60.0, self.settings.budget * 2), env=_engine_env(self.config, self.settings))
         except subprocess.TimeoutExpired:
             return {"error": f"exploration stopped after {max(60.0, self.settings.budget * 2):.0f} s"}
         if p.returncode not in (0, 1):
@@ -268,7 +292,7 @@ class InvestigateHooks:
                "--slow-step", f"{self.settings.slow_step:g}"]
         try:
             p = subprocess.run(cmd, cwd=str(self.config.rootpath), capture_output=True, text=True,
-                               timeout=self.settings.budget)
+                               timeout=self.settings.budget, env=_engine_env(self.config, self.settings))
         except subprocess.TimeoutExpired:
             return Finding(nodeid, error=f"over its budget of {self.settings.budget:g} s: not investigated to "
                                          f"the end (--affidavit-budget raises it)")

@@ -7,13 +7,27 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+const char *incident_dir(void)
+{
+    const char *d = getenv("AFFIDAVIT_DIR");
+    return d && *d ? d : AFD_STORE_DIR;
+}
+
+const char *incident_path(const char *name, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s", incident_dir(), name);
+    return buf;
+}
+
 int incident_open_store(afd_store **out, char *err, size_t errlen)
 {
-    return afd_store_open(out, AFD_STORE_DB, err, errlen);
+    char db[4096];
+    return afd_store_open(out, incident_path("incidents.db", db, sizeof db), err, errlen);
 }
 
 int incident_write_report(int64_t id, int64_t created, const char *json, const afd_trace *failing,
@@ -27,12 +41,14 @@ int incident_write_report(int64_t id, int64_t created, const char *json, const a
         afd_buf_finish(&html);
         return rc;
     }
-    if (mkdir(AFD_STORE_DIR, 0777) < 0 && errno != EEXIST)
+    char reports[4096];
+    incident_path("reports", reports, sizeof reports);
+    if (mkdir(incident_dir(), 0777) < 0 && errno != EEXIST)
         goto io;
-    if (mkdir(AFD_STORE_DIR "/reports", 0777) < 0 && errno != EEXIST)
+    if (mkdir(reports, 0777) < 0 && errno != EEXIST)
         goto io;
-    char tmp[512];
-    snprintf(path, pathlen, AFD_STORE_DIR "/reports/incident-%" PRId64 ".html", id);
+    char tmp[4200];
+    snprintf(path, pathlen, "%s/incident-%" PRId64 ".html", reports, id);
     snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f)
@@ -45,7 +61,7 @@ int incident_write_report(int64_t id, int64_t created, const char *json, const a
     afd_buf_finish(&html);
     return 0;
 io:
-    snprintf(err, errlen, "cannot write the report under %s: %s", AFD_STORE_DIR "/reports", strerror(errno));
+    snprintf(err, errlen, "cannot write the report under %s/reports: %s", incident_dir(), strerror(errno));
     if (pathlen)
         path[0] = 0;
     afd_buf_finish(&html);

@@ -1,5 +1,6 @@
 /* incident.h -- where incidents are kept: `.affidavit/` in the working directory (the project
- * root the node ids are relative to), holding `incidents.db` and `reports/`. */
+ * root the node ids are relative to), or the directory AFFIDAVIT_DIR names (the pytest plugin's
+ * report_dir setting), holding `incidents.db` and `reports/`. */
 #ifndef AFD_ENGINE_INCIDENT_H
 #define AFD_ENGINE_INCIDENT_H
 
@@ -10,7 +11,11 @@
 #include <stdint.h>
 
 #define AFD_STORE_DIR ".affidavit"
-#define AFD_STORE_DB AFD_STORE_DIR "/incidents.db"
+
+/* The directory of the store and the reports: $AFFIDAVIT_DIR, else .affidavit (static). */
+const char *incident_dir(void);
+/* incident_dir() + "/" + name, in buf. */
+const char *incident_path(const char *name, char *buf, size_t len);
 
 /* Opens the project's store (creating it); a one-line message in err on failure. */
 int incident_open_store(afd_store **out, char *err, size_t errlen);

@@ -172,9 +172,9 @@ static int cmd_show(int64_t id, int json)
     if (json) {
         rc = render(&f, "json", NULL, &b, err, sizeof err);
     } else {
-        char date[64], path[256];
+        char date[64], path[4200];
         date_text(f.row.created, date, sizeof date);
-        snprintf(path, sizeof path, AFD_STORE_DIR "/reports/incident-%" PRId64 ".html", id);
+        snprintf(path, sizeof path, "%s/reports/incident-%" PRId64 ".html", incident_dir(), id);
         afd_buf_printf(&b, "incident %" PRId64 " (%s)\n  test:     %s\n  verdict:  %s\n", id, date, f.row.nodeid,
                        f.row.verdict);
         afd_buf_printf(&b, "  natural:  %" PRIu64 "/%" PRIu64 " failed (%.1f%%)\n", f.row.natural_failed,
@@ -395,7 +395,9 @@ static int cmd_serve(unsigned port)
     sa.sa_handler = on_stop;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
-    printf("affidavit: serving the incidents of %s at http://127.0.0.1:%u/ (Ctrl-C stops)\n", AFD_STORE_DB, bound);
+    char db[4096];
+    printf("affidavit: serving the incidents of %s at http://127.0.0.1:%u/ (Ctrl-C stops)\n",
+           incident_path("incidents.db", db, sizeof db), bound);
     fflush(stdout);
     while (!stop_serving)
         pause();
@@ -521,11 +523,13 @@ static int cmd_merge(int argc, char **argv, int json)
         afd_buf_finish(&ids);
         return usage_error("expected result files to merge (e.g. .affidavit/explore/shard-1-of-2.jsonl)", NULL);
     }
+    char db[4096];
     if (json)
         printf("{\"merged\": %zu, \"files\": %zu, \"incidents\": [%s]}\n", merged, files,
                ids.len ? (const char *)ids.data : "");
     else
-        printf("merged %zu results from %zu files into %s\n", merged, files, AFD_STORE_DB);
+        printf("merged %zu results from %zu files into %s\n", merged, files,
+               incident_path("incidents.db", db, sizeof db));
     afd_buf_finish(&ids);
     return rc;
 }
