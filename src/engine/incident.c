@@ -24,9 +24,29 @@ const char *incident_path(const char *name, char *buf, size_t len)
     return buf;
 }
 
+/* mkdir -p: the directory and any missing parent (AFFIDAVIT_DIR may name a nested one). */
+static int make_dirs(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(path, 0777) < 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(path, 0777) < 0 && errno != EEXIST ? -1 : 0;
+}
+
 int incident_open_store(afd_store **out, char *err, size_t errlen)
 {
     char db[4096];
+    if (make_dirs(incident_dir()) < 0) {
+        snprintf(err, errlen, "cannot make %s: %s", incident_dir(), strerror(errno));
+        return AFD_EIO;
+    }
     return afd_store_open(out, incident_path("incidents.db", db, sizeof db), err, errlen);
 }
 
@@ -43,9 +63,7 @@ int incident_write_report(int64_t id, int64_t created, const char *json, const a
     }
     char reports[4096];
     incident_path("reports", reports, sizeof reports);
-    if (mkdir(incident_dir(), 0777) < 0 && errno != EEXIST)
-        goto io;
-    if (mkdir(reports, 0777) < 0 && errno != EEXIST)
+    if (make_dirs(reports) < 0)
         goto io;
     char tmp[4200];
     snprintf(path, pathlen, "%s/incident-%" PRId64 ".html", reports, id);
