@@ -526,6 +526,7 @@ const char *afd_sync_kind_name(int kind)
  * can put the text inside a larger line or a table cell. */
 void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf *out)
 {
+    size_t start = out->len;
     switch (ev->kind) {
     case AFD_EV_TASK:
         afd_buf_printf(out, "task ");
@@ -631,4 +632,9 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
         afd_buf_printf(out, "event of unknown kind %u", (unsigned)ev->kind);
         break;
     }
+    /* The strings come from the traced program (labels, file names, attribute names) and may
+     * hold any byte but NUL: control characters would break the line, or drive the terminal. */
+    for (size_t i = start; !out->err && i < out->len; i++)
+        if (out->data[i] < 0x20 || out->data[i] == 0x7f)
+            out->data[i] = '?';
 }

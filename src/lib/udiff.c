@@ -325,6 +325,11 @@ int afd_udiff_apply(const afd_udiff_file *f, const char *orig, size_t orig_len, 
             rc = fail(err, errlen, "hunk %zu of %s does not apply at line %zu", hi + 1, path, at + 1);
             break;
         }
+        /* Lines before a deleted file's hunk would be output, yet a deleted file yields nothing. */
+        if (f->is_deleted && at > cur) {
+            rc = fail(err, errlen, "%s is deleted but line %zu is left", path, cur + 1);
+            break;
+        }
         for (; cur < at; cur++)
             afd_buf_put(out, ol[cur].s, ol[cur].len + (size_t)ol[cur].nl);
         for (size_t i = 0; i < h->n_lines; i++) {
@@ -494,7 +499,8 @@ int afd_udiff_make(const char *path, const char *before, size_t before_len, cons
         memset(ops, '=', pre);
         n_ops = pre;
         size_t mid_n = n - pre - suf, mid_m = m - pre - suf, k = 0;
-        rc = myers(a + pre, mid_n, b + pre, mid_m, ops + pre, &k);
+        /* An empty side has no line array (NULL), and NULL + 0 is undefined in C. */
+        rc = myers(n ? a + pre : a, mid_n, m ? b + pre : b, mid_m, ops + pre, &k);
         if (rc == 1) { /* too different: replace the middle wholesale */
             memset(ops + pre, '-', mid_n);
             memset(ops + pre + mid_n, '+', mid_m);
