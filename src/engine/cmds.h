@@ -2,6 +2,7 @@
 #ifndef AFD_ENGINE_CMDS_H
 #define AFD_ENGINE_CMDS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Exit codes (DESIGN.md). */
@@ -35,12 +36,21 @@ typedef struct afd_cli {
     int fix;              /* investigate: propose a fix and run the policy gate on it */
     int allow_src;        /* investigate --fix: edits outside test files pass the gate */
     int apply;            /* investigate --fix --apply: write a verified fix, keeping FILE.orig */
+    /* check FILE --cls C --method M: the target, and the Python expressions given (NULL: none) */
+    const char *check_file, *check_cls, *check_method;
+    const char *check_init, *check_args, *check_state, *check_invariant;
+    uint64_t check_calls;
 } afd_cli;
 
 int afd_cmd_sample(const afd_cli *cli);
 int afd_cmd_explore(const afd_cli *cli);
 int afd_cmd_replay(const afd_cli *cli);
 int afd_cmd_investigate(const afd_cli *cli);
-int afd_cmd_gate(const afd_cli *cli); /* cli->nodeid holds the DIFF path ("-": stdin) */
+int afd_cmd_gate(const afd_cli *cli);
+/* A source file's text, NUL-terminated (*len excludes it); NULL when unreadable or larger than
+ * pyscan accepts. Free with free(). */
+char *afd_read_source_file(const char *path, size_t *len);
+/* check: validates the target from its source, writes the harness test and investigates it. */
+int afd_cmd_check(const afd_cli *cli); /* cli->nodeid holds the DIFF path ("-": stdin) */
 
 #endif

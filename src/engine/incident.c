@@ -25,7 +25,7 @@ const char *incident_path(const char *name, char *buf, size_t len)
 }
 
 /* mkdir -p: the directory and any missing parent (AFFIDAVIT_DIR may name a nested one). */
-static int make_dirs(const char *dir)
+int incident_make_dirs(const char *dir)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s", dir);
@@ -43,7 +43,7 @@ static int make_dirs(const char *dir)
 int incident_open_store(afd_store **out, char *err, size_t errlen)
 {
     char db[4096];
-    if (make_dirs(incident_dir()) < 0) {
+    if (incident_make_dirs(incident_dir()) < 0) {
         snprintf(err, errlen, "cannot make %s: %s", incident_dir(), strerror(errno));
         return AFD_EIO;
     }
@@ -63,7 +63,7 @@ int incident_write_report(int64_t id, int64_t created, const char *json, const a
     }
     char reports[4096];
     incident_path("reports", reports, sizeof reports);
-    if (make_dirs(reports) < 0)
+    if (incident_make_dirs(reports) < 0)
         goto io;
     char tmp[4200];
     snprintf(path, pathlen, "%s/incident-%" PRId64 ".html", reports, id);

@@ -17,6 +17,9 @@ const char *incident_dir(void);
 /* incident_dir() + "/" + name, in buf. */
 const char *incident_path(const char *name, char *buf, size_t len);
 
+/* mkdir -p dir: the directory and any missing parent. */
+int incident_make_dirs(const char *dir);
+
 /* Opens the project's store (creating it); a one-line message in err on failure. */
 int incident_open_store(afd_store **out, char *err, size_t errlen);
 

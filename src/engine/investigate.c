@@ -901,7 +901,7 @@ typedef struct outcome {
     size_t n_cand;
 } outcome;
 
-static char *read_file(const char *path, size_t *len)
+char *afd_read_source_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
@@ -927,7 +927,7 @@ static char *read_file(const char *path, size_t *len)
 /* The file a fix edits, or NULL with the reason in o->fix_why. */
 static char *read_source(outcome *o, const char *file, size_t *len)
 {
-    char *text = read_file(file, len);
+    char *text = afd_read_source_file(file, len);
     if (!text)
         snprintf(o->fix_why, sizeof o->fix_why, "cannot read %.200s", file);
     return text;
@@ -1521,7 +1521,7 @@ static void apply_fix(outcome *o)
         return;
     }
     size_t len = 0;
-    char *orig = read_file(o->fix_file, &len);
+    char *orig = afd_read_source_file(o->fix_file, &len);
     FILE *b = orig ? fopen(backup, "wbx") : NULL;
     int ok = b && fwrite(orig, 1, len, b) == len;
     if (b && fclose(b) != 0)

@@ -41,6 +41,15 @@ static const char usage[] =
     "  merge FILE...                    fold results CI jobs wrote (pytest --affidavit-explore\n"
     "                                   --affidavit-shard K/N: .affidavit/explore/*.jsonl, or\n"
     "                                   investigate --json documents) into this project's store\n"
+    "  check FILE --cls C --method M [--calls 50] [--args EXPR] [--init EXPR] [--state EXPR]\n"
+    "        [--invariant EXPR] [investigate's options]\n"
+    "                                   races in a class without a test: C() (or --init) gets M called\n"
+    "                                   --calls times concurrently (--args: the arguments, an\n"
+    "                                   expression of i, the call's index; a tuple for several); the\n"
+    "                                   final state (its attributes, or --state, an expression of obj)\n"
+    "                                   must be one some serial order of the same calls gives, and\n"
+    "                                   --invariant (an expression of obj) must hold. A failure is\n"
+    "                                   investigated like a test's (--fix edits FILE's class)\n"
     "  gate DIFF [--allow-src]          check a unified diff (a fix, yours included) against the\n"
     "                                   policy: no sleeps, timeouts, retries, weaker asserts...\n"
     "\n"
@@ -86,6 +95,17 @@ static int parse_pos_double(const char *s, double *out)
     return 0;
 }
 
+static int is_identifier(const char *s)
+{
+    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || *s == '_' || (unsigned char)*s >= 0x80))
+        return 0;
+    for (; *s; s++)
+        if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+              (unsigned char)*s >= 0x80))
+            return 0;
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     afd_cli cli = {0};
@@ -107,13 +127,16 @@ int main(int argc, char **argv)
     cli.cmd = argv[1];
     int is_sample = !strcmp(cli.cmd, "sample"), is_explore = !strcmp(cli.cmd, "explore"),
         is_replay = !strcmp(cli.cmd, "replay"), is_investigate = !strcmp(cli.cmd, "investigate"),
-        is_gate = !strcmp(cli.cmd, "gate");
-    if (!is_sample && !is_explore && !is_replay && !is_investigate && !is_gate)
+        is_gate = !strcmp(cli.cmd, "gate"), is_check = !strcmp(cli.cmd, "check");
+    if (!is_sample && !is_explore && !is_replay && !is_investigate && !is_gate && !is_check)
         return bad("unknown command", cli.cmd);
+    if (is_check)
+        is_investigate = 1; /* check takes every option investigate takes */
     cli.n = is_sample ? 50 : is_explore ? 500 : is_investigate ? 1000 : 10;
     cli.natural = 50;
     cli.replays = 10;
     cli.slow_step_ms = 100;
+    cli.check_calls = 50;
     if (is_investigate)
         cli.seconds = 60;
     const char *pos[2] = {NULL, NULL};
@@ -186,6 +209,24 @@ int main(int argc, char **argv)
                 return bad("expected a strategy after", a);
             cli.strategy = v;
             i++;
+        } else if (is_check && (!strcmp(a, "--cls") || !strcmp(a, "--method") || !strcmp(a, "--init") ||
+                                !strcmp(a, "--args") || !strcmp(a, "--state") || !strcmp(a, "--invariant"))) {
+            const char **dst = !strcmp(a, "--cls")      ? &cli.check_cls
+                               : !strcmp(a, "--method") ? &cli.check_method
+                               : !strcmp(a, "--init")   ? &cli.check_init
+                               : !strcmp(a, "--args")   ? &cli.check_args
+                               : !strcmp(a, "--state")  ? &cli.check_state
+                                                        : &cli.check_invariant;
+            if (!v || !*v)
+                return bad("expected a value after", a);
+            if ((dst == &cli.check_cls || dst == &cli.check_method) && !is_identifier(v))
+                return bad("expected a Python name after", a);
+            *dst = v;
+            i++;
+        } else if (is_check && !strcmp(a, "--calls")) {
+            if (parse_u64(v, &cli.check_calls) < 0 || cli.check_calls < 2 || cli.check_calls > 10000)
+                return bad("expected a number of concurrent calls (2-10000) after", a);
+            i++;
         } else if (!strcmp(a, "--python")) {
             if (!v)
                 return bad("expected an interpreter path after", a);
@@ -199,7 +240,14 @@ int main(int argc, char **argv)
             pos[npos++] = a;
         }
     }
-    if (is_replay) {
+    if (is_check) {
+        if (npos != 1)
+            return bad("check needs one file: affidavit check FILE --cls CLASS --method METHOD", NULL);
+        if (!cli.check_cls || !cli.check_method)
+            return bad(!cli.check_cls ? "check needs --cls CLASS" : "check needs --method METHOD", NULL);
+        cli.check_file = pos[0];
+        cli.nodeid = pos[0];
+    } else if (is_replay) {
         if (npos != 2)
             return bad("replay needs a token and a node id: affidavit replay TOKEN NODEID", NULL);
         cli.token = pos[0];
@@ -217,7 +265,8 @@ int main(int argc, char **argv)
         return bad("too many runs", NULL);
     afd_install_signal_handlers();
     setvbuf(stdout, NULL, _IOFBF, 1 << 16);
-    int rc = is_gate          ? afd_cmd_gate(&cli)
+    int rc = is_check         ? afd_cmd_check(&cli)
+             : is_gate        ? afd_cmd_gate(&cli)
              : is_sample      ? afd_cmd_sample(&cli)
              : is_explore     ? afd_cmd_explore(&cli)
              : is_investigate ? afd_cmd_investigate(&cli)

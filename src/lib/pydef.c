@@ -1,0 +1,158 @@
+/* pydef.c -- where a class's method is defined (see pydef.h). */
+#include "pydef.h"
+#include "afd.h"
+#include "pyscan.h"
+#include "pysrc.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int is_type(TSNode n, const char *type)
+{
+    return !ts_node_is_null(n) && strcmp(ts_node_type(n), type) == 0;
+}
+
+static int name_is(TSNode def, const char *src, const char *want)
+{
+    TSNode name = ts_node_child_by_field_name(def, "name", 4);
+    if (ts_node_is_null(name))
+        return 0;
+    uint32_t a = ts_node_start_byte(name), b = ts_node_end_byte(name);
+    return strlen(want) == b - a && memcmp(src + a, want, b - a) == 0;
+}
+
+/* Appends src[a..b) to a ", "-separated list in dst (cut with "..." when full). */
+static void list_add(char *dst, size_t cap, const char *src, uint32_t a, uint32_t b)
+{
+    size_t used = strlen(dst);
+    if (used >= 3 && !strcmp(dst + used - 3, "..."))
+        return;
+    size_t need = (used ? 2 : 0) + (b - a);
+    if (used + need + 4 > cap) {
+        snprintf(dst + used, cap - used, "%s...", used ? ", " : "");
+        return;
+    }
+    snprintf(dst + used, cap - used, "%s%.*s", used ? ", " : "", (int)(b - a), src + a);
+}
+
+/* The definition inside a decorated_definition (or the node itself), and whether one of its
+ * decorators is the plain name `deco`. */
+static TSNode unwrap(TSNode n, const char *src, const char *deco, int *has_deco)
+{
+    *has_deco = 0;
+    if (!is_type(n, "decorated_definition"))
+        return n;
+    uint32_t k = ts_node_named_child_count(n);
+    for (uint32_t i = 0; i < k; i++) {
+        TSNode d = ts_node_named_child(n, i);
+        if (!is_type(d, "decorator") || ts_node_named_child_count(d) != 1)
+            continue;
+        TSNode e = ts_node_named_child(d, 0);
+        uint32_t a = ts_node_start_byte(e), b = ts_node_end_byte(e);
+        if (deco && is_type(e, "identifier") && strlen(deco) == b - a && !memcmp(src + a, deco, b - a))
+            *has_deco = 1;
+    }
+    return ts_node_child_by_field_name(n, "definition", 10);
+}
+
+static void required_params(TSNode fn, const char *src, int skip_first, afd_pymethod *out)
+{
+    TSNode ps = ts_node_child_by_field_name(fn, "parameters", 10);
+    uint32_t k = ts_node_named_child_count(ps);
+    int first = 1;
+    for (uint32_t i = 0; i < k; i++) {
+        TSNode p = ts_node_named_child(ps, i);
+        const char *t = ts_node_type(p);
+        if (!strcmp(t, "keyword_separator") || !strcmp(t, "list_splat_pattern") ||
+            !strcmp(t, "dictionary_splat_pattern"))
+            break; /* what follows is keyword-only or optional */
+        if (!strcmp(t, "positional_separator"))
+            continue;
+        int plain = !strcmp(t, "identifier"), typed = !strcmp(t, "typed_parameter");
+        if (first && skip_first) {
+            first = 0;
+            continue;
+        }
+        first = 0;
+        if (!plain && !typed)
+            continue; /* a default: optional */
+        TSNode id = plain ? p : ts_node_named_child(p, 0);
+        if (is_type(id, "identifier"))
+            list_add(out->required, sizeof out->required, src, ts_node_start_byte(id), ts_node_end_byte(id));
+    }
+}
+
+static uint32_t first_error_line(TSNode root)
+{
+    TSNode stack[512];
+    size_t sp = 0;
+    stack[sp++] = root;
+    while (sp) {
+        TSNode n = stack[--sp];
+        if (!ts_node_has_error(n))
+            continue;
+        if (ts_node_is_missing(n))
+            return ts_node_start_point(n).row + 1;
+        if (is_type(n, "ERROR")) { /* recovery wraps from a statement's start: its last token is nearer the cause */
+            while (ts_node_child_count(n) > 0)
+                n = ts_node_child(n, ts_node_child_count(n) - 1);
+            return ts_node_start_point(n).row + 1;
+        }
+        uint32_t k = ts_node_child_count(n);
+        for (uint32_t i = k; i-- > 0 && sp < 512;) /* leftmost first */
+            stack[sp++] = ts_node_child(n, i);
+    }
+    return ts_node_start_point(root).row + 1;
+}
+
+int afd_pydef_method(const char *src, size_t len, const char *cls, const char *method, afd_pymethod *out)
+{
+    if (!src || !cls || !method || !out)
+        return AFD_EINVAL;
+    memset(out, 0, sizeof *out);
+    if (len > AFD_PYSCAN_MAX_SOURCE)
+        return AFD_EFULL;
+    afd_pysrc p;
+    int rc = afd_pysrc_parse(&p, src, len, NULL, NULL);
+    if (rc < 0) {
+        afd_pysrc_finish(&p);
+        return rc;
+    }
+    const char *text = p.text;
+    TSNode root = ts_tree_root_node(p.tree);
+    if (ts_node_has_error(root))
+        out->error_line = first_error_line(root);
+    uint32_t k = ts_node_named_child_count(root);
+    for (uint32_t i = 0; i < k && !out->found_class; i++) {
+        int unused;
+        TSNode c = unwrap(ts_node_named_child(root, i), text, NULL, &unused);
+        if (!is_type(c, "class_definition") || !name_is(c, text, cls))
+            continue;
+        out->found_class = 1;
+        out->line = ts_node_start_point(c).row + 1;
+        TSNode body = ts_node_child_by_field_name(c, "body", 4);
+        uint32_t m = ts_node_named_child_count(body);
+        for (uint32_t j = 0; j < m; j++) {
+            TSNode item = ts_node_named_child(body, j);
+            int is_static = 0, is_cm = 0;
+            TSNode fn = unwrap(item, text, "staticmethod", &is_static);
+            if (is_type(item, "decorated_definition"))
+                unwrap(item, text, "classmethod", &is_cm);
+            if (!is_type(fn, "function_definition"))
+                continue;
+            TSNode name = ts_node_child_by_field_name(fn, "name", 4);
+            list_add(out->methods, sizeof out->methods, text, ts_node_start_byte(name), ts_node_end_byte(name));
+            if (!name_is(fn, text, method))
+                continue;
+            out->found_method = 1; /* a later def of the same name replaces an earlier one, as in Python */
+            out->required[0] = 0;
+            out->line = ts_node_start_point(fn).row + 1;
+            out->is_async = ts_node_child_count(fn) > 0 && is_type(ts_node_child(fn, 0), "async");
+            out->is_static = is_static;
+            out->is_classmethod = is_cm;
+            required_params(fn, text, !is_static, out);
+        }
+    }
+    afd_pysrc_finish(&p);
+    return 0;
+}
