@@ -327,6 +327,13 @@ def fmt(v: Any, spec: str = ".1f") -> str:
     return format(v, spec) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
 
 
+def first_failure(r: Dict[str, Any]) -> str:
+    first = r["runs_to_first_failure"]
+    if isinstance(first, str):
+        return f"no failure in {r['runs']} runs (first failure {first})"
+    return f"first failure at run {first} ({r['runs']} runs)"
+
+
 def table(doc: Dict[str, Any]) -> None:
     rows = []
     ring = doc["ring"]
@@ -359,15 +366,17 @@ def table(doc: Dict[str, Any]) -> None:
     for node, r in doc["reruns"]["cases"].items():
         name = node.split("::")[0].split("/")[-1]
         rep, steady, sub = r["pytest_repeat_x"], r["pytest_repeat"], r["subprocess"]
+        for label, r in (("pytest-repeat -x", rep), ("pytest-repeat", steady), ("subprocess reruns", sub)):
+            if "not_measured" in r:
+                rows.append((f"{label}, {name}", "not measured", r["not_measured"][:60]))
         if "not_measured" not in rep:
             rows.append((f"pytest-repeat -x, {name}", f"{rep['runs_per_s']:.0f} runs/s",
-                         f"first failure at run {rep['runs_to_first_failure']} ({rep['runs']} runs)"))
+                         first_failure(rep)))
         if "not_measured" not in steady:
             rows.append((f"pytest-repeat, {name}", f"{steady['runs_per_s']:.0f} runs/s",
                          f"{steady['failed']}/{steady['runs']} failed"))
         if "not_measured" not in sub:
-            rows.append((f"subprocess reruns, {name}", f"{sub['runs_per_s']:.2f} runs/s",
-                         f"first failure at run {sub['runs_to_first_failure']} ({sub['runs']} runs)"))
+            rows.append((f"subprocess reruns, {name}", f"{sub['runs_per_s']:.2f} runs/s", first_failure(sub)))
     rows.append(("peers bench wall time", f"{doc['wall_s']:.1f} s", "quick mode" if doc["quick"] else ""))
     w = max(len(a) for a, _, _ in rows)
     for a, b, c in rows:
