@@ -388,6 +388,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smoke mode: small counts")
     ap.add_argument("--affidavit", default=os.path.join(ROOT, ".venv", "bin", "affidavit"),
                     help="the main project's affidavit executable")
+    ap.add_argument("--controls-n", type=int, default=None,
+                    help="seeds (peers) and runs (affidavit) per control in the false-alarm check "
+                         f"(default {FULL['false_alarm_n']}, --quick {QUICK['false_alarm_n']})")
     ap.add_argument("--ring-child", help=argparse.SUPPRESS)
     ap.add_argument("--hops", type=int, default=20000, help=argparse.SUPPRESS)
     ap.add_argument("--repeats", type=int, default=5, help=argparse.SUPPRESS)
@@ -397,7 +400,11 @@ def main() -> None:
         return
     if sys.version_info < (3, 12):
         sys.exit("peers.py: simloop and simloom need Python >= 3.12 (run it with build/bench-env/bin/python)")
-    cfg = QUICK if args.quick else FULL
+    cfg = dict(QUICK if args.quick else FULL)
+    if args.controls_n is not None:
+        if args.controls_n < 1:
+            ap.error("--controls-n must be at least 1")
+        cfg["false_alarm_n"] = args.controls_n
     affidavit = os.path.abspath(args.affidavit) if args.affidavit else None
     if affidavit and not (os.path.isfile(affidavit) and os.access(affidavit, os.X_OK)):
         log(f"peers.py: no affidavit executable at {affidavit}: our side is not measured")
