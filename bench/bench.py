@@ -1,5 +1,8 @@
-"""make bench: the foundation's numbers, measured in one run and printed side by side.
+"""make bench: the corpus, the foundation's numbers and the peers, measured in one run.
 
+0. The corpus (bench/corpus.py): every case in bench/cases/ through the whole engine -- natural
+   failure rate, runs to the first failing schedule against natural reruns, replay k/10, the cause
+   named against the expected one, the fix and the tiers it passed, wall time.
 1. Isolated runs per second of a trivial async pytest test through the engine (one fork per run),
    next to `python -m pytest` re-invoked once per run on the same test (sequentially, and two at a
    time on two cores).
@@ -7,7 +10,14 @@
 3. µs per hop on a 100-task asyncio.Queue token ring: the stock loop next to the controlled loop,
    and how often each polls its selector (a system call) per hop.
 
-Writes bench/results.json. Nothing here asserts: goals are compared and printed, not enforced.
+4. The peers (bench/peers.py, in build/bench-env, a Python >= 3.12 venv made by
+   scripts/bench-env.sh): simloop's and simloom's cost per hop on the same ring and seeds/s, the
+   false-alarm check (FIFO-correct controls under their random schedulers and under ours), and
+   pytest-repeat and subprocess reruns on flaky cases.
+
+Writes bench/results.json (with the machine it ran on) and bench/corpus_results.json. Nothing
+here asserts: goals are compared and printed, not enforced. `--skip-corpus` and `--skip-peers`
+leave those parts out (their keys then say so).
 """
 
 from __future__ import annotations
@@ -19,7 +29,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Tuple
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.dirname(sys.executable)
@@ -122,7 +132,69 @@ def plugin_overhead(tests: int = 400, reps: int = 7) -> Dict[str, Any]:
             "overhead": min(on) / min(off) - 1}
 
 
+def machine() -> Dict[str, Any]:
+    """What the numbers were measured on."""
+    info: Dict[str, Any] = {"platform": platform.platform(), "python": platform.python_version(),
+                            "cpus": os.cpu_count(), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            info["cpu"] = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), None)
+        with open("/proc/meminfo", encoding="utf-8") as f:
+            kb = next((int(l.split()[1]) for l in f if l.startswith("MemTotal:")), 0)
+        info["memory_gib"] = round(kb / 2**20, 1)
+        info["load_average_at_start"] = os.getloadavg()
+    except OSError:
+        pass
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    info["commit"] = commit.stdout.strip() or None
+    return info
+
+
+def corpus() -> Dict[str, Any]:
+    """bench/corpus.py (it prints its own table); the summary of bench/corpus_results.json."""
+    t0 = time.perf_counter()
+    rc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "corpus.py")], cwd=ROOT).returncode
+    with open(os.path.join(ROOT, "bench", "corpus_results.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    cases = doc["cases"]
+    firsts = []
+    for c in cases:
+        ours = (c.get("explore") or {}).get("failing_run")
+        natural = c.get("natural_reruns_to_first_failure")
+        if c["expected"]["verdict"] == "reproduced" and ours and natural:
+            firsts.append(natural / ours)
+    firsts.sort()
+    return {"exit_code": rc, "wall_s": time.perf_counter() - t0, "cases": len(cases),
+            "matching": sum(1 for c in cases if c.get("matches")), "mismatches": doc.get("mismatches", []),
+            "fixes_verified": sum(1 for c in cases if ((c.get("investigate") or {}).get("fix") or {}).get("verified")),
+            "median_natural_over_ours_runs_to_first_failure": firsts[len(firsts) // 2] if firsts else None,
+            "results": "bench/corpus_results.json"}
+
+
+def peers() -> Dict[str, Any]:
+    """bench/peers.py in the bench environment, or why it was not run."""
+    env = subprocess.run(["bash", os.path.join(ROOT, "scripts", "bench-env.sh")], cwd=ROOT, capture_output=True,
+                         text=True)
+    python = env.stdout.strip().splitlines()[-1] if env.stdout.strip() else ""
+    if env.returncode != 0 or not python:
+        return {"peers_measured": False, "why": (env.stderr.strip().splitlines() or ["bench-env failed"])[-1]}
+    out = subprocess.run([python, os.path.join(ROOT, "bench", "peers.py"), "--affidavit", AFFIDAVIT,
+                          "--controls-n", "300"], cwd=ROOT, capture_output=True, text=True)
+    if out.returncode != 0 or not out.stdout.strip():
+        return {"peers_measured": False, "why": (out.stderr.strip().splitlines() or ["peers.py failed"])[-1]}
+    sys.stderr.write(out.stderr)
+    return json.loads(out.stdout)
+
+
 def main() -> None:
+    skip_corpus = "--skip-corpus" in sys.argv[1:]
+    skip_peers = "--skip-peers" in sys.argv[1:]
+    t_start = time.perf_counter()
+    where = machine()
+    print("affidavit bench: corpus", file=sys.stderr)
+    corp = {"skipped": True} if skip_corpus else corpus()
+    print("affidavit bench: peers", file=sys.stderr)
+    peer = {"peers_measured": False, "why": "--skip-peers"} if skip_peers else peers()
     print("affidavit bench: foundation", file=sys.stderr)
     plug = plugin_overhead()
     inv = investigate_times()
@@ -136,8 +208,10 @@ def main() -> None:
     bare = min((ring("controlled-nohooks") for _ in range(3)), key=lambda r: r["us_per_hop"])
     traced = min((ring("controlled-traced") for _ in range(3)), key=lambda r: r["us_per_hop"])
     results = {
-        "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                    "cpus": os.cpu_count()},
+        "machine": where,
+        "command": "make bench",
+        "corpus": corp,
+        "peers": peer,
         "engine": eng,
         "pytest_reinvocation_sequential": seq,
         "pytest_reinvocation_parallel": par,
@@ -156,6 +230,8 @@ def main() -> None:
             "ring_traced_over_untraced": traced["us_per_hop"] / ctl["us_per_hop"],
         },
     }
+    results["headline"] = headline(results)
+    results["wall_s"] = time.perf_counter() - t_start
     with open(os.path.join(ROOT, "bench", "results.json"), "w") as f:
         json.dump(results, f, indent=2)
         f.write("\n")
@@ -195,10 +271,67 @@ def main() -> None:
                      f"{row['runs']} runs, {row['kind'] or row['verdict']}"))
     rows.append(("investigate, median over the examples", f"{inv['median_of_medians_s']:.2f} s",
                  "goal <= 3 s on 2 cores"))
+    rows.extend(peer_rows(results))
     w = max(len(a) for a, _, _ in rows)
     for a, b, c in rows:
         print(f"{a:<{w}}  {b:>16}  {c}")
-    print(f"\nwritten: bench/results.json ({platform.python_version()}, {os.cpu_count()} cpus)")
+    print(f"\nwritten: bench/results.json ({platform.python_version()}, {os.cpu_count()} cpus, "
+          f"{results['wall_s'] / 60:.1f} min in all)")
+
+
+def headline(r: Dict[str, Any]) -> Dict[str, Any]:
+    """The ratios the README quotes, each from this run's measurements (None when not measured)."""
+    h: Dict[str, Any] = {
+        "engine_runs_per_s": r["engine"]["runs_per_s_steady"],
+        "engine_over_pytest_reinvocation": r["ratios"]["engine_vs_reinvocation_parallel"],
+        "ring_stock_over_controlled": r["ratios"]["ring_stock_over_controlled"],
+        "corpus_matching": f"{r['corpus'].get('matching')}/{r['corpus'].get('cases')}" if "cases" in r["corpus"] else None,
+        "corpus_median_natural_over_ours_runs_to_first_failure":
+            r["corpus"].get("median_natural_over_ours_runs_to_first_failure"),
+    }
+    p = r["peers"]
+    if p.get("peers_measured"):
+        tot = p["false_alarms"]["totals"]
+        for tool in ("simloop", "simloom", "affidavit"):
+            h[f"false_alarms_{tool}"] = f"{tot[tool]['false_alarms']}/{tot[tool]['runs']}"
+        ring = p["ring"]
+        for tool in ("simloop", "simloom"):
+            h[f"ring_{tool}_over_its_stock"] = ring[tool].get("over_stock")
+        h["ring_affidavit_controlled_over_its_stock"] = ring["affidavit"].get("controlled_over_stock")
+        rr = [c["pytest_repeat"]["runs_per_s"] for c in p["reruns"]["cases"].values() if c.get("pytest_repeat")]
+        if rr:
+            h["pytest_repeat_runs_per_s_median"] = sorted(rr)[len(rr) // 2]
+            h["engine_over_pytest_repeat"] = r["engine"]["runs_per_s_steady"] / h["pytest_repeat_runs_per_s_median"]
+    return h
+
+
+def peer_rows(r: Dict[str, Any]) -> List[Tuple[str, str, str]]:
+    p = r["peers"]
+    if not p.get("peers_measured"):
+        return [("peers (simloop, simloom, pytest-repeat)", "not measured", str(p.get("why", "")))]
+    rows: List[Tuple[str, str, str]] = []
+    ring = p["ring"]
+    py = p["interpreter"]["version"]
+    rows.append((f"ring, stock loop (Python {py})", f"{ring['stock']['us_per_hop']:.2f} us/hop", "peers' reference"))
+    for tool in ("simloop", "simloom"):
+        rows.append((f"ring, {tool} {p['versions'][tool]}", f"{ring[tool]['us_per_hop']:.2f} us/hop",
+                     f"{ring[tool]['over_stock']:.2f}x its stock loop (ours: "
+                     f"{ring['affidavit']['controlled_over_stock']:.2f}x)"))
+    for tool, v in p["seeds_per_s"]["peers"].items():
+        rows.append((f"{tool} seeds/s on {p['seeds_per_s']['program']}", f"{v['seeds_per_s']:.0f}",
+                     f"{v['failed']}/{v['seeds']} seeds failed"))
+    tot = p["false_alarms"]["totals"]
+    for tool in ("simloop", "simloom", "affidavit"):
+        rows.append((f"false alarms on FIFO-correct controls, {tool}",
+                     f"{tot[tool]['false_alarms']}/{tot[tool]['runs']}",
+                     "failures stock asyncio cannot produce" + ("; goal 0" if tool == "affidavit" else "")))
+    for node, c in p["reruns"]["cases"].items():
+        name = node.split("::")[0].split("/")[-1]
+        rep, sub, first = c.get("pytest_repeat") or {}, c.get("subprocess") or {}, c.get("pytest_repeat_x") or {}
+        rows.append((f"reruns {name}", f"{rep.get('runs_per_s', 0):.0f} / {sub.get('runs_per_s', 0):.1f} runs/s",
+                     f"pytest-repeat / subprocess; first failure at run {first.get('runs_to_first_failure')} / "
+                     f"{sub.get('runs_to_first_failure')}"))
+    return rows
 
 
 if __name__ == "__main__":
