@@ -38,6 +38,8 @@ def test_the_seed_server_is_found_explained_and_fixed_with_two_sorted_locks() ->
     assert rc == 1, err
     assert path.read_bytes() == before, "the user's file is not written without --apply"
     assert data["verdict"] == "reproduced", data
+    assert data["check"] == {"file": "examples/test_multi_resource.py", "class": "MultiResourceServer",
+                             "method": "handle_request", "calls": 50}
     # the oracle: 50 concurrent calls leave a state no serial order gives
     assert "not serializable: after 50 concurrent MultiResourceServer.handle_request calls" in data["failure"]
     assert "serially in the order they completed" in data["failure"]

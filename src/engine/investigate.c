@@ -1567,6 +1567,15 @@ static void json_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
     afd_buf b = *b_out;
     afd_buf_printf(&b, "{\"nodeid\": ");
     afd_json_str(&b, cli->nodeid);
+    if (cli->check_file) { /* affidavit check: the target the harness test was built from */
+        afd_buf_printf(&b, ", \"check\": {\"file\": ");
+        afd_json_str(&b, cli->check_file);
+        afd_buf_printf(&b, ", \"class\": ");
+        afd_json_str(&b, cli->check_cls);
+        afd_buf_printf(&b, ", \"method\": ");
+        afd_json_str(&b, cli->check_method);
+        afd_buf_printf(&b, ", \"calls\": %" PRIu64 "}", cli->check_calls);
+    }
     afd_buf_printf(&b, ", \"verdict\": \"%s\", \"natural\": {\"runs\": %" PRIu64 ", \"failed\": %" PRIu64
                        ", \"ci95\": [",
                    o->verdict, o->natural.runs, o->natural.failed);
@@ -1727,7 +1736,11 @@ static void text_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
                        : !strcmp(o->verdict, "no_failure")    ? "NO FAILURE FOUND"
                        : !strcmp(o->verdict, "deterministic") ? "FAILS DETERMINISTICALLY, NOT A RACE"
                                                               : "ABSTAINED";
-    afd_buf_printf(&b, "%s: %s\n", cli->nodeid, head);
+    if (cli->check_file)
+        afd_buf_printf(&b, "check %s %s.%s, %" PRIu64 " concurrent calls: %s\n  harness:  %s\n", cli->check_file,
+                       cli->check_cls, cli->check_method, cli->check_calls, head, cli->nodeid);
+    else
+        afd_buf_printf(&b, "%s: %s\n", cli->nodeid, head);
     afd_buf_printf(&b, "  natural:  %" PRIu64 "/%" PRIu64 " failed (%.1f%%, 95%% CI %.1f%%-%.1f%%)\n",
                    o->natural.failed, o->natural.runs,
                    o->natural.runs ? 100.0 * (double)o->natural.failed / (double)o->natural.runs : 0.0,
