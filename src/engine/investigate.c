@@ -1734,7 +1734,7 @@ static void text_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
     afd_buf b = *b_out;
     const char *head = !strcmp(o->verdict, "reproduced")      ? "REPRODUCED"
                        : !strcmp(o->verdict, "no_failure")    ? "NO FAILURE FOUND"
-                       : !strcmp(o->verdict, "deterministic") ? "FAILS DETERMINISTICALLY, NOT A RACE"
+                       : !strcmp(o->verdict, "deterministic") ? "FAILS UNDER EVERY SCHEDULE TRIED: NOT TIMING-DEPENDENT"
                                                               : "ABSTAINED";
     if (cli->check_file)
         afd_buf_printf(&b, "check %s %s.%s, %" PRIu64 " concurrent calls: %s\n  harness:  %s\n", cli->check_file,
