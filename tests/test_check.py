@@ -89,11 +89,21 @@ def test_the_journal_really_is_not_commutative() -> None:
     assert entries == completed and entries != list(range(20)), entries
 
 
-def test_a_check_then_act_breaks_the_invariant() -> None:
+def test_a_check_then_act_breaks_the_invariant_and_is_named_and_locked() -> None:
     rc, data, err = run_check(TARGETS, "--cls", "Account", "--method", "withdraw", "--args", "60", "--calls", "3",
-                              "--invariant", "obj.balance >= 0", *QUICK)
+                              "--invariant", "obj.balance >= 0", "--fix", *QUICK)
     assert rc == 1, err
     assert "invariant obj.balance >= 0 does not hold after 3 concurrent Account.withdraw calls" in data["failure"]
+    # every interleaving fails (both checks run before either withdrawal), and that is still a race
+    assert data["verdict"] == "reproduced", data
+    cause = data["cause"]
+    assert cause["kind"] == "check_then_act" and cause["resource"] == "Account#0.balance", cause
+    assert "acts on what it read" in cause["summary"], cause
+    fix = data["fix"]
+    assert fix["kind"] == "LOCK" and fix["verified"] is True, fix
+    assert "+        async with self._affidavit_lock_balance:" in fix["diff"]
+    assert "+            if self.balance >= amount:" in fix["diff"], fix["diff"]
+    assert "(check-then-act)" in fix["diff"]
 
 
 def test_state_selects_what_is_compared() -> None:

@@ -618,9 +618,11 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
         return;
     }
     /* lost update */
-    afd_xatom atoms[8];
-    size_t n_atoms = 0;
+    afd_xatom atoms[8], stale[8];
+    size_t n_atoms = 0, n_stale = 0;
     afd_view_lost_updates(f, atoms, 8, &n_atoms);
+    if (!n_atoms)
+        afd_view_stale_checks(f, stale, 8, &n_stale);
     afd_xpair inv_pairs[MAX_PAIRS];
     size_t n_inv = 0;
     if (p) {
@@ -658,6 +660,18 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
         afd_buf_printf(&c->await_site, "%s", afd_trace_string(tr, a->await_site));
         afd_buf_printf(&c->sentence, "lost update on %s: %s reads it, yields at %s, %s writes it, then %s "
                                      "writes back the stale value",
+                       r->resource, r->label, afd_trace_string(tr, a->await_site), u->label, w->label);
+        op_json(&c->ops, &n_ops, f, r, "failing");
+        op_json(&c->ops, &n_ops, f, u, "failing");
+        op_json(&c->ops, &n_ops, f, w, "failing");
+    } else if (n_stale) {
+        const afd_xatom *a = &stale[0];
+        const afd_xaccess *r = &f->acc[a->r], *u = &f->acc[a->u], *w = &f->acc[a->w];
+        c->kind = "check_then_act";
+        afd_buf_printf(&c->resource, "%s", r->resource);
+        afd_buf_printf(&c->await_site, "%s", afd_trace_string(tr, a->await_site));
+        afd_buf_printf(&c->sentence, "check-then-act on %s: %s reads it, yields at %s, %s writes it, then %s acts "
+                                     "on what it read and writes it",
                        r->resource, r->label, afd_trace_string(tr, a->await_site), u->label, w->label);
         op_json(&c->ops, &n_ops, f, r, "failing");
         op_json(&c->ops, &n_ops, f, u, "failing");
@@ -1178,8 +1192,10 @@ static void propose_fix(const afd_view *f, const afd_view *p, outcome *o, const 
         propose_offload(o);
         return;
     }
-    if (!o->c.kind || strcmp(o->c.kind, "lost_update") != 0) {
-        snprintf(o->fix_why, sizeof o->fix_why, "no fix is synthesized for a%s %s cause yet (LOCK for a lost update, "
+    int stale = o->c.kind && strcmp(o->c.kind, "check_then_act") == 0;
+    if (!o->c.kind || (strcmp(o->c.kind, "lost_update") != 0 && !stale)) {
+        snprintf(o->fix_why, sizeof o->fix_why, "no fix is synthesized for a%s %s cause yet (LOCK for a lost update "
+                 "or a check-then-act, "
                  "AWAIT_TASK and EVENT_GATE for an order violation, LOCK_ORDER for a deadlock or lock-order cycle, "
                  "OFFLOAD for starvation are)",
                  o->c.kind && strchr("aeiou", o->c.kind[0]) ? "n" : "", o->c.kind ? o->c.kind : "missing");
@@ -1187,7 +1203,10 @@ static void propose_fix(const afd_view *f, const afd_view *p, outcome *o, const 
     }
     afd_xatom atoms[16];
     size_t n_atoms = 0;
-    afd_view_lost_updates(f, atoms, 16, &n_atoms);
+    if (stale)
+        afd_view_stale_checks(f, atoms, 16, &n_atoms);
+    else
+        afd_view_lost_updates(f, atoms, 16, &n_atoms);
     afd_lock_site sites[16];
     size_t n_sites = 0;
     const char *file = NULL;
@@ -1206,11 +1225,11 @@ static void propose_fix(const afd_view *f, const afd_view *p, outcome *o, const 
         if (dup)
             continue;
         file = r->file;
-        sites[n_sites++] = (afd_lock_site){r->line, w->line, r->root, r->root_name};
+        sites[n_sites++] = (afd_lock_site){r->line, w->line, r->root, r->root_name, stale ? "check-then-act" : NULL};
     }
     if (!n_sites) {
-        snprintf(o->fix_why, sizeof o->fix_why, "the lost update's accesses are not placed at lines of the source "
-                 "that touch module or instance state: no place to put a lock");
+        snprintf(o->fix_why, sizeof o->fix_why, "the %s's accesses are not placed at lines of the source "
+                 "that touch module or instance state: no place to put a lock", stale ? "check-then-act" : "lost update");
         return;
     }
     size_t len = 0;
@@ -2105,10 +2124,15 @@ int afd_cmd_investigate(const afd_cli *cli)
             tally_finish(&t);
             memset(&t, 0, sizeof t);
             size_t n_lost = 0;
+            int stale_every_time = 0;
             afd_view dv;
             if (v.keep.have_trace && afd_view_build_src(&dv, &v.keep.tr, v.srcs) == 0) {
                 afd_xatom tmp[1];
                 afd_view_lost_updates(&dv, tmp, 1, &n_lost);
+                if (!n_lost) { /* a check every task passes before any acts on it fails every time too */
+                    afd_view_stale_checks(&dv, tmp, 1, &n_lost);
+                    stale_every_time = n_lost > 0;
+                }
                 afd_view_finish(&dv);
             }
             kept_finish(&v.keep);
@@ -2119,8 +2143,11 @@ int afd_cmd_investigate(const afd_cli *cli)
                 rc = AFD_EXIT_FAILURE;
                 goto report;
             }
-            ev_add(&o.ev, "it fails under every schedule tried, and its tasks lose updates: a race that shows "
-                          "every time (no timing window to measure)",
+            ev_add(&o.ev,
+                   stale_every_time ? "it fails under every schedule tried, and its tasks act on checks another task "
+                                      "made stale: a race that shows every time (no timing window to measure)"
+                                    : "it fails under every schedule tried, and its tasks lose updates: a race that "
+                                      "shows every time (no timing window to measure)",
                    buf, "observed");
             o.token = strdup(v.found_token);
             if (!o.token) {

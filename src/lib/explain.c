@@ -812,6 +812,56 @@ int afd_view_lost_updates(const afd_view *v, afd_xatom *out, size_t cap, size_t 
     return 0;
 }
 
+int afd_view_stale_checks(const afd_view *v, afd_xatom *out, size_t cap, size_t *n)
+{
+    *n = 0;
+    for (uint32_t r = 0; r < v->n_acc; r++) {
+        const afd_xaccess *ra = &v->acc[r];
+        if (ra->write || ra->sync)
+            continue;
+        /* the task's next access of the resource in a later step: a re-read (a write there is a
+         * lost update's, and a write in r's own step means r was acted on at once) */
+        uint32_t j = AFD_NOPOS;
+        int acted = 0;
+        for (uint32_t k = r + 1; k < v->n_acc; k++) {
+            const afd_xaccess *ka = &v->acc[k];
+            if (ka->task != ra->task || !afd_resources_overlap(ka->resource, ra->resource))
+                continue;
+            if (ka->step == ra->step) {
+                acted |= ka->write;
+                continue;
+            }
+            j = k;
+            break;
+        }
+        if (acted || j == AFD_NOPOS || v->acc[j].write)
+            continue;
+        /* ... followed by the task's write in that same step */
+        uint32_t w = AFD_NOPOS;
+        for (uint32_t k = j + 1; k < v->n_acc && v->acc[k].step == v->acc[j].step; k++)
+            if (v->acc[k].task == ra->task && v->acc[k].write && afd_resources_overlap(v->acc[k].resource, ra->resource)) {
+                w = k;
+                break;
+            }
+        if (w == AFD_NOPOS)
+            continue;
+        for (uint32_t u = r + 1; u < j; u++) {
+            const afd_xaccess *ua = &v->acc[u];
+            if (ua->write && ua->task != ra->task && afd_resources_overlap(ua->resource, ra->resource)) {
+                if (*n < cap)
+                    out[*n] = (afd_xatom){r, u, w, v->steps[ra->step].site};
+                (*n)++;
+                break;
+            }
+        }
+    }
+    if (*n > cap) {
+        *n = cap;
+        return AFD_EFULL;
+    }
+    return 0;
+}
+
 uint32_t afd_view_object_label(const afd_view *v, uint32_t object)
 {
     for (uint32_t i = 0; i < v->tr->n_events; i++) {

@@ -131,6 +131,13 @@ typedef struct afd_xatom {
 } afd_xatom;
 int afd_view_lost_updates(const afd_view *v, afd_xatom *out, size_t cap, size_t *n);
 
+/* A check-then-act (an atomicity violation a lost update's test does not see, because the write
+ * re-reads): task T read `resource` (access r, the check) in one step and yielded at
+ * `await_site`; another task wrote it (access u); then T, in a later step, read it again and wrote
+ * it (access w) in that same step -- acting on what the check saw, which no longer holds. A read
+ * whose own step also writes the resource is not a check (it acted at once). */
+int afd_view_stale_checks(const afd_view *v, afd_xatom *out, size_t cap, size_t *n);
+
 /* The lock-order graph's first cycle, as lock object numbers (SYNC a) in cycle order, with the
  * string ids of their labels. Returns 1 with *len set when there is a cycle, 0 when none. */
 int afd_view_lock_cycle(const afd_view *v, uint32_t *locks, uint32_t *labels, size_t cap, size_t *len);

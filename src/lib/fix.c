@@ -390,7 +390,8 @@ int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t
                 afd_buf_printf(b, "import asyncio\n");
                 has_asyncio = 1;
             }
-            afd_buf_printf(b, "%s = asyncio.Lock()  # affidavit: guards %s (lost update)\n", text, sites[i].name);
+            afd_buf_printf(b, "%s = asyncio.Lock()  # affidavit: guards %s (%s)\n", text, sites[i].name,
+                           sites[i].cause ? sites[i].cause : "lost update");
         } else if (!ts_node_is_null(init)) {
             TSNode body = ts_node_child_by_field_name(init, "body", 4);
             uint32_t k = ts_node_named_child_count(body);
@@ -399,8 +400,9 @@ int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t
             if (k && is_docstring(st0))
                 row = ts_node_end_point(st0).row + 1;
             size_t bind = line_indent(&c, ts_node_start_point(st0).row, NULL);
-            afd_buf_printf(&c.edits[row].before, "%.*s%s = asyncio.Lock()  # affidavit: guards self.%s (lost update)\n",
-                           (int)bind, c.src + c.line_start[ts_node_start_point(st0).row], text, sites[i].name);
+            afd_buf_printf(&c.edits[row].before, "%.*s%s = asyncio.Lock()  # affidavit: guards self.%s (%s)\n",
+                           (int)bind, c.src + c.line_start[ts_node_start_point(st0).row], text, sites[i].name,
+                           sites[i].cause ? sites[i].cause : "lost update");
             if (!has_asyncio) {
                 afd_buf_printf(&c.edits[setup_row].before, "import asyncio\n");
                 has_asyncio = 1;

@@ -22,6 +22,7 @@ typedef struct afd_lock_site {
     uint32_t write_line; /* 1-based: its write */
     uint8_t root;        /* AFD_ROOT_SELF or AFD_ROOT_GLOBAL (pyscan.h) */
     const char *name;    /* the attribute ("sessions") or the global ("BALANCE") */
+    const char *cause;   /* for the lock's comment: "check-then-act"; NULL: "lost update" */
 } afd_lock_site;
 
 /* Writes the patched source into out (reset first). On a shape it cannot fix -- the lines are not

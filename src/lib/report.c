@@ -1737,6 +1737,8 @@ typedef struct rule_info {
 static const rule_info RULES[] = {
     {"lost_update", "Lost update: a read and a write of shared state span an await, and another task's "
                     "write in between is lost"},
+    {"check_then_act", "Check-then-act: a task checks shared state, awaits, and acts on the check after "
+                       "another task has changed what it checked"},
     {"order_violation", "Order violation: a task reads shared state before the task that writes it has run"},
     {"deadlock", "Deadlock: every task waits for something no running task will provide"},
     {"lock_order", "Lock-order cycle: tasks acquire locks in opposite orders (a potential deadlock)"},

@@ -332,6 +332,75 @@ TEST(lost_update_classic)
     afd_trace_finish(&t);
 }
 
+/* Account.withdraw: `if self.balance >= a: await ...; self.balance -= a` -- the write re-reads,
+ * so no update is lost, but the second withdrawal acts on a check the first made stale. */
+TEST(stale_check_then_act)
+{
+    afd_trace t;
+    CHECK_EQ_INT(afd_trace_init(&t), 0);
+    uint32_t l0 = str(&t, "withdraw#0"), l1 = str(&t, "withdraw#1"), bal = str(&t, "balance");
+    uint32_t site0 = str(&t, "acct.py:5"), site1 = str(&t, "acct.py:6");
+    task(&t, 1, 0, l0);
+    task(&t, 2, 0, l1);
+    wake(&t, 1, 0, 1);
+    op(&t, 1, AFD_NOSTR, bal, 0); /* 0: withdraw#0 checks */
+    step(&t, 1, 0, site0);
+    wake(&t, 2, 0, 2);
+    op(&t, 2, AFD_NOSTR, bal, 0); /* 1: withdraw#1 checks */
+    step(&t, 2, 0, site1);
+    wake(&t, 1, 1, 3);
+    op(&t, 1, AFD_NOSTR, bal, 0); /* 2: withdraw#0 re-reads */
+    op(&t, 1, AFD_NOSTR, bal, 1); /* 3: ... and writes */
+    step(&t, 1, 1, AFD_NOSTR);
+    wake(&t, 2, 2, 4);
+    op(&t, 2, AFD_NOSTR, bal, 0); /* 4: withdraw#1 re-reads */
+    op(&t, 2, AFD_NOSTR, bal, 1); /* 5: ... and writes on its stale check */
+    step(&t, 2, 1, AFD_NOSTR);
+    afd_view v;
+    build(&v, &t);
+    afd_xatom out[4];
+    size_t n = 99;
+    CHECK_EQ_INT(afd_view_lost_updates(&v, out, 4, &n), 0);
+    CHECK_EQ_INT(n, 0); /* every write re-read first: no lost update */
+    CHECK_EQ_INT(afd_view_stale_checks(&v, out, 4, &n), 0);
+    CHECK_EQ_INT(n, 1);
+    CHECK_EQ_INT(out[0].r, 1);
+    CHECK_EQ_INT(out[0].u, 3);
+    CHECK_EQ_INT(out[0].w, 5);
+    CHECK_EQ_U64(out[0].await_site, site1);
+    CHECK_EQ_INT(afd_view_stale_checks(&v, out, 0, &n), AFD_EFULL);
+    afd_view_finish(&v);
+    afd_trace_finish(&t);
+
+    /* the same accesses one task at a time: every check still holds when acted on */
+    CHECK_EQ_INT(afd_trace_init(&t), 0);
+    l0 = str(&t, "withdraw#0");
+    l1 = str(&t, "withdraw#1");
+    bal = str(&t, "balance");
+    task(&t, 1, 0, l0);
+    task(&t, 2, 0, l1);
+    wake(&t, 1, 0, 1);
+    op(&t, 1, AFD_NOSTR, bal, 0);
+    step(&t, 1, 0, AFD_NOSTR);
+    wake(&t, 1, 1, 2);
+    op(&t, 1, AFD_NOSTR, bal, 0);
+    op(&t, 1, AFD_NOSTR, bal, 1);
+    step(&t, 1, 1, AFD_NOSTR);
+    wake(&t, 2, 0, 3);
+    op(&t, 2, AFD_NOSTR, bal, 0);
+    step(&t, 2, 0, AFD_NOSTR);
+    wake(&t, 2, 1, 4);
+    op(&t, 2, AFD_NOSTR, bal, 0);
+    op(&t, 2, AFD_NOSTR, bal, 1);
+    step(&t, 2, 1, AFD_NOSTR);
+    build(&v, &t);
+    n = 99;
+    CHECK_EQ_INT(afd_view_stale_checks(&v, out, 4, &n), 0);
+    CHECK_EQ_INT(n, 0);
+    afd_view_finish(&v);
+    afd_trace_finish(&t);
+}
+
 TEST(lost_update_absent)
 {
     /* deposit#0 reads and writes in one step: atomic under asyncio, whatever runs around it;
@@ -1015,7 +1084,7 @@ TEST(huge_object_number)
 int main(void)
 {
     RUN_TESTS("explain", T(view_steps_origins_blocking), T(view_empty_trace), T(view_accesses),
-              T(keys_stable_across_runs), T(lost_update_classic), T(lost_update_absent), T(conflicts),
+              T(keys_stable_across_runs), T(lost_update_classic), T(stale_check_then_act), T(lost_update_absent), T(conflicts),
               T(inverted_pairs_both_ran), T(inverted_pairs_y_only_in_pass), T(races_unordered_writers),
               T(races_lock_orders), T(races_event_and_queue_order), T(races_full),
               T(races_queue_kth_get_matches_kth_put), T(lock_cycle_inverted_order), T(lock_cycle_absent),

@@ -27,7 +27,7 @@ TEST(module_global)
                       "    await asyncio.sleep(0.0005)\n"
                       "    BALANCE[\"amount\"] = current + amount\n"
                       "    log(amount)\n";
-    afd_lock_site s = {9, 11, AFD_ROOT_GLOBAL, "BALANCE"};
+    afd_lock_site s = {9, 11, AFD_ROOT_GLOBAL, "BALANCE", NULL};
     int rc;
     char why[256];
     char *got = patch(src, &s, 1, &rc, why);
@@ -48,6 +48,11 @@ TEST(module_global)
                       "        BALANCE[\"amount\"] = current + amount\n"
                       "    log(amount)\n");
     free(got);
+    s.cause = "check-then-act"; /* the lock's comment names the cause it guards against */
+    got = patch(src, &s, 1, &rc, why);
+    CHECK_EQ_INT(rc, 0);
+    CHECK(strstr(got, "asyncio.Lock()  # affidavit: guards BALANCE (check-then-act)\n") != NULL);
+    free(got);
 }
 
 TEST(instance_with_init_and_two_resources_in_sorted_order)
@@ -66,7 +71,7 @@ TEST(instance_with_init_and_two_resources_in_sorted_order)
                       "        await asyncio.sleep(0)\n"
                       "        self.sessions[k] = s\n"
                       "        self.counters[k] = c + 1\n";
-    afd_lock_site s[2] = {{10, 13, AFD_ROOT_SELF, "sessions"}, {11, 14, AFD_ROOT_SELF, "counters"}};
+    afd_lock_site s[2] = {{10, 13, AFD_ROOT_SELF, "sessions", NULL}, {11, 14, AFD_ROOT_SELF, "counters", NULL}};
     int rc;
     char why[256];
     char *got = patch(src, s, 2, &rc, why);
@@ -100,7 +105,7 @@ TEST(instance_without_init_creates_the_lock_atomically)
                       "        v = self.n\n"
                       "        await asyncio.sleep(0)\n"
                       "        self.n = v + 1\n";
-    afd_lock_site s = {5, 7, AFD_ROOT_SELF, "n"};
+    afd_lock_site s = {5, 7, AFD_ROOT_SELF, "n", NULL};
     int rc;
     char why[256];
     char *got = patch(src, &s, 1, &rc, why);
@@ -114,7 +119,7 @@ TEST(refusals)
 {
     int rc;
     char why[256];
-    afd_lock_site s = {2, 3, AFD_ROOT_GLOBAL, "X"};
+    afd_lock_site s = {2, 3, AFD_ROOT_GLOBAL, "X", NULL};
     char *got = patch("def f():\n    v = X[0]\n    X[0] = v + 1\n", &s, 1, &rc, why);
     CHECK_EQ_INT(rc, AFD_EINVAL);
     CHECK(strstr(why, "async function") != NULL);
@@ -123,11 +128,11 @@ TEST(refusals)
     CHECK_EQ_INT(rc, AFD_EINVAL);
     CHECK(strstr(why, "syntax") != NULL);
     free(got);
-    afd_lock_site m = {2, 5, AFD_ROOT_GLOBAL, "X"};
+    afd_lock_site m = {2, 5, AFD_ROOT_GLOBAL, "X", NULL};
     got = patch("async def f():\n    v = X[0]\n    s = \"\"\"a\nb\"\"\"\n    X[0] = v\n", &m, 1, &rc, why);
     CHECK_EQ_INT(rc, AFD_EINVAL);
     free(got);
-    afd_lock_site out = {90, 91, AFD_ROOT_GLOBAL, "X"};
+    afd_lock_site out = {90, 91, AFD_ROOT_GLOBAL, "X", NULL};
     got = patch("async def f():\n    pass\n", &out, 1, &rc, why);
     CHECK_EQ_INT(rc, AFD_EINVAL);
     free(got);
@@ -136,7 +141,7 @@ TEST(refusals)
 TEST(tabs_and_comments_kept)
 {
     const char *src = "import asyncio\nS = {}\nasync def f():\n\t# read\n\tv = S.get(1)\n\tawait asyncio.sleep(0)\n\n\tS[1] = v\n";
-    afd_lock_site s = {5, 8, AFD_ROOT_GLOBAL, "S"};
+    afd_lock_site s = {5, 8, AFD_ROOT_GLOBAL, "S", NULL};
     int rc;
     char why[256];
     char *got = patch(src, &s, 1, &rc, why);
