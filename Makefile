@@ -11,7 +11,7 @@ STAMP_NPM := node_modules/.affidavit-stamp
 CBUILD := build/c
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: all deps build test test-c test-py demo bench clean
+.PHONY: all deps build test test-c test-py test-asan asan-build demo bench clean
 
 all: build
 
@@ -43,6 +43,39 @@ test-py: build
 	$(VPY) -m pytest tests -q
 
 test: test-c test-py
+
+# The same suites under AddressSanitizer and UndefinedBehaviorSanitizer, every report fatal
+# (-fno-sanitize-recover=all): the library, the engine and the C tests in build/asan-c (leaks
+# checked), the package (engine + runtime extension) into its own venv, .venv-asan. CPython itself
+# is not instrumented, so every Python process there runs with the ASan runtime preloaded and leak
+# checking off (CPython's own allocations at exit would drown out ours); the engine and the C tests
+# are checked for leaks. Under ASan the per-run memory limit is not applied (see forkserver.c).
+ASAN_VENV := .venv-asan
+ASAN_VPY := $(ASAN_VENV)/bin/python
+ASAN_CBUILD := build/asan-c
+ASAN_ARGS := -Db_sanitize=address,undefined -Db_lundef=false -Dbuildtype=debugoptimized \
+  -Dc_args=-fno-sanitize-recover=all -Dc_link_args=-fno-sanitize-recover=all
+ASAN_OPTS := abort_on_error=1:halt_on_error=1:detect_stack_use_after_return=0:strict_string_checks=1
+UBSAN_OPTS := print_stacktrace=1:halt_on_error=1
+LIBASAN = $(shell $(CC) -print-file-name=libasan.so)
+
+$(ASAN_VENV)/.deps-stamp: requirements-dev.txt $(STAMP_DEPS)
+	test -x $(ASAN_VPY) || $(PYTHON) -m venv $(ASAN_VENV)
+	$(ASAN_VPY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+asan-build: deps $(ASAN_VENV)/.deps-stamp
+	$(ASAN_VPY) -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps \
+	  -Cbuild-dir=build/asan-py $(foreach a,$(ASAN_ARGS),-Csetup-args=$(a)) .
+	@test -f $(ASAN_CBUILD)/build.ninja || meson setup $(ASAN_CBUILD) -Dpython=false $(ASAN_ARGS) >/dev/null
+	ninja -C $(ASAN_CBUILD) >/dev/null
+
+test-asan: asan-build
+	ASAN_OPTIONS=$(ASAN_OPTS):detect_leaks=1 UBSAN_OPTIONS=$(UBSAN_OPTS) \
+	  meson test -C $(ASAN_CBUILD) --print-errorlogs --timeout-multiplier 4
+	PATH=$(CURDIR)/$(ASAN_VENV)/bin:$$PATH LD_PRELOAD=$(LIBASAN) \
+	  ASAN_OPTIONS=$(ASAN_OPTS):detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=$(UBSAN_OPTS) \
+	  $(ASAN_VPY) -m pytest tests -q
 
 demo: build
 	@bash scripts/demo.sh

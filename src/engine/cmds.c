@@ -107,6 +107,8 @@ int tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
         t->by_outcome[res->outcome]++;
     if (tr)
         t->flags_union |= tr->flags;
+    if (tr && (tr->flags & AFD_TRACE_TRUNCATED))
+        t->truncated++;
     if (!loops && (res->outcome == AFD_OUT_PASS || res->outcome == AFD_OUT_FAIL))
         t->no_loop++;
     if (is_failure(res->outcome)) {
@@ -124,7 +126,8 @@ void json_outcomes(afd_buf *o, const tally *t)
     afd_buf_printf(o, "\"outcomes\": {");
     for (int k = 0; k < AFD_OUT__COUNT; k++)
         afd_buf_printf(o, "%s\"%s\": %" PRIu64, k ? ", " : "", afd_outcome_name(k), t->by_outcome[k]);
-    afd_buf_printf(o, "}");
+    /* a run's trace that hit the size bound lost events: said, never silent */
+    afd_buf_printf(o, "}, \"truncated_traces\": %" PRIu64, t->truncated);
 }
 
 void json_uncontrolled(afd_buf *o, uint32_t flags)
@@ -197,6 +200,7 @@ int start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd)
         .workers = cli->workers,
         .timeout_ms = (uint32_t)(cli->timeout_s * 1000.0),
         .max_steps = cli->max_steps,
+        .max_memory_mb = cli->max_memory_mb,
         .startup_ms = 120000,
     };
     char err[1024] = "";

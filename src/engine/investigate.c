@@ -41,6 +41,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1386,6 +1387,7 @@ static int run_pytest(const afd_cli *cli, const char *dir, const char *node)
         return -1;
     if (pid == 0) {
         setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         int devnull = open("/dev/null", O_RDWR);
         if (devnull >= 0) {
             dup2(devnull, 0);
@@ -1726,6 +1728,7 @@ static void text_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
     const char *head = !strcmp(o->verdict, "reproduced")      ? "REPRODUCED"
                        : !strcmp(o->verdict, "no_failure")    ? "NO FAILURE FOUND"
                        : !strcmp(o->verdict, "deterministic") ? "FAILS DETERMINISTICALLY, NOT A RACE"
+                       : !strcmp(o->verdict, "interrupted")   ? "INTERRUPTED (the runs so far)"
                                                               : "ABSTAINED";
     afd_buf_printf(&b, "%s: %s\n", cli->nodeid, head);
     afd_buf_printf(&b, "  natural:  %" PRIu64 "/%" PRIu64 " failed (%.1f%%, 95%% CI %.1f%%-%.1f%%)\n",
@@ -1982,6 +1985,7 @@ static int schedule_token(const delay_set *ds, char **token)
 int afd_cmd_investigate(const afd_cli *cli)
 {
     uint64_t t0 = now_ns();
+    int interrupted = 0;
     inv v = {.cli = cli, .seed = cli->seed, .est_steps = 1, .found_index = UINT64_MAX};
     outcome o;
     memset(&o, 0, sizeof o);
@@ -2354,12 +2358,26 @@ report:
         print_result(cli, &doc, &v, &o, elapsed, id, report_path);
         afd_buf_finish(&doc);
     }
+    if (interrupted || afd_interrupted) {
+        fflush(stdout);
+        fprintf(stderr, "affidavit: interrupted after %" PRIu64 " runs%s\n", v.total_runs,
+                o.natural.runs ? "; the runs so far are reported above" : "");
+        rc = AFD_EXIT_INTERRUPTED;
+    }
     goto out;
 fail:
     afd_progress_done(&v.prog);
-    if (rc == AFD_EIO || afd_interrupted) {
-        fprintf(stderr, "affidavit: interrupted after %" PRIu64 " runs\n", v.total_runs);
-        rc = AFD_EXIT_INTERRUPTED;
+    if ((rc == AFD_EIO || afd_interrupted) && !interrupted) {
+        /* Ctrl-C keeps what was measured: the runs so far are reported and stored, as an
+         * incident whose verdict says it was interrupted. */
+        interrupted = 1;
+        o.verdict = "interrupted";
+        afd_stats_wilson(o.natural.failed, o.natural.runs, &o.lo, &o.hi);
+        if (!o.failure && o.natural.first_failure)
+            o.failure = strdup(o.natural.first_failure);
+        if (!o.token && v.found_token)
+            o.token = strdup(v.found_token);
+        goto report;
     } else {
         error_line("investigation failed: %s%s", afd_strerror(rc < 0 ? rc : v.error), "");
         rc = AFD_EXIT_INTERNAL;

@@ -48,11 +48,18 @@ static const char usage[] =
     "  --json            machine-readable output on stdout\n"
     "  --workers N       parallel workers (default: one per core)\n"
     "  --timeout S       per-run time budget in seconds (default 10); past it a run is a hang\n"
-    "  --max-steps N     per-run step limit (default 1000000)\n"
+    "  --max-steps N     per-run step limit (default 1000000); a run stopped there is reported as\n"
+    "                    'step limit reached', neither a pass nor a failure\n"
+    "  --max-memory MB   per-run memory limit above the worker's own (default 2048; RLIMIT_DATA,\n"
+    "                    not applied in an AddressSanitizer build): past it the test gets MemoryError\n"
     "  --python PATH     the interpreter that runs the test (default: beside affidavit, then python3)\n"
     "\n"
     "strategies: zero, jitter, pct, portfolio (default)\n"
-    "exit codes: 0 no failure, 1 failure, 2 usage error, 3 internal error, 4 abstained\n";
+    "\n"
+    "each run is also limited to its --timeout plus 2 s of CPU (RLIMIT_CPU: reported as a hang,\n"
+    "'cpu limit'), and every process it starts is killed when it ends\n"
+    "exit codes: 0 no failure, 1 failure, 2 usage error, 3 internal error, 4 abstained,\n"
+    "            130 interrupted (SIGINT/SIGTERM: the runs so far are reported and stored)\n";
 
 static int bad(const char *msg, const char *arg)
 {
@@ -93,6 +100,7 @@ int main(int argc, char **argv)
     cli.workers = ncpu > 0 ? (int)ncpu : 1;
     cli.timeout_s = 10;
     cli.max_steps = 1000000;
+    cli.max_memory_mb = 2048;
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? AFD_EXIT_USAGE : 0;
@@ -164,6 +172,10 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--max-steps")) {
             if (parse_u64(v, &cli.max_steps) < 0 || cli.max_steps == 0)
                 return bad("expected a positive step limit after", a);
+            i++;
+        } else if (!strcmp(a, "--max-memory")) {
+            if (parse_u64(v, &cli.max_memory_mb) < 0 || cli.max_memory_mb == 0 || cli.max_memory_mb > (1u << 30))
+                return bad("expected a positive number of megabytes after", a);
             i++;
         } else if (!strcmp(a, "--seed")) {
             if (parse_u64(v, &cli.seed) < 0)

@@ -20,6 +20,7 @@ typedef struct afd_pool_opts {
     int workers;
     uint32_t timeout_ms; /* per run */
     uint64_t max_steps;
+    uint64_t max_memory_mb; /* per run, above the worker's own; 0: no limit */
     uint32_t startup_ms; /* how long collection may take */
     const char *cwd;     /* Borrowed: the workers' working directory (NULL: the engine's) */
 } afd_pool_opts;

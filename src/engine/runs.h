@@ -18,6 +18,7 @@ typedef struct tally {
     uint64_t *steps, *wall; /* Owned arrays of `runs` entries. */
     uint64_t cap;
     uint32_t flags_union;
+    uint64_t truncated; /* runs whose trace hit the size bound (AFD_TRACE_TRUNCATED) */
     uint64_t first_digest;
     int digests_differ;
     char *first_failure;  /* Owned. */
