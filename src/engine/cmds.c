@@ -279,6 +279,21 @@ int report_no_loop(const afd_cli *cli, const tally *t)
     return 0;
 }
 
+void step_limit_line(afd_buf *o, const tally *t, uint64_t max_steps)
+{
+    uint64_t n = t->by_outcome[AFD_OUT_STEP_LIMIT];
+    if (n)
+        afd_buf_printf(o, "  step limit reached (%" PRIu64 " steps) in %" PRIu64 " of %" PRIu64
+                          " runs: neither passes nor failures\n", max_steps, n, t->runs);
+}
+
+void truncated_line(afd_buf *o, const tally *t)
+{
+    if (t->truncated)
+        afd_buf_printf(o, "  trace truncated at its size bound in %" PRIu64 " of %" PRIu64 " runs (events were dropped)\n",
+                       t->truncated, t->runs);
+}
+
 int interrupted_exit(const tally *t)
 {
     fprintf(stderr, "affidavit: interrupted after %" PRIu64 " runs (%" PRIu64 " failed)\n", t->runs, t->failed);
@@ -363,6 +378,8 @@ int afd_cmd_sample(const afd_cli *cli)
         afd_buf_printf(&o, "  median %.0f steps, %.2f ms per run\n", med_steps, med_wall / 1e6);
         if (t.first_failure)
             afd_buf_printf(&o, "  first failure (%s): %s\n", afd_outcome_name(t.first_failure_outcome), t.first_failure);
+        step_limit_line(&o, &t, cli->max_steps);
+        truncated_line(&o, &t);
     }
     fwrite(o.data, 1, o.len, stdout);
     afd_buf_finish(&o);
@@ -479,7 +496,11 @@ int afd_cmd_explore(const afd_cli *cli)
         else
             afd_buf_printf(&o, "null");
         afd_buf_printf(&o, ", \"outcome\": ");
-        afd_json_str(&o, found ? afd_outcome_name(c.best_outcome) : "pass");
+        /* nothing failed: "pass" only when every run passed; a step-limit stop is not a pass */
+        afd_json_str(&o, found ? afd_outcome_name(c.best_outcome)
+                         : t.by_outcome[AFD_OUT_STEP_LIMIT] ? afd_outcome_name(AFD_OUT_STEP_LIMIT)
+                         : t.by_outcome[AFD_OUT_PASS] < t.runs && t.by_outcome[AFD_OUT_SKIP] ? "skip"
+                                                                                              : "pass");
         afd_buf_printf(&o, ", \"schedule\": ");
         afd_json_str(&o, desc ? desc : "");
         afd_buf_printf(&o, ", \"failing_run\": ");
@@ -502,6 +523,10 @@ int afd_cmd_explore(const afd_cli *cli)
         afd_buf_printf(&o, "  replay: affidavit replay %s %s\n", c.best_token, cli->nodeid);
     } else {
         afd_buf_printf(&o, "%s: no failing schedule in %" PRIu64 " runs\n", cli->nodeid, t.runs);
+    }
+    if (!cli->json) {
+        step_limit_line(&o, &t, cli->max_steps);
+        truncated_line(&o, &t);
     }
     fwrite(o.data, 1, o.len, stdout);
     afd_buf_finish(&o);
@@ -625,6 +650,8 @@ int afd_cmd_replay(const afd_cli *cli)
             afd_buf_printf(&o, "  %s: %s\n", afd_outcome_name(t.first_failure_outcome), t.first_failure);
         if (identical)
             afd_buf_printf(&o, "  trace digest %016" PRIx64 "\n", t.first_digest);
+        step_limit_line(&o, &t, cli->max_steps);
+        truncated_line(&o, &t);
     }
     fwrite(o.data, 1, o.len, stdout);
     afd_buf_finish(&o);

@@ -73,6 +73,8 @@ typedef struct inv {
     afd_pool *pool;
     afd_progress prog;
     uint64_t total_runs;
+    uint64_t step_limited; /* runs stopped at --max-steps: neither passes nor failures */
+    uint64_t truncated;    /* runs whose trace hit its size bound */
     /* every run seen, for Ochiai and the blocking-call predicate */
     afd_run_summary *sums;
     uint8_t *blocked; /* per run: it made a blocking call of >= 1 ms or had a slow step */
@@ -99,6 +101,8 @@ typedef struct inv {
 static int remember(inv *v, const afd_run_result *res, const afd_trace *tr)
 {
     v->total_runs++;
+    v->step_limited += res->outcome == AFD_OUT_STEP_LIMIT;
+    v->truncated += tr && (tr->flags & AFD_TRACE_TRUNCATED);
     if (!tr)
         return 0;
     if (is_failure(res->outcome))
@@ -1715,6 +1719,8 @@ static void json_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
     afd_buf_printf(&b, ", \"platform\": ");
     afd_json_str(&b, plat);
     afd_buf_printf(&b, "}");
+    afd_buf_printf(&b, ", \"step_limit_runs\": %" PRIu64 ", \"truncated_traces\": %" PRIu64, v->step_limited,
+                   v->truncated);
     afd_buf_printf(&b, ", \"runs\": %" PRIu64 ", \"seconds\": ", v->total_runs);
     afd_json_num(&b, (double)elapsed_ns / 1e9);
     afd_buf_printf(&b, "}\n");
@@ -1803,6 +1809,12 @@ static void text_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
                            o->gate[k].reason);
         afd_buf_printf(&b, "%s", bstr(&o->fix_diff));
     }
+    if (v->step_limited)
+        afd_buf_printf(&b, "  step limit reached (%" PRIu64 " steps) in %" PRIu64 " of %" PRIu64
+                           " runs: neither passes nor failures\n", cli->max_steps, v->step_limited, v->total_runs);
+    if (v->truncated)
+        afd_buf_printf(&b, "  trace truncated at its size bound in %" PRIu64 " of %" PRIu64 " runs\n", v->truncated,
+                       v->total_runs);
     afd_buf_printf(&b, "  (%" PRIu64 " runs in %.1f s)\n", v->total_runs, (double)elapsed_ns / 1e9);
     *b_out = b;
 }

@@ -355,9 +355,9 @@ static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int i
         }
     } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU) {
         outcome = AFD_OUT_HANG;
-        afd_buf_printf(&fail, "hang: cpu limit: the test process used up its CPU time (RLIMIT_CPU, %u s for a %u ms "
-                              "budget) and was stopped by SIGXCPU", (unsigned)(req->timeout_ms / 1000u) + 2u,
-                       req->timeout_ms);
+        afd_buf_printf(&fail, "hang: cpu limit: the test process ran out of CPU time and was stopped by SIGXCPU "
+                              "(RLIMIT_CPU; a run of a %u ms budget may use %u s)", req->timeout_ms,
+                       (unsigned)(req->timeout_ms / 1000u) + 2u);
     } else if (WIFSIGNALED(status)) {
         outcome = AFD_OUT_CRASH;
         afd_buf_printf(&fail, "crash: the test process was killed by %s (signal %d)",
