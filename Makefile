@@ -45,11 +45,13 @@ test-py: build
 test: test-c test-py
 
 # The same suites under AddressSanitizer and UndefinedBehaviorSanitizer, every report fatal
-# (-fno-sanitize-recover=all): the library, the engine and the C tests in build/asan-c (leaks
-# checked), the package (engine + runtime extension) into its own venv, .venv-asan. CPython itself
-# is not instrumented, so every Python process there runs with the ASan runtime preloaded and leak
-# checking off (CPython's own allocations at exit would drown out ours); the engine and the C tests
-# are checked for leaks. Under ASan the per-run memory limit is not applied (see forkserver.c).
+# (-fno-sanitize-recover=all): the library, the engine and the C tests in build/asan-c, the package
+# (engine + runtime extension) into its own venv, .venv-asan, whose tests run its engine. CPython
+# itself is not instrumented, so the Python suite runs with the ASan runtime preloaded into every
+# process; leaks are checked everywhere, except those CPython answers for (tests/lsan.supp: any
+# allocation with a libpython frame on its stack), so the engine and the C tests are fully
+# leak-checked. allocator_may_return_null makes an allocation past a run's memory limit a
+# MemoryError, as without ASan, instead of an ASan abort (see forkserver.c).
 ASAN_VENV := .venv-asan
 ASAN_VPY := $(ASAN_VENV)/bin/python
 ASAN_CBUILD := build/asan-c
@@ -74,7 +76,8 @@ test-asan: asan-build
 	ASAN_OPTIONS=$(ASAN_OPTS):detect_leaks=1 UBSAN_OPTIONS=$(UBSAN_OPTS) \
 	  meson test -C $(ASAN_CBUILD) --print-errorlogs --timeout-multiplier 4
 	PATH=$(CURDIR)/$(ASAN_VENV)/bin:$$PATH LD_PRELOAD=$(LIBASAN) \
-	  ASAN_OPTIONS=$(ASAN_OPTS):detect_leaks=0:allocator_may_return_null=1 UBSAN_OPTIONS=$(UBSAN_OPTS) \
+	  ASAN_OPTIONS=$(ASAN_OPTS):detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=$(UBSAN_OPTS) \
+	  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	  $(ASAN_VPY) -m pytest tests -q
 
 demo: build

@@ -7,6 +7,7 @@ concurrency cause. Each call is a subprocess from the repository root with a tim
 
 from __future__ import annotations
 
+import sys
 import json
 import subprocess
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any, Dict, Optional
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-AFFIDAVIT = REPO / ".venv" / "bin" / "affidavit"
+AFFIDAVIT = Path(sys.executable).parent / "affidavit"
 
 
 def investigate(nodeid: str, *extra: str, timeout: float = 240) -> "tuple[int, Dict[str, Any], str]":

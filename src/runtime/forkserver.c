@@ -18,7 +18,9 @@
  * - memory: RLIMIT_DATA (private writable memory: the heap, anonymous mappings; not file or shared
  *   mappings, not the trace mapping) set to what the worker held at the fork plus the budget the
  *   engine passes in AFFIDAVIT_MAX_MEMORY_MB, so an allocation past it is a MemoryError in the test.
- *   Not applied in a build with AddressSanitizer, whose shadow memory counts as data;
+ *   Relative, so it holds under AddressSanitizer too, whose terabytes of shadow count as data (there
+ *   ASan's quarantine of freed blocks counts against the budget, and an allocation past it is a
+ *   MemoryError only with ASAN_OPTIONS=allocator_may_return_null=1, as make test-asan sets);
  * - processes: every process the test starts stays in the child's process group unless it leaves
  *   it, and the worker is a child subreaper, so when the run ends the group is killed and then
  *   every process that was orphaned to the worker (those that left the group included) is killed
@@ -45,17 +47,6 @@
 #include <unistd.h>
 
 #define SHM_SIZE (32u << 20)
-
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
 
 /* The worker's pid and its current child's, for the SIGTERM handler (the engine's way of stopping
  * a worker, also its PR_SET_PDEATHSIG): the child's process group dies with the worker. */
@@ -104,7 +95,7 @@ static void limit_child(const afd_run_req *req)
     rlim_t cpu_s = (rlim_t)(req->timeout_ms / 1000u) + 2u; /* the budget rounded up, plus a second */
     set_limit(RLIMIT_CPU, cpu_s, cpu_s + 1);                   /* SIGXCPU, then SIGKILL */
     set_limit(RLIMIT_CORE, 0, 0);
-    if (max_memory_mb && !UNDER_ASAN) {
+    if (max_memory_mb) {
         rlim_t lim = (rlim_t)vm_data_kb() * 1024u + (rlim_t)max_memory_mb * (1u << 20);
         set_limit(RLIMIT_DATA, lim, lim);
     }
