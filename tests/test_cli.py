@@ -12,7 +12,6 @@ import sys
 import json
 import os
 import subprocess
-import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
