@@ -1,8 +1,10 @@
 /* pool.c -- spawning, feeding and reaping the fork-server workers.
  *
  * Each worker is `python -m affidavit.worker NODEID`, started in its own process group with
- * PR_SET_PDEATHSIG so that it cannot outlive the engine, and with PYTHONHASHSEED fixed so that
- * every worker (and so every replay) hashes strings alike. The engine polls all result pipes at
+ * PR_SET_PDEATHSIG (SIGTERM, which its fork server answers by killing its running test's process
+ * group) so that neither it nor its test can outlive the engine, with PYTHONHASHSEED fixed so that
+ * every worker (and so every replay) hashes strings alike, and with the per-run memory budget in
+ * AFFIDAVIT_MAX_MEMORY_MB. The engine polls all result pipes at
  * once and reassembles frames incrementally. Workload: hundreds of results per second. */
 #include "pool.h"
 #include "afd.h"

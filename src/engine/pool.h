@@ -2,8 +2,8 @@
  *
  * The pool owns every worker process and every pipe. Results come back in completion order;
  * each carries its run id. A worker that dies is replaced and its run is reported as a crash;
- * when the pool is freed (or the engine is interrupted) every worker and, through their
- * PR_SET_PDEATHSIG, every child is gone before the engine exits. */
+ * when the pool is freed (or the engine is interrupted) every worker is stopped with SIGTERM (its
+ * fork server then kills its running child's process group) and reaped before the engine exits. */
 #ifndef AFD_ENGINE_POOL_H
 #define AFD_ENGINE_POOL_H
 
