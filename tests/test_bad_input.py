@@ -264,6 +264,8 @@ def test_string_that_is_not_a_token() -> None:
         (("sample", PASSING, "--seconds", "3"), ["--seconds"]),
         (("explore", PASSING, "--seconds", "0"), ["--seconds"]),
         (("sample", PASSING, "--timeout", "0"), ["--timeout"]),
+        (("sample", PASSING, "--timeout", "5000000"), ["--timeout", "at most 1000000"]),
+        (("sample", PASSING, "--timeout", "nan"), ["--timeout"]),
         (("sample", PASSING, "--workers", "0"), ["--workers"]),
         (("sample", PASSING, "--max-steps", "0"), ["--max-steps"]),
         (("sample", PASSING, "--max-memory", "0"), ["--max-memory"]),

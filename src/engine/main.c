@@ -160,8 +160,9 @@ int main(int argc, char **argv)
                 return bad("expected a positive number of seconds after", a);
             i++;
         } else if (!strcmp(a, "--timeout")) {
-            if (parse_pos_double(v, &cli.timeout_s) < 0)
-                return bad("expected a positive number of seconds after", a);
+            /* at most a million seconds: the budget travels in milliseconds as 32 bits */
+            if (parse_pos_double(v, &cli.timeout_s) < 0 || cli.timeout_s > 1e6)
+                return bad("expected a positive number of seconds (at most 1000000) after", a);
             i++;
         } else if (!strcmp(a, "--workers")) {
             uint64_t w;
