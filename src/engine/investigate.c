@@ -1317,10 +1317,18 @@ static int make_same_token(void *ctx, uint64_t i, uint8_t *mode, char **token)
 /* The tiers, each counted: the minimal failing token R times after the patch; M exploration
  * schedules after, next to the same M before; N natural runs after; the median run time before
  * and after. A tier that could not run is left at zero runs and reported as not attempted. */
+/* A new verification mirror's directory in $TMPDIR (default /tmp): its path in dir, or -1. */
+static int make_mirror_dir(char *dir, size_t len)
+{
+    const char *tmp = getenv("TMPDIR");
+    int n = snprintf(dir, len, "%s/affidavit-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    return n > 0 && (size_t)n < len && mkdtemp(dir) ? 0 : -1;
+}
+
 static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_steps)
 {
-    char cwd[PATH_MAX], dir[] = "/tmp/affidavit-verify-XXXXXX";
-    if (!getcwd(cwd, sizeof cwd) || !mkdtemp(dir)) {
+    char cwd[PATH_MAX], dir[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd) || make_mirror_dir(dir, sizeof dir) < 0) {
         snprintf(o->v_error, sizeof o->v_error, "cannot make the verification directory");
         return;
     }
@@ -1431,8 +1439,8 @@ static void verify_regression_test(outcome *o, const afd_cli *cli)
     if (!getcwd(cwd, sizeof cwd))
         return;
     for (int fixed = 0; fixed < 2; fixed++) {
-        char dir[] = "/tmp/affidavit-verify-XXXXXX";
-        if (!mkdtemp(dir))
+        char dir[PATH_MAX];
+        if (make_mirror_dir(dir, sizeof dir) < 0)
             return;
         const afd_buf *text = fixed ? &o->fix_text : &o->buggy_with_test;
         if (mirror_entries(cwd, dir, o->fix_file, (const char *)text->data, text->len) == 0) {
