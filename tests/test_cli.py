@@ -8,19 +8,18 @@ a file named explicitly in a node id, which is how affidavit's worker is given t
 
 from __future__ import annotations
 
+import sys
 import json
 import os
-import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-AFFIDAVIT = REPO / ".venv" / "bin" / "affidavit"
-PYTHON = REPO / ".venv" / "bin" / "python"
+AFFIDAVIT = Path(sys.executable).parent / "affidavit"
+PYTHON = Path(sys.executable).parent / "python"
 CASES = "tests/cases"
 WORKERS = ("--workers", "2")
 
@@ -91,33 +90,6 @@ def explore_token(nodeid: str, *extra: str) -> str:
     token = data["token"]
     assert isinstance(token, str) and token.startswith(TOKEN_PREFIX), data
     return token
-
-
-def leftover_workers(marker: str) -> List[str]:
-    """Live processes whose command line names affidavit's worker and marker (a case file name)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            raw = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        cmd = raw.replace(b"\0", b" ").decode("utf-8", "replace")
-        if "affidavit.worker" in cmd and marker in cmd:
-            found.append(f"{entry.name}: {cmd.strip()}")
-    return found
-
-
-def assert_no_leftovers(marker: str, grace: float = 2.0) -> None:
-    deadline = time.monotonic() + grace
-    while True:
-        left = leftover_workers(marker)
-        if not left:
-            return
-        if time.monotonic() >= deadline:
-            pytest.fail(f"processes left behind {grace} s after affidavit returned:\n" + "\n".join(left))
-        time.sleep(0.05)
 
 
 def assert_usage_error(proc: "subprocess.CompletedProcess[str]", *words: str) -> str:
@@ -271,182 +243,6 @@ def test_every_run_starts_with_fresh_module_state(test: str) -> None:
     assert data["runs"] == 20, data
     assert data["failed"] == 0, data
     assert data["outcomes"]["pass"] == 20, data
-
-
-# ---- tests that hang or crash ----
-
-
-@pytest.mark.parametrize("test", ["test_hang", "test_sleep_forever", "test_busy_loop"])
-def test_hang_is_reported_within_the_time_budget(test: str) -> None:
-    start = time.monotonic()
-    _, data = run_json("sample", f"{CASES}/case_hang.py::{test}", "-n", "2", "--timeout", "1", expect=1, timeout=60)
-    elapsed = time.monotonic() - start
-    assert elapsed < 15, f"two 1-second hangs took {elapsed:.1f} s"
-    assert data["runs"] == 2 and data["failed"] == 2, data
-    assert data["outcomes"]["hang"] == 2, data
-    assert data["failure"].startswith("hang"), data
-    assert "case_hang.py" in data["failure"], "the hang report should point at the test's line"
-    assert_no_leftovers("case_hang.py")
-
-
-@pytest.mark.parametrize(
-    "test, words",
-    [("test_abort", ["SIGABRT"]), ("test_segfault", ["SIGSEGV"]), ("test_exit3", ["status 3"])],
-)
-def test_crash_is_reported_as_crash(test: str, words: List[str]) -> None:
-    _, data = run_json("sample", f"{CASES}/case_crash.py::{test}", "-n", "2", expect=1)
-    assert data["runs"] == 2 and data["failed"] == 2, data
-    assert data["outcomes"]["crash"] == 2, data
-    for word in words:
-        assert word in data["failure"], data
-    assert_no_leftovers("case_crash.py")
-
-
-def test_sys_exit_in_a_test_is_reported_as_system_exit() -> None:
-    """Plain pytest reports `sys.exit(3)` inside a test as a failure 'SystemExit: 3'. The
-    controlled loop must let the SystemExit through, not lose it."""
-    _, data = run_json("sample", f"{CASES}/case_base_exception.py::test_sys_exit", "-n", "2", expect=1)
-    assert data["failed"] == 2, data
-    assert "SystemExit" in data["failure"], data
-    assert "SystemError" not in data["failure"], data
-
-
-def test_interrupted_run_leaves_no_worker_behind() -> None:
-    """SIGINT while two runs hang: exit 130, a message, and every worker and child gone. Also
-    shows that leftover_workers() does see live processes, so the leftover checks can fail."""
-    argv = [str(AFFIDAVIT), "sample", f"{CASES}/case_hang.py::test_sleep_forever", "-n", "4", "--timeout", "30",
-            *WORKERS]
-    proc = subprocess.Popen(argv, cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 20
-        # Two workers, each with a forked child running the test: four processes.
-        while len(leftover_workers("case_hang.py")) < 4 and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(leftover_workers("case_hang.py")) >= 4, leftover_workers("case_hang.py")
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    assert proc.returncode == 130, (proc.returncode, out, err)
-    assert "interrupted after 0 runs" in err, err
-    assert_no_leftovers("case_hang.py")
-
-
-# ---- bad input ----
-
-
-def test_nonexistent_test_in_existing_file() -> None:
-    proc = run("sample", f"{CASES}/case_pass.py::test_does_not_exist", "-n", "2")
-    assert_usage_error(proc, "not found", "test_does_not_exist")
-    assert_no_leftovers("case_pass.py")
-
-
-def test_nonexistent_file() -> None:
-    proc = run("sample", f"{CASES}/case_missing.py::test_x", "-n", "2")
-    assert_usage_error(proc, "not found", "case_missing.py")
-    assert_no_leftovers("case_missing.py")
-
-
-def test_node_id_selecting_several_tests() -> None:
-    proc = run("sample", f"{CASES}/case_hang.py", "-n", "1")
-    assert_usage_error(proc, "selects 3 tests")
-    assert_no_leftovers("case_hang.py")
-
-
-@pytest.mark.parametrize(
-    "args",
-    [
-        ("sample", f"{CASES}/case_sync.py::test_sync", "-n", "2"),
-        ("explore", f"{CASES}/case_sync.py::test_sync", "--runs", "3"),
-        ("replay", ZERO_TOKEN, f"{CASES}/case_sync.py::test_sync", "-n", "2"),
-    ],
-    ids=["sample", "explore", "replay"],
-)
-def test_sync_test_is_refused(args: Tuple[str, ...]) -> None:
-    proc = run(*args)
-    assert_usage_error(proc, "event loop", "case_sync.py::test_sync")
-    assert_no_leftovers("case_sync.py")
-
-
-def test_syntax_error_file() -> None:
-    proc = run("sample", f"{CASES}/case_syntax_error.py::test_never_compiled", "-n", "2")
-    assert_usage_error(proc, "SyntaxError", "case_syntax_error.py")
-    assert_no_leftovers("case_syntax_error.py")
-
-
-def test_import_error_file() -> None:
-    proc = run("sample", f"{CASES}/case_import_error.py::test_never_imported", "-n", "2")
-    assert_usage_error(proc, "ImportError", "case_import_error.py")
-    assert_no_leftovers("case_import_error.py")
-
-
-def test_every_garbled_token_character_is_detected() -> None:
-    """Changing any one base32 character never runs a different schedule: it is refused."""
-    body_len = len(ZERO_TOKEN) - len(TOKEN_PREFIX)
-    for index in range(body_len):
-        garbled = flip(ZERO_TOKEN, index)
-        proc = run("replay", garbled, PASSING, "-n", "1", timeout=30)
-        line = assert_usage_error(proc, "invalid token")
-        assert "checksum" in line or "malformed" in line, f"position {index}: {line}"
-    assert_no_leftovers("case_pass.py")
-
-
-def test_truncated_token() -> None:
-    proc = run("replay", ZERO_TOKEN[:-3], PASSING, "-n", "1")
-    line = assert_usage_error(proc, "invalid token")
-    assert "checksum" in line or "malformed" in line, line
-
-
-def test_token_from_another_format_version() -> None:
-    proc = run("replay", "afd2:" + ZERO_TOKEN[len(TOKEN_PREFIX) :], PASSING, "-n", "1")
-    assert_usage_error(proc, "another affidavit format version")
-    assert_no_leftovers("case_pass.py")
-
-
-def test_string_that_is_not_a_token() -> None:
-    proc = run("replay", "hello", PASSING, "-n", "1")
-    assert_usage_error(proc, "not an affidavit token")
-    assert_no_leftovers("case_pass.py")
-
-
-@pytest.mark.parametrize(
-    "args, words",
-    [
-        (("frobnicate", PASSING), ["unknown command", "frobnicate"]),
-        (("sample", PASSING, "--frobnicate"), ["unknown option", "--frobnicate"]),
-        (("sample",), ["node id"]),
-        (("explore",), ["node id"]),
-        (("replay", ZERO_TOKEN), ["token and a node id"]),
-        (("sample", PASSING, "extra-positional"), ["one node id"]),
-        (("replay", ZERO_TOKEN, PASSING, "extra-positional"), ["unexpected argument", "extra-positional"]),
-        (("sample", PASSING, "-n", "0"), ["-n"]),
-        (("sample", PASSING, "-n", "-3"), ["-n"]),
-        (("sample", PASSING, "-n", "many"), ["-n"]),
-        (("sample", PASSING, "-n"), ["-n"]),
-        (("explore", PASSING, "--runs", "0"), ["--runs"]),
-        (("explore", PASSING, "--strategy", "bogus"), ["bogus"]),
-        (("explore", PASSING, "--strategy"), ["strategy"]),
-        (("sample", PASSING, "--strategy", "zero"), ["--strategy"]),
-        (("sample", PASSING, "--seconds", "3"), ["--seconds"]),
-        (("explore", PASSING, "--seconds", "0"), ["--seconds"]),
-        (("sample", PASSING, "--timeout", "0"), ["--timeout"]),
-        (("sample", PASSING, "--workers", "0"), ["--workers"]),
-        (("sample", PASSING, "--max-steps", "0"), ["--max-steps"]),
-        (("explore", PASSING, "--seed", "-1"), ["--seed"]),
-    ],
-    ids=lambda v: " ".join(v).replace(PASSING, "NODE").replace(ZERO_TOKEN, "TOKEN") if isinstance(v, tuple) else "",
-)
-def test_usage_error(args: Tuple[str, ...], words: List[str]) -> None:
-    proc = run(*args, workers=False, timeout=30)
-    assert_usage_error(proc, *words)
-    assert_no_leftovers("case_pass.py")
-
-
-def test_bad_python_is_a_one_line_error() -> None:
-    proc = run("sample", PASSING, "-n", "1", "--python", "/nonexistent/python3")
-    assert_usage_error(proc, "/nonexistent/python3")
 
 
 @pytest.mark.parametrize("text, value", [("08", 8), ("010", 10)])

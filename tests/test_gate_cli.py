@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 import difflib
 import json
 import subprocess
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-AFFIDAVIT = REPO / ".venv" / "bin" / "affidavit"
+AFFIDAVIT = Path(sys.executable).parent / "affidavit"
 TARGET = "examples/test_lost_update.py"
 
 

@@ -7,7 +7,9 @@ concurrency cause. Each call is a subprocess from the repository root with a tim
 
 from __future__ import annotations
 
+import sys
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any, Dict, Optional
@@ -15,13 +17,14 @@ from typing import Any, Dict, Optional
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-AFFIDAVIT = REPO / ".venv" / "bin" / "affidavit"
+AFFIDAVIT = Path(sys.executable).parent / "affidavit"
 
 
-def investigate(nodeid: str, *extra: str, timeout: float = 240) -> "tuple[int, Dict[str, Any], str]":
+def investigate(nodeid: str, *extra: str, timeout: float = 240,
+                env: "Dict[str, str] | None" = None) -> "tuple[int, Dict[str, Any], str]":
     proc = subprocess.run(
         [str(AFFIDAVIT), "investigate", nodeid, "--json", "--workers", "2", *extra],
-        cwd=REPO, capture_output=True, text=True, timeout=timeout,
+        cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env,
     )
     data = json.loads(proc.stdout) if proc.stdout.strip() else {}
     if data:
@@ -311,8 +314,10 @@ def test_fix_proposes_a_gated_verified_fix_and_leaves_the_file_alone(nodeid: str
                                                                       tmp_path: Path) -> None:
     path = REPO / nodeid.split("::")[0]
     before = path.read_bytes()
-    mirrors = set(Path("/tmp").glob("affidavit-verify-*"))  # another suite may be verifying at the same time
-    rc, data, err = investigate(nodeid, "--fix")
+    # the mirror goes into TMPDIR: this test's own, as other suites may be verifying at the same time
+    scratch = tmp_path / "tmpdir"
+    scratch.mkdir()
+    rc, data, err = investigate(nodeid, "--fix", env=dict(os.environ, TMPDIR=str(scratch)))
     assert rc == 1, err
     assert path.read_bytes() == before, "the user's file must be byte-identical without --apply"
     fix = data["fix"]
@@ -333,7 +338,7 @@ def test_fix_proposes_a_gated_verified_fix_and_leaves_the_file_alone(nodeid: str
     assert tiers["exploration"]["failed_before"] > 0, tiers
     assert tiers["natural"]["runs"] == 50 and tiers["natural"]["failed"] == 0
     assert tiers["natural"]["rate_below"] == pytest.approx(0.06)
-    assert not set(Path("/tmp").glob("affidavit-verify-*")) - mirrors, "the verification mirror is removed"
+    assert not list(scratch.iterdir()), "the verification mirror is removed"
     # the regression test is part of the diff, and it was run: it fails on the bug, passes on the fix
     reg = fix["regression_test"]
     assert reg["node"] == nodeid + "_affidavit_replay", reg

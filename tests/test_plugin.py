@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import List, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
-PYTHON = str(REPO / ".venv" / "bin" / "python")
-AFFIDAVIT = str(REPO / ".venv" / "bin" / "affidavit")
+PYTHON = str(Path(sys.executable).parent / "python")
+AFFIDAVIT = str(Path(sys.executable).parent / "affidavit")
 
 ALWAYS_LOSES = '''
 import asyncio

@@ -67,6 +67,17 @@ def _summarize(reports: List[Any]) -> Tuple[int, str]:
     return _runtime.OUT_PASS, ""
 
 
+def _escaped(exc: BaseException, path: str) -> str:
+    """'file:line: Name: message' for an exception that escaped pytest's run protocol, at the
+    deepest frame of the test's own file."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+    where = f"{os.path.relpath(frames[-1].filename)}:{frames[-1].lineno}: " if frames else ""
+    msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{where}{type(exc).__name__}{': ' + msg if msg else ''} (raised inside the test)"
+
+
 def _run_protocol(item: Any) -> List[Any]:
     """pytest's run protocol for one item (setup, call, teardown), without building a report for
     phases that passed plainly.
@@ -148,11 +159,17 @@ class _Server:
                 )
             return True
         item = items[0]
+        import pytest
 
         def run_child(mode: int, token: str) -> None:
             if mode == _runtime.MODE_CONTROLLED:
                 random.seed(_runtime.random_seed())
-            outcome, text = _summarize(_run_protocol(item))
+            try:
+                outcome, text = _summarize(_run_protocol(item))
+            except (KeyboardInterrupt, pytest.exit.Exception) as exc:
+                # pytest lets these through its run protocol (they end a session); raised by the
+                # test, they are the test's failure, not the worker's.
+                outcome, text = _runtime.OUT_FAIL, _escaped(exc, str(item.path))
             _runtime.result(outcome, text)
 
         devnull = os.open(os.devnull, os.O_WRONLY)

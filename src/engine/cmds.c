@@ -107,6 +107,8 @@ int tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
         t->by_outcome[res->outcome]++;
     if (tr)
         t->flags_union |= tr->flags;
+    if (tr && (tr->flags & AFD_TRACE_TRUNCATED))
+        t->truncated++;
     if (!loops && (res->outcome == AFD_OUT_PASS || res->outcome == AFD_OUT_FAIL))
         t->no_loop++;
     if (is_failure(res->outcome)) {
@@ -124,7 +126,8 @@ void json_outcomes(afd_buf *o, const tally *t)
     afd_buf_printf(o, "\"outcomes\": {");
     for (int k = 0; k < AFD_OUT__COUNT; k++)
         afd_buf_printf(o, "%s\"%s\": %" PRIu64, k ? ", " : "", afd_outcome_name(k), t->by_outcome[k]);
-    afd_buf_printf(o, "}");
+    /* a run's trace that hit the size bound lost events: said, never silent */
+    afd_buf_printf(o, "}, \"truncated_traces\": %" PRIu64, t->truncated);
 }
 
 void json_uncontrolled(afd_buf *o, uint32_t flags)
@@ -197,6 +200,7 @@ int start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd)
         .workers = cli->workers,
         .timeout_ms = (uint32_t)(cli->timeout_s * 1000.0),
         .max_steps = cli->max_steps,
+        .max_memory_mb = cli->max_memory_mb,
         .startup_ms = 120000,
     };
     char err[1024] = "";
@@ -273,6 +277,21 @@ int report_no_loop(const afd_cli *cli, const tally *t)
         return 1;
     }
     return 0;
+}
+
+void step_limit_line(afd_buf *o, const tally *t, uint64_t max_steps)
+{
+    uint64_t n = t->by_outcome[AFD_OUT_STEP_LIMIT];
+    if (n)
+        afd_buf_printf(o, "  step limit reached (%" PRIu64 " steps) in %" PRIu64 " of %" PRIu64
+                          " runs: neither passes nor failures\n", max_steps, n, t->runs);
+}
+
+void truncated_line(afd_buf *o, const tally *t)
+{
+    if (t->truncated)
+        afd_buf_printf(o, "  trace truncated at its size bound in %" PRIu64 " of %" PRIu64 " runs (events were dropped)\n",
+                       t->truncated, t->runs);
 }
 
 int interrupted_exit(const tally *t)
@@ -359,6 +378,8 @@ int afd_cmd_sample(const afd_cli *cli)
         afd_buf_printf(&o, "  median %.0f steps, %.2f ms per run\n", med_steps, med_wall / 1e6);
         if (t.first_failure)
             afd_buf_printf(&o, "  first failure (%s): %s\n", afd_outcome_name(t.first_failure_outcome), t.first_failure);
+        step_limit_line(&o, &t, cli->max_steps);
+        truncated_line(&o, &t);
     }
     fwrite(o.data, 1, o.len, stdout);
     afd_buf_finish(&o);
@@ -475,7 +496,11 @@ int afd_cmd_explore(const afd_cli *cli)
         else
             afd_buf_printf(&o, "null");
         afd_buf_printf(&o, ", \"outcome\": ");
-        afd_json_str(&o, found ? afd_outcome_name(c.best_outcome) : "pass");
+        /* nothing failed: "pass" only when every run passed; a step-limit stop is not a pass */
+        afd_json_str(&o, found ? afd_outcome_name(c.best_outcome)
+                         : t.by_outcome[AFD_OUT_STEP_LIMIT] ? afd_outcome_name(AFD_OUT_STEP_LIMIT)
+                         : t.by_outcome[AFD_OUT_PASS] < t.runs && t.by_outcome[AFD_OUT_SKIP] ? "skip"
+                                                                                              : "pass");
         afd_buf_printf(&o, ", \"schedule\": ");
         afd_json_str(&o, desc ? desc : "");
         afd_buf_printf(&o, ", \"failing_run\": ");
@@ -498,6 +523,10 @@ int afd_cmd_explore(const afd_cli *cli)
         afd_buf_printf(&o, "  replay: affidavit replay %s %s\n", c.best_token, cli->nodeid);
     } else {
         afd_buf_printf(&o, "%s: no failing schedule in %" PRIu64 " runs\n", cli->nodeid, t.runs);
+    }
+    if (!cli->json) {
+        step_limit_line(&o, &t, cli->max_steps);
+        truncated_line(&o, &t);
     }
     fwrite(o.data, 1, o.len, stdout);
     afd_buf_finish(&o);
@@ -621,6 +650,8 @@ int afd_cmd_replay(const afd_cli *cli)
             afd_buf_printf(&o, "  %s: %s\n", afd_outcome_name(t.first_failure_outcome), t.first_failure);
         if (identical)
             afd_buf_printf(&o, "  trace digest %016" PRIx64 "\n", t.first_digest);
+        step_limit_line(&o, &t, cli->max_steps);
+        truncated_line(&o, &t);
     }
     fwrite(o.data, 1, o.len, stdout);
     afd_buf_finish(&o);

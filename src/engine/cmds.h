@@ -12,7 +12,7 @@ enum {
     AFD_EXIT_USAGE = 2,     /* bad arguments or a test that cannot be run */
     AFD_EXIT_INTERNAL = 3,
     AFD_EXIT_ABSTAIN = 4,   /* a failure was seen but could not be controlled */
-    AFD_EXIT_INTERRUPTED = 130
+    AFD_EXIT_INTERRUPTED = 130 /* SIGINT or SIGTERM: the runs so far are reported (and stored) */
 };
 
 typedef struct afd_cli {
@@ -27,6 +27,7 @@ typedef struct afd_cli {
     double seconds;    /* explore time budget (0: none) */
     double timeout_s;  /* per-run time budget */
     uint64_t max_steps;
+    uint64_t max_memory_mb; /* per-run memory limit above the worker's own (RLIMIT_DATA) */
     uint64_t seed;
     uint64_t shard_k, shard_n; /* explore --shard K/N: portfolio schedules k-1, k-1+N, ... (n 0: all) */
     uint64_t natural;     /* investigate: natural runs (default 50) */

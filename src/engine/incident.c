@@ -50,6 +50,21 @@ int incident_open_store(afd_store **out, char *err, size_t errlen)
     return afd_store_open(out, incident_path("incidents.db", db, sizeof db), err, errlen);
 }
 
+int incident_open_store_to_read(afd_store **out, char *err, size_t errlen)
+{
+    int rc = incident_open_store(out, err, errlen);
+    if (rc != AFD_EIO)
+        return rc;
+    /* not writable: read what is there (a read-only checkout still shows its incidents) */
+    char db[4096];
+    char why[600];
+    snprintf(why, sizeof why, "%s", err);
+    rc = afd_store_open_readonly(out, incident_path("incidents.db", db, sizeof db), err, errlen);
+    if (rc == AFD_ENOTFOUND)
+        snprintf(err, errlen, "%s", why);
+    return rc;
+}
+
 int incident_write_report(int64_t id, int64_t created, const char *json, const afd_trace *failing,
                           const afd_trace *passing, char *path, size_t pathlen, char *err, size_t errlen)
 {

@@ -22,6 +22,9 @@ int incident_make_dirs(const char *dir);
 
 /* Opens the project's store (creating it); a one-line message in err on failure. */
 int incident_open_store(afd_store **out, char *err, size_t errlen);
+/* The same for commands that only read (ls, show, report): when the store cannot be opened for
+ * writing (a read-only project) it is opened read-only. AFD_ENOTFOUND when there is none. */
+int incident_open_store_to_read(afd_store **out, char *err, size_t errlen);
 
 /* Writes the HTML report of an incident to .affidavit/reports/incident-<id>.html (through a
  * temporary file and a rename, so a reader never sees half a report); its path goes to path. */

@@ -41,6 +41,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,6 +73,8 @@ typedef struct inv {
     afd_pool *pool;
     afd_progress prog;
     uint64_t total_runs;
+    uint64_t step_limited; /* runs stopped at --max-steps: neither passes nor failures */
+    uint64_t truncated;    /* runs whose trace hit its size bound */
     /* every run seen, for Ochiai and the blocking-call predicate */
     afd_run_summary *sums;
     uint8_t *blocked; /* per run: it made a blocking call of >= 1 ms or had a slow step */
@@ -98,6 +101,8 @@ typedef struct inv {
 static int remember(inv *v, const afd_run_result *res, const afd_trace *tr)
 {
     v->total_runs++;
+    v->step_limited += res->outcome == AFD_OUT_STEP_LIMIT;
+    v->truncated += tr && (tr->flags & AFD_TRACE_TRUNCATED);
     if (!tr)
         return 0;
     if (is_failure(res->outcome))
@@ -1331,10 +1336,18 @@ static int make_same_token(void *ctx, uint64_t i, uint8_t *mode, char **token)
 /* The tiers, each counted: the minimal failing token R times after the patch; M exploration
  * schedules after, next to the same M before; N natural runs after; the median run time before
  * and after. A tier that could not run is left at zero runs and reported as not attempted. */
+/* A new verification mirror's directory in $TMPDIR (default /tmp): its path in dir, or -1. */
+static int make_mirror_dir(char *dir, size_t len)
+{
+    const char *tmp = getenv("TMPDIR");
+    int n = snprintf(dir, len, "%s/affidavit-verify-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    return n > 0 && (size_t)n < len && mkdtemp(dir) ? 0 : -1;
+}
+
 static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_steps)
 {
-    char cwd[PATH_MAX], dir[] = "/tmp/affidavit-verify-XXXXXX";
-    if (!getcwd(cwd, sizeof cwd) || !mkdtemp(dir)) {
+    char cwd[PATH_MAX], dir[PATH_MAX];
+    if (!getcwd(cwd, sizeof cwd) || make_mirror_dir(dir, sizeof dir) < 0) {
         snprintf(o->v_error, sizeof o->v_error, "cannot make the verification directory");
         return;
     }
@@ -1405,6 +1418,7 @@ static int run_pytest(const afd_cli *cli, const char *dir, const char *node)
         return -1;
     if (pid == 0) {
         setpgid(0, 0);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         int devnull = open("/dev/null", O_RDWR);
         if (devnull >= 0) {
             dup2(devnull, 0);
@@ -1444,8 +1458,8 @@ static void verify_regression_test(outcome *o, const afd_cli *cli)
     if (!getcwd(cwd, sizeof cwd))
         return;
     for (int fixed = 0; fixed < 2; fixed++) {
-        char dir[] = "/tmp/affidavit-verify-XXXXXX";
-        if (!mkdtemp(dir))
+        char dir[PATH_MAX];
+        if (make_mirror_dir(dir, sizeof dir) < 0)
             return;
         const afd_buf *text = fixed ? &o->fix_text : &o->buggy_with_test;
         if (mirror_entries(cwd, dir, o->fix_file, (const char *)text->data, text->len) == 0) {
@@ -1741,6 +1755,8 @@ static void json_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
     afd_buf_printf(&b, ", \"platform\": ");
     afd_json_str(&b, plat);
     afd_buf_printf(&b, "}");
+    afd_buf_printf(&b, ", \"step_limit_runs\": %" PRIu64 ", \"truncated_traces\": %" PRIu64, v->step_limited,
+                   v->truncated);
     afd_buf_printf(&b, ", \"runs\": %" PRIu64 ", \"seconds\": ", v->total_runs);
     afd_json_num(&b, (double)elapsed_ns / 1e9);
     afd_buf_printf(&b, "}\n");
@@ -1754,6 +1770,7 @@ static void text_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
     const char *head = !strcmp(o->verdict, "reproduced")      ? "REPRODUCED"
                        : !strcmp(o->verdict, "no_failure")    ? "NO FAILURE FOUND"
                        : !strcmp(o->verdict, "deterministic") ? "FAILS UNDER EVERY SCHEDULE TRIED: NOT TIMING-DEPENDENT"
+                       : !strcmp(o->verdict, "interrupted")   ? "INTERRUPTED (the runs so far)"
                                                               : "ABSTAINED";
     if (cli->check_file)
         afd_buf_printf(&b, "check %s %s.%s, %" PRIu64 " concurrent calls: %s\n  harness:  %s\n", cli->check_file,
@@ -1832,6 +1849,12 @@ static void text_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
                            o->gate[k].reason);
         afd_buf_printf(&b, "%s", bstr(&o->fix_diff));
     }
+    if (v->step_limited)
+        afd_buf_printf(&b, "  step limit reached (%" PRIu64 " steps) in %" PRIu64 " of %" PRIu64
+                           " runs: neither passes nor failures\n", cli->max_steps, v->step_limited, v->total_runs);
+    if (v->truncated)
+        afd_buf_printf(&b, "  trace truncated at its size bound in %" PRIu64 " of %" PRIu64 " runs\n", v->truncated,
+                       v->total_runs);
     afd_buf_printf(&b, "  (%" PRIu64 " runs in %.1f s)\n", v->total_runs, (double)elapsed_ns / 1e9);
     *b_out = b;
 }
@@ -2014,6 +2037,7 @@ static int schedule_token(const delay_set *ds, char **token)
 int afd_cmd_investigate(const afd_cli *cli)
 {
     uint64_t t0 = now_ns();
+    int interrupted = 0;
     inv v = {.cli = cli, .seed = cli->seed, .est_steps = 1, .found_index = UINT64_MAX};
     outcome o;
     memset(&o, 0, sizeof o);
@@ -2394,12 +2418,26 @@ report:
         print_result(cli, &doc, &v, &o, elapsed, id, report_path);
         afd_buf_finish(&doc);
     }
+    if (interrupted || afd_interrupted) {
+        fflush(stdout);
+        fprintf(stderr, "affidavit: interrupted after %" PRIu64 " runs%s\n", v.total_runs,
+                o.natural.runs ? "; the runs so far are reported above" : "");
+        rc = AFD_EXIT_INTERRUPTED;
+    }
     goto out;
 fail:
     afd_progress_done(&v.prog);
-    if (rc == AFD_EIO || afd_interrupted) {
-        fprintf(stderr, "affidavit: interrupted after %" PRIu64 " runs\n", v.total_runs);
-        rc = AFD_EXIT_INTERRUPTED;
+    if ((rc == AFD_EIO || afd_interrupted) && !interrupted) {
+        /* Ctrl-C keeps what was measured: the runs so far are reported and stored, as an
+         * incident whose verdict says it was interrupted. */
+        interrupted = 1;
+        o.verdict = "interrupted";
+        afd_stats_wilson(o.natural.failed, o.natural.runs, &o.lo, &o.hi);
+        if (!o.failure && o.natural.first_failure)
+            o.failure = strdup(o.natural.first_failure);
+        if (!o.token && v.found_token)
+            o.token = strdup(v.found_token);
+        goto report;
     } else {
         error_line("investigation failed: %s%s", afd_strerror(rc < 0 ? rc : v.error), "");
         rc = AFD_EXIT_INTERNAL;

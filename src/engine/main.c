@@ -57,11 +57,18 @@ static const char usage[] =
     "  --json            machine-readable output on stdout\n"
     "  --workers N       parallel workers (default: one per core)\n"
     "  --timeout S       per-run time budget in seconds (default 10); past it a run is a hang\n"
-    "  --max-steps N     per-run step limit (default 1000000)\n"
+    "  --max-steps N     per-run step limit (default 1000000); a run stopped there is reported as\n"
+    "                    'step limit reached', neither a pass nor a failure\n"
+    "  --max-memory MB   per-run memory limit above what the worker holds (default 2048;\n"
+    "                    RLIMIT_DATA): past it the test gets MemoryError\n"
     "  --python PATH     the interpreter that runs the test (default: beside affidavit, then python3)\n"
     "\n"
     "strategies: zero, jitter, pct, portfolio (default)\n"
-    "exit codes: 0 no failure, 1 failure, 2 usage error, 3 internal error, 4 abstained\n";
+    "\n"
+    "each run is also limited to its --timeout plus 2 s of CPU (RLIMIT_CPU: reported as a hang,\n"
+    "'cpu limit'), and every process it starts is killed when it ends\n"
+    "exit codes: 0 no failure, 1 failure, 2 usage error, 3 internal error, 4 abstained,\n"
+    "            130 interrupted (SIGINT/SIGTERM: the runs so far are reported and stored)\n";
 
 static int bad(const char *msg, const char *arg)
 {
@@ -113,6 +120,7 @@ int main(int argc, char **argv)
     cli.workers = ncpu > 0 ? (int)ncpu : 1;
     cli.timeout_s = 10;
     cli.max_steps = 1000000;
+    cli.max_memory_mb = 2048;
     if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
         fputs(usage, argc < 2 ? stderr : stdout);
         return argc < 2 ? AFD_EXIT_USAGE : 0;
@@ -175,8 +183,9 @@ int main(int argc, char **argv)
                 return bad("expected a positive number of seconds after", a);
             i++;
         } else if (!strcmp(a, "--timeout")) {
-            if (parse_pos_double(v, &cli.timeout_s) < 0)
-                return bad("expected a positive number of seconds after", a);
+            /* at most a million seconds: the budget travels in milliseconds as 32 bits */
+            if (parse_pos_double(v, &cli.timeout_s) < 0 || cli.timeout_s > 1e6)
+                return bad("expected a positive number of seconds (at most 1000000) after", a);
             i++;
         } else if (!strcmp(a, "--workers")) {
             uint64_t w;
@@ -187,6 +196,10 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--max-steps")) {
             if (parse_u64(v, &cli.max_steps) < 0 || cli.max_steps == 0)
                 return bad("expected a positive step limit after", a);
+            i++;
+        } else if (!strcmp(a, "--max-memory")) {
+            if (parse_u64(v, &cli.max_memory_mb) < 0 || cli.max_memory_mb == 0 || cli.max_memory_mb > (1u << 30))
+                return bad("expected a positive number of megabytes after", a);
             i++;
         } else if (!strcmp(a, "--seed")) {
             if (parse_u64(v, &cli.seed) < 0)
@@ -261,6 +274,9 @@ int main(int argc, char **argv)
                        NULL);
         cli.nodeid = pos[0];
     }
+    /* pytest reads an empty node id as "the current directory": never what was meant */
+    if (!is_gate && !cli.nodeid[strspn(cli.nodeid, " \t\r\n")])
+        return bad("the node id is empty", NULL);
     if (cli.n > 10000000)
         return bad("too many runs", NULL);
     afd_install_signal_handlers();

@@ -1,8 +1,10 @@
 /* pool.c -- spawning, feeding and reaping the fork-server workers.
  *
  * Each worker is `python -m affidavit.worker NODEID`, started in its own process group with
- * PR_SET_PDEATHSIG so that it cannot outlive the engine, and with PYTHONHASHSEED fixed so that
- * every worker (and so every replay) hashes strings alike. The engine polls all result pipes at
+ * PR_SET_PDEATHSIG (SIGTERM, which its fork server answers by killing its running test's process
+ * group) so that neither it nor its test can outlive the engine, with PYTHONHASHSEED fixed so that
+ * every worker (and so every replay) hashes strings alike, and with the per-run memory budget in
+ * AFFIDAVIT_MAX_MEMORY_MB. The engine polls all result pipes at
  * once and reassembles frames incrementally. Workload: hundreds of results per second. */
 #include "pool.h"
 #include "afd.h"
@@ -35,6 +37,9 @@ void afd_install_signal_handlers(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    /* A file size limit (RLIMIT_FSIZE) must make a write fail with EFBIG, reported like a full
+     * disk, not kill the engine. */
+    signal(SIGXFSZ, SIG_IGN);
 }
 
 typedef struct worker {
@@ -82,7 +87,9 @@ static int spawn(afd_pool *self, worker *w)
     pid_t pid = fork();
     if (pid == 0) {
         setpgid(0, 0);
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        /* SIGTERM, not SIGKILL: the fork server's handler kills its running child's process group
+         * before it exits, so a dying engine leaves no test process behind either. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != engine)
             _exit(127);
         signal(SIGPIPE, SIG_DFL);
@@ -97,6 +104,10 @@ static int spawn(afd_pool *self, worker *w)
         if (!getenv("PYTHONHASHSEED"))
             setenv("PYTHONHASHSEED", "0", 1);
         setenv("PYTHONDONTWRITEBYTECODE", "1", 0);
+        /* read by the fork server (forkserver.c), which limits each child's memory with it */
+        char mb[32];
+        snprintf(mb, sizeof mb, "%llu", (unsigned long long)self->opts.max_memory_mb);
+        setenv("AFFIDAVIT_MAX_MEMORY_MB", mb, 1);
         execlp(self->opts.python, self->opts.python, "-m", "affidavit.worker", self->opts.nodeid, (char *)NULL);
         fprintf(stderr, "cannot run %s: %s\n", self->opts.python, strerror(errno));
         _exit(127);
@@ -127,10 +138,24 @@ static void reap(worker *w, int graceful)
             afd_proto_write_all(w->req_fd, b.data, b.len);
             afd_buf_finish(&b);
         }
+        /* SIGTERM first: the fork server kills the run in flight, with everything it started, and
+         * exits; a worker that does not within a second (still collecting, or stuck) is killed. */
+        kill(w->pid, SIGTERM);
+        int gone = 0;
+        for (int i = 0; i < 1000 && !gone; i++) {
+            pid_t r = waitpid(w->pid, NULL, WNOHANG);
+            gone = r == w->pid || (r < 0 && errno != EINTR);
+            if (!gone) {
+                struct timespec ts = {0, 1000000};
+                nanosleep(&ts, NULL);
+            }
+        }
         kill(-w->pid, SIGKILL);
-        kill(w->pid, SIGKILL);
-        while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
-            ;
+        if (!gone) {
+            kill(w->pid, SIGKILL);
+            while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+                ;
+        }
         w->pid = 0;
     }
     if (w->req_fd >= 0)

@@ -2,8 +2,8 @@
  *
  * The pool owns every worker process and every pipe. Results come back in completion order;
  * each carries its run id. A worker that dies is replaced and its run is reported as a crash;
- * when the pool is freed (or the engine is interrupted) every worker and, through their
- * PR_SET_PDEATHSIG, every child is gone before the engine exits. */
+ * when the pool is freed (or the engine is interrupted) every worker is stopped with SIGTERM (its
+ * fork server then kills its running child's process group) and reaped before the engine exits. */
 #ifndef AFD_ENGINE_POOL_H
 #define AFD_ENGINE_POOL_H
 
@@ -20,6 +20,7 @@ typedef struct afd_pool_opts {
     int workers;
     uint32_t timeout_ms; /* per run */
     uint64_t max_steps;
+    uint64_t max_memory_mb; /* per run, above the worker's own; 0: no limit */
     uint32_t startup_ms; /* how long collection may take */
     const char *cwd;     /* Borrowed: the workers' working directory (NULL: the engine's) */
 } afd_pool_opts;

@@ -18,6 +18,7 @@ typedef struct tally {
     uint64_t *steps, *wall; /* Owned arrays of `runs` entries. */
     uint64_t cap;
     uint32_t flags_union;
+    uint64_t truncated; /* runs whose trace hit the size bound (AFD_TRACE_TRUNCATED) */
     uint64_t first_digest;
     int digests_differ;
     char *first_failure;  /* Owned. */
@@ -52,6 +53,10 @@ const char *find_python(const afd_cli *cli, char *buf, size_t len);
 int start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd);
 int report_no_loop(const afd_cli *cli, const tally *t);
 int interrupted_exit(const tally *t);
+/* "  step limit reached ... in K of N runs" when any run stopped there; "  trace truncated ..."
+ * when any run's trace hit its size bound. Nothing otherwise. */
+void step_limit_line(afd_buf *o, const tally *t, uint64_t max_steps);
+void truncated_line(afd_buf *o, const tally *t);
 
 /* make(i) builds run i's mode and token (the token is the caller's to free); take() sees each
  * result in completion order with its decoded trace (NULL when none) and returns nonzero to stop

@@ -88,7 +88,9 @@ static int render(afd_store_full *f, const char *format, const char *run, afd_bu
 static int load(int64_t id, afd_store_full *f, char *err, size_t errlen)
 {
     afd_store *st = NULL;
-    int rc = incident_open_store(&st, err, errlen);
+    int rc = incident_open_store_to_read(&st, err, errlen);
+    if (rc == AFD_ENOTFOUND)
+        snprintf(err, errlen, "no incident %" PRId64 " (there is no incident store here)", id);
     if (rc == 0)
         rc = afd_store_get(st, id, f, err, errlen);
     afd_store_close(st);
@@ -99,7 +101,12 @@ static int load(int64_t id, afd_store_full *f, char *err, size_t errlen)
 static int list(size_t limit, afd_store_row **rows, size_t *n, char *err, size_t errlen)
 {
     afd_store *st = NULL;
-    int rc = incident_open_store(&st, err, errlen);
+    int rc = incident_open_store_to_read(&st, err, errlen);
+    if (rc == AFD_ENOTFOUND) { /* a project that cannot hold a store has no incidents yet */
+        *rows = NULL;
+        *n = 0;
+        return 0;
+    }
     if (rc == 0)
         rc = afd_store_list(st, limit, rows, n, err, errlen);
     afd_store_close(st);

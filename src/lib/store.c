@@ -5,6 +5,7 @@
  * BEGIN IMMEDIATE transaction, so a reader or a crash sees all of it or none of it. Traces are
  * compressed before the transaction starts, so the write lock is held only for the inserts. */
 #include "store.h"
+#include "buf.h"
 #include "afd.h"
 
 #include <errno.h>
@@ -463,6 +464,63 @@ int afd_store_open(afd_store **out, const char *path, char *err, size_t errlen)
     rc = prepare_store(self, err, errlen);
     if (rc == AFD_EIO)
         rc = explain_dir(path, rc, err, errlen);
+    if (rc) {
+        afd_store_close(self);
+        return rc;
+    }
+    *out = self;
+    return 0;
+}
+
+int afd_store_open_readonly(afd_store **out, const char *path, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = 0;
+    if (!out)
+        return fail(err, errlen, AFD_EINVAL, "afd_store_open_readonly: no output pointer");
+    *out = NULL;
+    if (!path || !*path)
+        return fail(err, errlen, AFD_EINVAL, "afd_store_open_readonly: no path");
+    struct stat sb;
+    if (stat(path, &sb) < 0)
+        return fail(err, errlen, AFD_ENOTFOUND, "there is no incident store at %s", path);
+    afd_store *self = calloc(1, sizeof *self);
+    if (!self || !(self->path = strdup(path))) {
+        free(self);
+        return fail(err, errlen, AFD_ENOMEM, "cannot open %s: out of memory", path);
+    }
+    int src = sqlite3_open_v2(path, &self->db, SQLITE_OPEN_READONLY, NULL);
+    int64_t v = 0, tables = 0;
+    if (src == SQLITE_OK && probe(self->db, &v, &tables) == SQLITE_CANTOPEN) {
+        /* A WAL database whose -shm cannot be created (a read-only directory): nothing can be
+         * writing it there, so it is read as immutable, which needs no -shm. */
+        sqlite3_close_v2(self->db);
+        self->db = NULL;
+        afd_buf uri;
+        afd_buf_init(&uri);
+        afd_buf_printf(&uri, "file:");
+        for (const char *p = path; *p; p++)
+            if (*p == '%' || *p == '?' || *p == '#')
+                afd_buf_printf(&uri, "%%%02X", (unsigned)(unsigned char)*p);
+            else
+                afd_buf_put(&uri, p, 1);
+        afd_buf_printf(&uri, "?immutable=1");
+        src = uri.err ? SQLITE_NOMEM
+                      : sqlite3_open_v2((const char *)uri.data, &self->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+        afd_buf_finish(&uri);
+    }
+    int rc = 0;
+    if (src != SQLITE_OK) {
+        rc = sql_fail(self->db, self->path, src, "cannot open", err, errlen);
+    } else {
+        sqlite3_busy_timeout(self->db, BUSY_TIMEOUT_MS);
+        src = probe(self->db, &v, &tables);
+        if (src != SQLITE_OK)
+            rc = first_read_fail(self, src, err, errlen);
+        else if (v != AFD_STORE_SCHEMA_VERSION)
+            rc = v ? version_mismatch(self, v, err, errlen)
+                   : fail(err, errlen, AFD_ESTORE, "%s is not an affidavit incident store", self->path);
+    }
     if (rc) {
         afd_store_close(self);
         return rc;

@@ -22,6 +22,10 @@ typedef struct afd_store afd_store;
  * negative AFD_E* code and writes a one-line message into err (e.g. "… was written by schema
  * version 7; this affidavit reads version 1: move it aside"). */
 int afd_store_open(afd_store **out, const char *path, char *err, size_t errlen);
+/* Opens an existing store for reading only: for a store in a directory that cannot be written
+ * (a read-only checkout), where afd_store_open fails. Changes nothing on disk. AFD_ENOTFOUND when
+ * there is no store at path; other failures as afd_store_open's. Writing through it fails. */
+int afd_store_open_readonly(afd_store **out, const char *path, char *err, size_t errlen);
 void afd_store_close(afd_store *self); /* accepts NULL */
 
 typedef struct afd_store_run {

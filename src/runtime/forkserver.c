@@ -10,22 +10,147 @@
  * is gone, so a child killed mid-run cannot corrupt the stream); every child and everything it
  * started is killed before the result is sent; a dying worker takes its child with it
  * (PR_SET_PDEATHSIG), and the worker itself dies with the engine. Workload: a few hundred forks
- * per second per core. */
+ * per second per core.
+ *
+ * Bounds on a run, and what they do not bound:
+ * - time: the run's wall-clock budget (a hang), and RLIMIT_CPU one second past it, so a test whose
+ *   threads burn CPU faster than the clock runs is stopped too (SIGXCPU: a hang, "cpu limit");
+ * - memory: RLIMIT_DATA (private writable memory: the heap, anonymous mappings; not file or shared
+ *   mappings, not the trace mapping) set to what the worker held at the fork plus the budget the
+ *   engine passes in AFFIDAVIT_MAX_MEMORY_MB, so an allocation past it is a MemoryError in the test.
+ *   Relative, so it holds under AddressSanitizer too, whose terabytes of shadow count as data (there
+ *   ASan's quarantine of freed blocks counts against the budget, and an allocation past it is a
+ *   MemoryError only with ASAN_OPTIONS=allocator_may_return_null=1, as make test-asan sets);
+ * - processes: every process the test starts stays in the child's process group unless it leaves
+ *   it, and the worker is a child subreaper, so when the run ends the group is killed and then
+ *   every process that was orphaned to the worker (those that left the group included) is killed
+ *   and reaped. The *number* of processes a run may start is not bounded: RLIMIT_NPROC is per user
+ *   and ignored for root, so a fork bomb runs until the run's time budget ends, then dies whole;
+ * - core dumps: none (RLIMIT_CORE 0), so a test that crashes costs no disk. */
 #include "runtime.h"
 #include "proto.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define SHM_SIZE (32u << 20)
+
+/* The worker's pid and its current child's, for the SIGTERM handler (the engine's way of stopping
+ * a worker, also its PR_SET_PDEATHSIG): the child's process group dies with the worker. */
+static volatile sig_atomic_t server_pid, current_child;
+static uint64_t max_memory_mb; /* 0: no memory limit */
+
+static void on_term(int sig)
+{
+    if (getpid() == server_pid && current_child > 0)
+        kill(-(pid_t)current_child, SIGKILL);
+    _exit(128 + sig);
+}
+
+/* The kilobytes of private writable memory this process holds (VmData), or 0 if unknown. */
+static uint64_t vm_data_kb(void)
+{
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[4096];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *p = strstr(buf, "\nVmData:");
+    return p ? strtoull(p + 9, NULL, 10) : 0;
+}
+
+static void set_limit(int resource, rlim_t soft, rlim_t hard)
+{
+    struct rlimit cur;
+    if (getrlimit(resource, &cur) < 0)
+        return;
+    if (cur.rlim_max != RLIM_INFINITY && hard > cur.rlim_max)
+        hard = cur.rlim_max; /* never above what we were given */
+    if (soft > hard)
+        soft = hard;
+    struct rlimit lim = {soft, hard};
+    setrlimit(resource, &lim);
+}
+
+/* The child's resource limits (see the header comment). */
+static void limit_child(const afd_run_req *req)
+{
+    rlim_t cpu_s = (rlim_t)(req->timeout_ms / 1000u) + 2u; /* the budget rounded up, plus a second */
+    set_limit(RLIMIT_CPU, cpu_s, cpu_s + 1);                   /* SIGXCPU, then SIGKILL */
+    set_limit(RLIMIT_CORE, 0, 0);
+    if (max_memory_mb) {
+        rlim_t lim = (rlim_t)vm_data_kb() * 1024u + (rlim_t)max_memory_mb * (1u << 20);
+        set_limit(RLIMIT_DATA, lim, lim);
+    }
+}
+
+/* The pids of this process's live children (every thread's), at most max; returns how many. */
+static int list_children(pid_t *out, int max)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < max) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+            continue;
+        char path[96];
+        snprintf(path, sizeof path, "/proc/self/task/%.20s/children", de->d_name);
+        FILE *f = fopen(path, "re");
+        if (!f)
+            continue;
+        long v;
+        while (n < max && fscanf(f, "%ld", &v) == 1)
+            out[n++] = (pid_t)v;
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+/* After a run: kills the run's process group and every process orphaned to this worker (its
+ * subreaper), including those that left the group, and reaps them all. The worker has no other
+ * children, so every child of it here is the run's. Bounded: gives up after about two seconds. */
+static void sweep_run(pid_t pgid)
+{
+    for (int round = 0; round < 2000; round++) {
+        kill(-pgid, SIGKILL);
+        int reaped = 0;
+        while (waitpid(-1, NULL, WNOHANG | __WALL) > 0)
+            reaped++;
+        pid_t kids[256];
+        int n = list_children(kids, 256);
+        for (int i = 0; i < n; i++) {
+            kill(-kids[i], SIGKILL); /* the group it may lead */
+            kill(kids[i], SIGKILL);
+        }
+        int group_gone = kill(-pgid, 0) < 0 && errno == ESRCH;
+        if (group_gone && n == 0)
+            return;
+        if (!reaped) {
+            struct timespec ts = {0, 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+}
 
 static uint64_t now_ns(void)
 {
@@ -102,6 +227,7 @@ static const char *signal_name(int sig)
     case SIGKILL: return "SIGKILL";
     case SIGTERM: return "SIGTERM";
     case SIGXCPU: return "SIGXCPU";
+    case SIGXFSZ: return "SIGXFSZ";
     default: return "a signal";
     }
 }
@@ -110,8 +236,10 @@ static void child_main(PyObject *run_child, void *shm, const afd_run_req *req, i
 {
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    signal(SIGTERM, SIG_DFL);
     close(in_fd);
     close(out_fd);
+    limit_child(req);
     PyOS_AfterFork_Child();
     afd_loop_fresh_process();
     if (afd_rec_begin(shm, SHM_SIZE, 0) < 0)
@@ -166,6 +294,7 @@ static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int i
         return -1;
     }
     setpgid(pid, pid); /* also from here, so the group exists before we may need to kill it */
+    current_child = pid;
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     int exited;
     Py_BEGIN_ALLOW_THREADS
@@ -178,7 +307,8 @@ static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int i
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    kill(-pid, SIGKILL); /* whatever the test left running in its group dies with the run */
+    sweep_run(pid); /* whatever the test left running dies with the run */
+    current_child = 0;
     if (pidfd >= 0)
         close(pidfd);
     uint64_t wall = now_ns() - t0;
@@ -214,6 +344,11 @@ static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int i
         } else {
             afd_buf_put(&fail, tr.failure, strlen(tr.failure));
         }
+    } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU) {
+        outcome = AFD_OUT_HANG;
+        afd_buf_printf(&fail, "hang: cpu limit: the test process ran out of CPU time and was stopped by SIGXCPU "
+                              "(RLIMIT_CPU; a run of a %u ms budget may use %u s)", req->timeout_ms,
+                       (unsigned)(req->timeout_ms / 1000u) + 2u);
     } else if (WIFSIGNALED(status)) {
         outcome = AFD_OUT_CRASH;
         afd_buf_printf(&fail, "crash: the test process was killed by %s (signal %d)",
@@ -268,6 +403,16 @@ PyObject *afd_rt_serve(PyObject *self, PyObject *args)
     if (shm == MAP_FAILED)
         return PyErr_SetFromErrno(PyExc_OSError);
     signal(SIGPIPE, SIG_IGN);
+    const char *mm = getenv("AFFIDAVIT_MAX_MEMORY_MB");
+    max_memory_mb = mm && *mm ? strtoull(mm, NULL, 10) : 0;
+    server_pid = getpid();
+    current_child = 0;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_term;
+    sigaction(SIGTERM, &sa, NULL);
+    /* Processes a run orphans come to the worker, which kills them (sweep_run). */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     afd_buf frame, out;
     afd_buf_init(&frame);
     afd_buf_init(&out);
