@@ -10,6 +10,7 @@ import json
 import os
 import random
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
@@ -18,7 +19,7 @@ import pytest
 from affidavit import check
 
 REPO = Path(__file__).resolve().parents[1]
-AFFIDAVIT = REPO / ".venv" / "bin" / "affidavit"
+AFFIDAVIT = Path(sys.executable).parent / "affidavit"
 TARGETS = "tests/cases/check_targets.py"
 QUICK = ("--natural", "20", "--runs", "200", "--workers", "2")
 
