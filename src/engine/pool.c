@@ -54,7 +54,9 @@ typedef struct worker {
 } worker;
 
 struct afd_pool {
-    afd_pool_opts opts;
+    afd_pool_opts opts; /* its strings point into owned_strings: a worker is respawned long after
+                           the caller's copies are gone */
+    char *owned_strings[3];
     worker *w; /* Owned array of opts.workers. */
     char *nodeid, *python, *hash_seed; /* Owned, from the first HELLO. */
 };
@@ -281,12 +283,26 @@ int afd_pool_new(afd_pool **out, const afd_pool_opts *opts, char *err, size_t er
     if (!self)
         return AFD_ENOMEM;
     self->opts = *opts;
+    const char **strs[3] = {&self->opts.python, &self->opts.nodeid, &self->opts.cwd};
+    for (int i = 0; i < 3; i++) {
+        if (!*strs[i])
+            continue;
+        if (!(self->owned_strings[i] = strdup(*strs[i]))) {
+            for (int k = 0; k < i; k++)
+                free(self->owned_strings[k]);
+            free(self);
+            return AFD_ENOMEM;
+        }
+        *strs[i] = self->owned_strings[i];
+    }
     if (self->opts.workers < 1)
         self->opts.workers = 1;
     if (!self->opts.startup_ms)
         self->opts.startup_ms = 120000;
     self->w = calloc((size_t)self->opts.workers, sizeof *self->w);
     if (!self->w) {
+        for (int i = 0; i < 3; i++)
+            free(self->owned_strings[i]);
         free(self);
         return AFD_ENOMEM;
     }
@@ -318,6 +334,8 @@ void afd_pool_free(afd_pool *self)
     for (int i = 0; i < self->opts.workers; i++)
         reap(&self->w[i], 1);
     free(self->w);
+    for (int i = 0; i < 3; i++)
+        free(self->owned_strings[i]);
     free(self->nodeid);
     free(self->python);
     free(self->hash_seed);

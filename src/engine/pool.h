@@ -15,14 +15,14 @@
 typedef struct afd_pool afd_pool;
 
 typedef struct afd_pool_opts {
-    const char *python;  /* Borrowed: the interpreter that runs `-m affidavit.worker`. */
-    const char *nodeid;  /* Borrowed. */
+    const char *python;  /* The interpreter that runs `-m affidavit.worker` (the pool copies it). */
+    const char *nodeid;  /* The pool copies it. */
     int workers;
     uint32_t timeout_ms; /* per run */
     uint64_t max_steps;
     uint64_t max_memory_mb; /* per run, above the worker's own; 0: no limit */
     uint32_t startup_ms; /* how long collection may take */
-    const char *cwd;     /* Borrowed: the workers' working directory (NULL: the engine's) */
+    const char *cwd;     /* The workers' working directory (NULL: the engine's); the pool copies it. */
 } afd_pool_opts;
 
 /* Starts the workers and waits for each one's HELLO. On failure returns a negative code and
