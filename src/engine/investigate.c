@@ -657,27 +657,16 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
             block_site = f->steps[i].block_site;
             block_step = &f->steps[i];
         }
-    if (n_atoms) {
-        const afd_xatom *a = &atoms[0];
+    if (n_atoms || n_stale) { /* a lost update, else a check-then-act: the same three accesses */
+        const afd_xatom *a = n_atoms ? &atoms[0] : &stale[0];
         const afd_xaccess *r = &f->acc[a->r], *u = &f->acc[a->u], *w = &f->acc[a->w];
-        c->kind = "lost_update";
+        c->kind = n_atoms ? "lost_update" : "check_then_act";
         afd_buf_printf(&c->resource, "%s", r->resource);
         afd_buf_printf(&c->await_site, "%s", afd_trace_string(tr, a->await_site));
-        afd_buf_printf(&c->sentence, "lost update on %s: %s reads it, yields at %s, %s writes it, then %s "
-                                     "writes back the stale value",
-                       r->resource, r->label, afd_trace_string(tr, a->await_site), u->label, w->label);
-        op_json(&c->ops, &n_ops, f, r, "failing");
-        op_json(&c->ops, &n_ops, f, u, "failing");
-        op_json(&c->ops, &n_ops, f, w, "failing");
-    } else if (n_stale) {
-        const afd_xatom *a = &stale[0];
-        const afd_xaccess *r = &f->acc[a->r], *u = &f->acc[a->u], *w = &f->acc[a->w];
-        c->kind = "check_then_act";
-        afd_buf_printf(&c->resource, "%s", r->resource);
-        afd_buf_printf(&c->await_site, "%s", afd_trace_string(tr, a->await_site));
-        afd_buf_printf(&c->sentence, "check-then-act on %s: %s reads it, yields at %s, %s writes it, then %s acts "
-                                     "on what it read and writes it",
-                       r->resource, r->label, afd_trace_string(tr, a->await_site), u->label, w->label);
+        afd_buf_printf(&c->sentence, "%s on %s: %s reads it, yields at %s, %s writes it, then %s %s",
+                       n_atoms ? "lost update" : "check-then-act", r->resource, r->label,
+                       afd_trace_string(tr, a->await_site), u->label, w->label,
+                       n_atoms ? "writes back the stale value" : "acts on what it read and writes it");
         op_json(&c->ops, &n_ops, f, r, "failing");
         op_json(&c->ops, &n_ops, f, u, "failing");
         op_json(&c->ops, &n_ops, f, w, "failing");

@@ -772,6 +772,23 @@ int afd_view_races(const afd_view *v, afd_xpair *out, size_t cap, size_t *n)
     return 0;
 }
 
+/* When another task wrote read r's resource between r and access `until`, counts (and, with room,
+ * stores) the atom {r, that write, w}. */
+static void overwritten(const afd_view *v, uint32_t r, uint32_t until, uint32_t w, afd_xatom *out, size_t cap,
+                        size_t *n)
+{
+    const afd_xaccess *ra = &v->acc[r];
+    for (uint32_t u = r + 1; u < until; u++) {
+        const afd_xaccess *ua = &v->acc[u];
+        if (ua->write && ua->task != ra->task && afd_resources_overlap(ua->resource, ra->resource)) {
+            if (*n < cap)
+                out[*n] = (afd_xatom){r, u, w, v->steps[ra->step].site};
+            (*n)++;
+            return;
+        }
+    }
+}
+
 int afd_view_lost_updates(const afd_view *v, afd_xatom *out, size_t cap, size_t *n)
 {
     *n = 0;
@@ -791,19 +808,7 @@ int afd_view_lost_updates(const afd_view *v, afd_xatom *out, size_t cap, size_t 
         }
         if (w == AFD_NOPOS || v->acc[w].step == ra->step)
             continue;
-        for (uint32_t u = r + 1; u < w; u++) {
-            const afd_xaccess *ua = &v->acc[u];
-            if (ua->write && ua->task != ra->task && afd_resources_overlap(ua->resource, ra->resource)) {
-                if (*n < cap) {
-                    out[*n].r = r;
-                    out[*n].u = u;
-                    out[*n].w = w;
-                    out[*n].await_site = v->steps[ra->step].site;
-                }
-                (*n)++;
-                break;
-            }
-        }
+        overwritten(v, r, w, w, out, cap, n);
     }
     if (*n > cap) {
         *n = cap;
@@ -845,15 +850,7 @@ int afd_view_stale_checks(const afd_view *v, afd_xatom *out, size_t cap, size_t 
             }
         if (w == AFD_NOPOS)
             continue;
-        for (uint32_t u = r + 1; u < j; u++) {
-            const afd_xaccess *ua = &v->acc[u];
-            if (ua->write && ua->task != ra->task && afd_resources_overlap(ua->resource, ra->resource)) {
-                if (*n < cap)
-                    out[*n] = (afd_xatom){r, u, w, v->steps[ra->step].site};
-                (*n)++;
-                break;
-            }
-        }
+        overwritten(v, r, j, w, out, cap, n);
     }
     if (*n > cap) {
         *n = cap;
