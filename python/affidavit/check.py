@@ -255,7 +255,7 @@ class Target:
                 seen.append(o)
         if n <= ALL_ORDERS_UP_TO:
             rest = [list(p) for p in itertools.permutations(range(n))]
-            how = f"all {math.factorial(n)} serial orders"
+            how = f"the {math.factorial(n)} serial orders (all of them)"
         else:
             rng = random.Random(n)
             rest = []
