@@ -43,23 +43,33 @@ def timed(cmd: List[str]) -> float:
     return time.perf_counter() - t0
 
 
-def engine_throughput(runs: int) -> Dict[str, Any]:
+def engine_throughput(runs: int, reps: int = 3) -> Dict[str, Any]:
+    """`affidavit sample` of the trivial test, `reps` times `runs` runs: throughput on this machine
+    varies by about 20% from one invocation to the next, so every invocation is kept and the
+    median is the figure quoted (the best is recorded next to it)."""
     small = min(timed([AFFIDAVIT, "sample", NODE, "-n", "2", "--json"]) for _ in range(3))
-    out = subprocess.run([AFFIDAVIT, "sample", NODE, "-n", str(runs), "--json"], cwd=ROOT, check=True,
-                         capture_output=True, text=True)
-    t0 = time.perf_counter()
-    out = subprocess.run([AFFIDAVIT, "sample", NODE, "-n", str(runs), "--json"], cwd=ROOT,
-                         capture_output=True, text=True)
-    total = time.perf_counter() - t0
-    data = json.loads(out.stdout)
-    assert data["runs"] == runs and data["failed"] == 0, data
+    subprocess.run([AFFIDAVIT, "sample", NODE, "-n", str(runs), "--json"], cwd=ROOT, check=True,
+                   capture_output=True, text=True)  # warm the page cache and the interpreter's files
+    totals = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        out = subprocess.run([AFFIDAVIT, "sample", NODE, "-n", str(runs), "--json"], cwd=ROOT,
+                             capture_output=True, text=True)
+        totals.append(time.perf_counter() - t0)
+        data = json.loads(out.stdout)
+        assert data["runs"] == runs and data["failed"] == 0, data
+    total = sorted(totals)[len(totals) // 2]
     return {
         "runs": runs,
         "workers": os.cpu_count(),
+        "invocations": reps,
         "total_s": total,
+        "total_s_each": totals,
         "startup_s": small,
         "runs_per_s_end_to_end": runs / total,
         "runs_per_s_steady": (runs - 2) / max(total - small, 1e-9),
+        "runs_per_s_end_to_end_each": [runs / t for t in totals],
+        "runs_per_s_steady_best": (runs - 2) / max(min(totals) - small, 1e-9),
     }
 
 
@@ -237,8 +247,11 @@ def main() -> None:
         f.write("\n")
     r = results["ratios"]
     rows = [
-        ("isolated runs/s through the engine (steady)", f"{eng['runs_per_s_steady']:.0f}", "goal >= 300 on 2 cores"),
-        ("  end to end incl. startup, 3000 runs", f"{eng['runs_per_s_end_to_end']:.0f}", f"startup {eng['startup_s']:.2f} s"),
+        ("isolated runs/s through the engine (steady, median)", f"{eng['runs_per_s_steady']:.0f}",
+         f"goal >= 300 on 2 cores; best of {eng['invocations']}: {eng['runs_per_s_steady_best']:.0f}"),
+        ("  end to end incl. startup, 3000 runs", f"{eng['runs_per_s_end_to_end']:.0f}",
+         "each: " + ", ".join(f"{x:.0f}" for x in eng["runs_per_s_end_to_end_each"]) +
+         f"; startup {eng['startup_s']:.2f} s"),
         ("pytest re-invoked per run, 1 at a time", f"{seq['runs_per_s']:.1f}", ""),
         (f"pytest re-invoked per run, {par['parallel']} at a time", f"{par['runs_per_s']:.1f}", ""),
         ("engine / re-invocation (same cores)", f"{r['engine_vs_reinvocation_parallel']:.0f}x", "goal >= 40x"),
