@@ -677,8 +677,17 @@ def test_ctrl_c_during_investigate_keeps_the_runs_so_far(tmp_path: Path) -> None
 
 
 def test_sigterm_during_explore() -> None:
+    # Runs are short: each forks a child that starts a `sleep` and passes, and the worker kills
+    # the sleep. Five processes alive at one instant is a race a busy machine can lose for a
+    # whole minute; a run that has started its subprocess at some point, with both workers up,
+    # is what the signal must interrupt.
+    seen_subprocess = []
+
     def ready(marker: str) -> bool:
-        return len(survivors(marker)) >= 5
+        procs = survivors(marker)
+        if any("sleep 300" in p for p in procs):
+            seen_subprocess.append(True)
+        return bool(seen_subprocess) and sum("affidavit.worker" in p for p in procs) >= 2
 
     # under the controlled loop the test's hour-long sleep is virtual: runs pass, each leaving a
     # subprocess for the worker to kill
