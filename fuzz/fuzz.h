@@ -11,9 +11,7 @@
  * duplications and splices between files. The seed is fixed (AFD_FUZZ_SEED picks another), so a
  * failure reproduces: AFD_FUZZ_TRACE=1 prints each iteration before running it, and
  * AFD_FUZZ_DUMP=i writes iteration i's input to stdout instead of running anything.
- *
- * fuzz_pyscan.c predates this header and keeps its own copy of the driver; the driver here adds
- * the u32 overwrites the binary formats need (counts and lengths are u32 fields). */
+ * The u32 overwrites are for the binary formats (counts and lengths are u32 fields). */
 #ifndef AFD_FUZZ_H
 #define AFD_FUZZ_H
 
