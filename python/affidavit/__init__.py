@@ -7,14 +7,17 @@ Outside an affidavit run they record nothing and cost next to nothing.
 
 from __future__ import annotations
 
+# First: in a worker, the runtime's init moves the interpreter's arenas onto huge pages, which only
+# helps for what is imported after it (src/runtime/hugeheap.c).
+from . import _runtime  # isort: skip
+from ._runtime import assertion  # isort: skip
+
 import asyncio
 import functools
 import inspect
 import random
 from typing import Any, Awaitable, Callable, Optional, TypeVar
 
-from . import _runtime
-from ._runtime import assertion
 from .loop import ControlledLoop, ControlledPolicy, install
 
 __all__ = ["operation", "access", "assertion", "replay", "ControlledLoop", "ControlledPolicy", "install", "__version__"]

@@ -210,6 +210,7 @@ def main(argv: List[str]) -> int:
         print("usage: python -m affidavit.worker NODEID [PYTEST-ARGS...]", file=sys.stderr)
         return 2
     nodeid, extra = argv[0], argv[1:]
+    os.environ.pop("AFFIDAVIT_WORKER_HEAP", None)  # read by _runtime's init; not for the test's processes
     req_fd = os.dup(0)
     res_fd = os.dup(1)
     # pytest's own output during collection goes to a scratch file: on failure its "ERROR:" line

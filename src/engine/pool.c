@@ -110,6 +110,9 @@ static int spawn(afd_pool *self, worker *w)
         char mb[32];
         snprintf(mb, sizeof mb, "%llu", (unsigned long long)self->opts.max_memory_mb);
         setenv("AFFIDAVIT_MAX_MEMORY_MB", mb, 1);
+        /* the worker's memory on huge pages (src/runtime/hugeheap.c); =0 in the engine's
+         * environment turns that off, for comparison (make bench) */
+        setenv("AFFIDAVIT_WORKER_HEAP", "1", 0);
         execlp(self->opts.python, self->opts.python, "-m", "affidavit.worker", self->opts.nodeid, (char *)NULL);
         fprintf(stderr, "cannot run %s: %s\n", self->opts.python, strerror(errno));
         _exit(127);

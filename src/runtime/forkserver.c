@@ -288,8 +288,8 @@ static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int i
     pid_t pid = fork();
     if (pid == 0)
         child_main(run_child, shm, req, in_fd, out_fd); /* never returns */
-    PyOS_AfterFork_Parent();
     if (pid < 0) {
+        PyOS_AfterFork_Parent();
         PyErr_SetFromErrno(PyExc_OSError);
         return -1;
     }
@@ -309,6 +309,7 @@ static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int i
         ;
     sweep_run(pid); /* whatever the test left running dies with the run */
     current_child = 0;
+    PyOS_AfterFork_Parent();
     if (pidfd >= 0)
         close(pidfd);
     uint64_t wall = now_ns() - t0;
@@ -413,6 +414,8 @@ PyObject *afd_rt_serve(PyObject *self, PyObject *args)
     sigaction(SIGTERM, &sa, NULL);
     /* Processes a run orphans come to the worker, which kills them (sweep_run). */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
+    if (afd_worker_heap_installed())
+        afd_worker_collapse(); /* before the first fork (hugeheap.c) */
     afd_buf frame, out;
     afd_buf_init(&frame);
     afd_buf_init(&out);

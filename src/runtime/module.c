@@ -485,5 +485,10 @@ PyMODINIT_FUNC PyInit__runtime(void);
 
 PyMODINIT_FUNC PyInit__runtime(void)
 {
+    /* Set by the engine for its workers: before pytest is imported, so that its memory can lie on
+     * huge pages (hugeheap.c). */
+    const char *heap = getenv("AFFIDAVIT_WORKER_HEAP");
+    if (heap && !strcmp(heap, "1"))
+        afd_worker_heap_install();
     return PyModuleDef_Init(&afd_rt_module_def);
 }

@@ -207,6 +207,12 @@ int afd_hooks_other_threads(void);
 
 /* ---- Fork server (forkserver.c) -------------------------------------------------------- */
 PyObject *afd_rt_serve(PyObject *self, PyObject *args);
+
+/* hugeheap.c: the worker's memory on transparent huge pages (see there). */
+void afd_worker_heap_install(void);
+int afd_worker_heap_installed(void);
+long afd_worker_collapse(void);
+PyObject *afd_rt_child_heap(PyObject *self, PyObject *unused);
 PyObject *afd_rt_send_hello(PyObject *self, PyObject *args);
 
 
