@@ -1,24 +1,31 @@
 """Where a run's time goes in a warm worker: fork, copy-on-write faults, pytest's run protocol.
 
 Usage: python bench/forkcost.py NODEID -> one JSON line. It prepares a worker exactly as
-affidavit.worker does (collection, warm-up, gc.freeze, heap trim), then times, over 200 forks each:
-fork + _exit; fork + the run protocol; and the protocol alone, timed inside the child.
+affidavit.worker does (arenas on huge pages unless AFFIDAVIT_WORKER_HEAP=0, collection, warm-up,
+gc.freeze, heap trim), then times, over 200 forks each: fork + _exit; fork + the run protocol (the
+pytest_runtest_protocol hook, as the worker calls it); and the protocol alone, timed inside the
+child. Python's os.fork runs the interpreter's after-fork hooks in the parent while the child
+lives, which the fork server does not, so the worker's own forks cost a little less than these.
 """
 
 from __future__ import annotations
 
-import gc
-import json
 import os
-import resource
-import sys
-import time
-from typing import Any, Callable, Dict
 
-import pytest
+os.environ.setdefault("AFFIDAVIT_WORKER_HEAP", "1")  # as the engine starts its workers
+from affidavit import _runtime  # noqa: E402  (first: its init places the arenas)
 
-from affidavit import _runtime, worker
-from affidavit.loop import install
+import gc  # noqa: E402
+import json  # noqa: E402
+import resource  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from typing import Any, Callable, Dict  # noqa: E402
+
+import pytest  # noqa: E402
+
+from affidavit import worker  # noqa: E402
+from affidavit.loop import install  # noqa: E402
 
 RESULT: Dict[str, Any] = {}
 
@@ -45,20 +52,25 @@ def forked(fn: Callable[[], None], n: int = 200) -> Dict[str, float]:
 class Probe:
     def pytest_runtestloop(self, session: Any) -> bool:
         item = session.items[0]
+        session.config.pluginmanager.register(worker._Server(item.nodeid, -1, -1), "affidavit-worker")
+
+        def protocol() -> None:
+            item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
+
         install()
         worker._warm_up()
         gc.collect()
         gc.freeze()
-        _runtime.trim_heap()
+        RESULT["huge_pages_kb"] = _runtime.trim_heap()
         RESULT["fork_exit"] = forked(lambda: None)
-        RESULT["fork_protocol"] = forked(lambda: worker._run_protocol(item) and None)
+        RESULT["fork_protocol"] = forked(protocol)
         # The protocol alone, timed inside fresh children (a second run in one process would not be
         # a fresh run: pytest-asyncio's session state is torn down after the first).
         r, w = os.pipe()
 
         def timed_protocol() -> None:
             t0 = time.perf_counter()
-            worker._run_protocol(item)
+            protocol()
             os.write(w, f"{time.perf_counter() - t0}\n".encode())
 
         forked(timed_protocol, 50)
@@ -68,6 +80,8 @@ class Probe:
         RESULT["protocol_in_child_ms"] = sum(times) / len(times) * 1e3
         with open("/proc/self/status") as f:
             RESULT["worker_rss_kb"] = next(int(l.split()[1]) for l in f if l.startswith("VmRSS"))
+        with open("/proc/self/smaps_rollup") as f:
+            RESULT["worker_anon_huge_kb"] = next((int(l.split()[1]) for l in f if l.startswith("AnonHugePages")), 0)
         return True
 
 

@@ -19,6 +19,8 @@ import sys
 import tempfile
 from typing import Any, List, Optional, Tuple
 
+import pluggy
+
 from . import _runtime
 from .loop import install
 
@@ -26,6 +28,7 @@ PYTHON = f"{platform.python_implementation()} {platform.python_version()}"
 HASH_SEED = os.environ.get("PYTHONHASHSEED", "random")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _CHECK_ERROR = "affidavit.check.CheckError: "
+_hookimpl = pluggy.HookimplMarker("pytest")  # what pytest.hookimpl is, without importing pytest here
 
 
 def _one_line(text: str, limit: int = 400) -> str:
@@ -136,6 +139,16 @@ class _Server:
         self.res_fd = res_fd
         self.error = ""
         self.served = False
+        self.reports: Optional[List[Any]] = None  # the run's reports, set by pytest_runtest_protocol
+
+    @_hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> bool:
+        """The innermost run protocol, in place of pytest's own (runner.py), so that the hook
+        wrappers around it apply to every run as they do under pytest: the warnings plugin's
+        filters (a ``filterwarnings("error")`` mark makes a warning fail the test), the assertion
+        plugin's comparison hooks, faulthandler's timeout, and any plugin's wrapper."""
+        self.reports = _run_protocol(item)
+        return True
 
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed and not self.error:
@@ -165,7 +178,15 @@ class _Server:
             if mode == _runtime.MODE_CONTROLLED:
                 random.seed(_runtime.random_seed())
             try:
-                outcome, text = _summarize(_run_protocol(item))
+                item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
+                if self.reports is None:
+                    impls = [i.plugin_name for i in item.ihook.pytest_runtest_protocol.get_hookimpls()
+                             if not (i.hookwrapper or i.wrapper) and i.plugin is not self]
+                    outcome, text = _runtime.OUT_ERROR, (
+                        "affidavit: another plugin runs the test in place of pytest's run protocol "
+                        f"({', '.join(impls) or '?'}); disable it with -p no:NAME")
+                else:
+                    outcome, text = _summarize(self.reports)
             except (KeyboardInterrupt, pytest.exit.Exception) as exc:
                 # pytest lets these through its run protocol (they end a session); raised by the
                 # test, they are the test's failure, not the worker's.

@@ -414,8 +414,6 @@ PyObject *afd_rt_serve(PyObject *self, PyObject *args)
     sigaction(SIGTERM, &sa, NULL);
     /* Processes a run orphans come to the worker, which kills them (sweep_run). */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
-    if (afd_worker_heap_installed())
-        afd_worker_collapse(); /* before the first fork (hugeheap.c) */
     afd_buf frame, out;
     afd_buf_init(&frame);
     afd_buf_init(&out);

@@ -10,7 +10,7 @@
  *   interpreter's frame stack chunks, which come from the same allocator) are carved from
  *   2 MB-aligned regions marked MADV_HUGEPAGE instead of one mmap each, scattered between
  *   shared libraries where no huge page fits;
- * - afd_worker_collapse(), called by the fork server before its first fork: MADV_COLLAPSE turns
+ * - afd_worker_collapse(), called by trim_heap() before the worker's first fork: MADV_COLLAPSE turns
  *   what was allocated before (the early arenas, glibc's heap) into huge pages where a whole
  *   aligned 2 MB lies inside one mapping.
  *

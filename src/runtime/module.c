@@ -234,12 +234,14 @@ static PyObject *rt_token_encode(PyObject *m, PyObject *args, PyObject *kw)
     return token_of(&s, rc);
 }
 
-/* trim_heap(): returns free heap memory to the system before the worker starts forking, so that
- * every fork copies (and every child unmaps) fewer page-table entries. */
+/* trim_heap(): readies the worker's memory for forking, so that every fork copies (and every child
+ * unmaps) fewer page-table entries: returns free heap memory to the system and, in a worker whose
+ * arenas are on huge pages, collapses the rest onto huge pages (hugeheap.c). Returns the
+ * kilobytes collapsed. */
 static PyObject *rt_trim_heap(PyObject *m, PyObject *unused)
 {
     malloc_trim(0);
-    Py_RETURN_NONE;
+    return PyLong_FromLong(afd_worker_heap_installed() ? afd_worker_collapse() : 0);
 }
 
 /* ---- assertion(resource): a context manager recording the asserted resource ---- */
@@ -322,7 +324,7 @@ static PyMethodDef rt_methods[] = {
      "portfolio_token(master_seed, i, est_steps=1, strategy=None): the i-th schedule's token."},
     {"token_encode", (PyCFunction)(void (*)(void))rt_token_encode, METH_VARARGS | METH_KEYWORDS,
      "token_encode(strategy, seed, pct_depth=0, pct_steps=0, delays=()): an explicit schedule's token."},
-    {"trim_heap", rt_trim_heap, METH_NOARGS, "Return free heap memory to the system."},
+    {"trim_heap", rt_trim_heap, METH_NOARGS, "Ready the worker's memory for forking; returns the kilobytes moved onto huge pages."},
     {"token_describe", rt_token_describe, METH_O, "Describe a token's schedule."},
     {"send_hello", afd_rt_send_hello, METH_VARARGS, "send_hello(out_fd, python, hash_seed, error, nodeid)"},
     {"task_order", rt_task_order, METH_O, "task_order(task): the task's number in this run (creation order)."},
