@@ -10,6 +10,7 @@ Everything else about a run (timeouts, crashes, traces, the protocol) is C.
 
 from __future__ import annotations
 
+import ast
 import gc
 import os
 import platform
@@ -17,7 +18,7 @@ import random
 import re
 import sys
 import tempfile
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Optional, Set, Tuple
 
 import pluggy
 
@@ -130,6 +131,38 @@ def _warm_up() -> None:
     asyncio.set_event_loop(None)
 
 
+def _regex_keys() -> Set[Any]:
+    """The keys of the re module's pattern caches: (type, pattern, flags)."""
+    keys: Set[Any] = set()
+    for name in ("_cache", "_cache2"):  # 3.12 added the second
+        cache = getattr(re, name, None)
+        if isinstance(cache, dict):
+            keys.update(cache)
+    return keys
+
+
+def _learn_regexes(fd: int, known: Set[Any]) -> None:
+    """In a worker's first run, after the test: writes to fd the regular expressions the run
+    compiled that the worker had not (a plugin's warning filter, a mark's, the test's own). A run
+    recompiles them every time otherwise: each child starts from the worker's cache."""
+    new = []
+    for key in _regex_keys() - known:
+        if isinstance(key, tuple) and len(key) == 3 and isinstance(key[1], (str, bytes)) and isinstance(key[2], int):
+            if len(key[1]) <= 10_000 and not key[2] & re.DEBUG:
+                new.append((key[1], int(key[2])))
+    os.pwrite(fd, repr(new[:64]).encode(), 0)
+
+
+def _warm_regexes(fd: int) -> int:
+    """In the worker, between its first run and the next: compiles what _learn_regexes found, so
+    the children find it in the cache they inherit. A cache is all this changes."""
+    data = os.pread(fd, 1 << 20, 0)
+    patterns = ast.literal_eval(data.decode()) if data else []
+    for pattern, flags in patterns:
+        re.compile(pattern, flags)
+    return len(patterns)
+
+
 class _Server:
     """A pytest plugin that turns the session into a fork server for one item."""
 
@@ -174,6 +207,10 @@ class _Server:
         item = items[0]
         import pytest
 
+        learn = tempfile.TemporaryFile()
+        known = _regex_keys()
+        learning = [True]
+
         def run_child(mode: int, token: str) -> None:
             if mode == _runtime.MODE_CONTROLLED:
                 random.seed(_runtime.random_seed())
@@ -191,6 +228,11 @@ class _Server:
                 # pytest lets these through its run protocol (they end a session); raised by the
                 # test, they are the test's failure, not the worker's.
                 outcome, text = _runtime.OUT_FAIL, _escaped(exc, str(item.path))
+            if learning[0]:
+                try:
+                    _learn_regexes(learn.fileno(), known)
+                except Exception:  # only ever a missed speed-up
+                    pass
             _runtime.result(outcome, text)
 
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -206,7 +248,18 @@ class _Server:
         _runtime.trim_heap()
         self.served = True
         _runtime.send_hello(self.res_fd, PYTHON, HASH_SEED, "", item.nodeid)
-        _runtime.serve(self.req_fd, self.res_fd, run_child, PYTHON, HASH_SEED)
+        # The first run teaches the worker what every run would otherwise redo (_learn_regexes);
+        # the rest start from what it learned.
+        if _runtime.serve(self.req_fd, self.res_fd, run_child, PYTHON, HASH_SEED, 1) == 1:
+            learning[0] = False
+            try:
+                _warm_regexes(learn.fileno())
+            except Exception:
+                pass
+            learn.close()
+            gc.collect()
+            gc.freeze()
+            _runtime.serve(self.req_fd, self.res_fd, run_child, PYTHON, HASH_SEED)
         return True
 
 

@@ -392,13 +392,15 @@ static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int i
     return out->err ? -1 : 0;
 }
 
-/* serve(in_fd, out_fd, run_child, python, hash_seed): answers RUN requests until QUIT or EOF. */
+/* serve(in_fd, out_fd, run_child, python, hash_seed, max_runs=0): answers RUN requests until QUIT
+ * or EOF, or until it has answered max_runs of them (0: no limit). Returns how many it answered. */
 PyObject *afd_rt_serve(PyObject *self, PyObject *args)
 {
     int in_fd, out_fd;
     PyObject *run_child;
     const char *python, *hash_seed;
-    if (!PyArg_ParseTuple(args, "iiOss", &in_fd, &out_fd, &run_child, &python, &hash_seed))
+    long max_runs = 0, runs = 0;
+    if (!PyArg_ParseTuple(args, "iiOss|l", &in_fd, &out_fd, &run_child, &python, &hash_seed, &max_runs))
         return NULL;
     void *shm = mmap(NULL, SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (shm == MAP_FAILED)
@@ -419,13 +421,17 @@ PyObject *afd_rt_serve(PyObject *self, PyObject *args)
     afd_buf_init(&out);
     PyObject *ret = NULL;
     for (;;) {
+        if (max_runs > 0 && runs == max_runs) {
+            ret = PyLong_FromLong(runs);
+            break;
+        }
         uint8_t type = 0;
         int rc;
         Py_BEGIN_ALLOW_THREADS
         rc = afd_proto_read_frame(in_fd, &frame, &type);
         Py_END_ALLOW_THREADS
         if (rc == AFD_EOF || (rc == 0 && type == AFD_MSG_QUIT)) {
-            ret = Py_NewRef(Py_None);
+            ret = PyLong_FromLong(runs);
             break;
         }
         if (rc < 0 || type != AFD_MSG_RUN) {
@@ -451,9 +457,10 @@ PyObject *afd_rt_serve(PyObject *self, PyObject *args)
         wrc = afd_proto_write_all(out_fd, out.data, out.len);
         Py_END_ALLOW_THREADS
         if (wrc < 0) { /* the engine is gone: stop quietly */
-            ret = Py_NewRef(Py_None);
+            ret = PyLong_FromLong(-1);
             break;
         }
+        runs++;
     }
     afd_buf_finish(&frame);
     afd_buf_finish(&out);

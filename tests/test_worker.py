@@ -1,0 +1,50 @@
+"""The worker's learning from its first run (python/affidavit/worker.py): the regular expressions a
+run compiles are compiled in the worker before the next fork."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from affidavit import worker
+
+REPO = Path(__file__).resolve().parents[1]
+AFFIDAVIT = Path(sys.executable).parent / "affidavit"
+
+
+def test_learned_patterns_round_trip_with_their_flags() -> None:
+    known = worker._regex_keys()
+    re.compile(r"learn[ \t]+me", re.IGNORECASE | re.MULTILINE)
+    re.compile(rb"\x00bytes?", 0)
+    re.compile("x" * 20_000)  # too long to be worth carrying
+    with tempfile.TemporaryFile() as f:
+        worker._learn_regexes(f.fileno(), known)
+        re.purge()
+        assert worker._warm_regexes(f.fileno()) == 2
+    keys = worker._regex_keys()
+    assert any(k[1] == r"learn[ \t]+me" and k[2] == int(re.IGNORECASE | re.MULTILINE) for k in keys)
+    assert any(k[1] == rb"\x00bytes?" for k in keys)
+    assert not any(k[1] == "x" * 20_000 for k in keys)
+
+
+def test_an_empty_lesson_compiles_nothing() -> None:
+    with tempfile.TemporaryFile() as f:
+        assert worker._warm_regexes(f.fileno()) == 0
+
+
+def test_each_worker_learns_from_its_first_run() -> None:
+    """Only the first run of each of the two workers misses the pattern: without the learning every
+    run would, and a worker that learned anything but a cache would show in other tests."""
+    proc = subprocess.run(
+        [str(AFFIDAVIT), "sample", "tests/cases/case_regex_cache.py::test_pattern_was_learned", "-n", "8",
+         "--workers", "2", "--json"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    data = json.loads(proc.stdout)
+    assert data["runs"] == 8, proc
+    assert data["failed"] == 2, data
+    assert "not in the worker's regex cache" in data["failure"], data
