@@ -5,8 +5,8 @@
    named against the expected one, the fix and the tiers it passed, wall time.
 1. Isolated runs per second of a trivial async pytest test through the engine (one fork per run),
    next to `python -m pytest` re-invoked once per run on the same test (sequentially, and two at a
-   time on two cores).
-2. Where a run's time goes (bench/forkcost.py).
+   time on two cores), and next to the engine with its workers' memory on 4 KB pages.
+2. Where a run's time goes (bench/forkcost.py), with and without huge pages.
 3. µs per hop on a 100-task asyncio.Queue token ring: the stock loop next to the controlled loop,
    and how often each polls its selector (a system call) per hop.
 
@@ -46,30 +46,40 @@ def timed(cmd: List[str]) -> float:
 def engine_throughput(runs: int, reps: int = 3) -> Dict[str, Any]:
     """`affidavit sample` of the trivial test, `reps` times `runs` runs: throughput on this machine
     varies by about 20% from one invocation to the next, so every invocation is kept and the
-    median is the figure quoted (the best is recorded next to it)."""
+    median is the figure quoted (the best is recorded next to it). Each invocation is paired with
+    one whose workers keep their memory on ordinary pages (AFFIDAVIT_WORKER_HEAP=0, see
+    src/runtime/hugeheap.c), run right after it, so the two medians compare under the same load."""
     small = min(timed([AFFIDAVIT, "sample", NODE, "-n", "2", "--json"]) for _ in range(3))
     subprocess.run([AFFIDAVIT, "sample", NODE, "-n", str(runs), "--json"], cwd=ROOT, check=True,
                    capture_output=True, text=True)  # warm the page cache and the interpreter's files
-    totals = []
+    totals: Dict[str, List[float]] = {"1": [], "0": []}
     for _ in range(reps):
-        t0 = time.perf_counter()
-        out = subprocess.run([AFFIDAVIT, "sample", NODE, "-n", str(runs), "--json"], cwd=ROOT,
-                             capture_output=True, text=True)
-        totals.append(time.perf_counter() - t0)
-        data = json.loads(out.stdout)
-        assert data["runs"] == runs and data["failed"] == 0, data
-    total = sorted(totals)[len(totals) // 2]
+        for heap in ("1", "0"):
+            t0 = time.perf_counter()
+            out = subprocess.run([AFFIDAVIT, "sample", NODE, "-n", str(runs), "--json"], cwd=ROOT,
+                                 capture_output=True, text=True, env={**os.environ, "AFFIDAVIT_WORKER_HEAP": heap})
+            totals[heap].append(time.perf_counter() - t0)
+            data = json.loads(out.stdout)
+            assert data["runs"] == runs and data["failed"] == 0, data
+
+    def summary(ts: List[float]) -> Dict[str, Any]:
+        total = sorted(ts)[len(ts) // 2]
+        return {
+            "total_s": total,
+            "total_s_each": ts,
+            "runs_per_s_end_to_end": runs / total,
+            "runs_per_s_steady": (runs - 2) / max(total - small, 1e-9),
+            "runs_per_s_end_to_end_each": [runs / t for t in ts],
+            "runs_per_s_steady_best": (runs - 2) / max(min(ts) - small, 1e-9),
+        }
+
     return {
         "runs": runs,
         "workers": os.cpu_count(),
         "invocations": reps,
-        "total_s": total,
-        "total_s_each": totals,
         "startup_s": small,
-        "runs_per_s_end_to_end": runs / total,
-        "runs_per_s_steady": (runs - 2) / max(total - small, 1e-9),
-        "runs_per_s_end_to_end_each": [runs / t for t in totals],
-        "runs_per_s_steady_best": (runs - 2) / max(min(totals) - small, 1e-9),
+        **summary(totals["1"]),
+        "without_huge_pages": summary(totals["0"]),
     }
 
 
@@ -213,6 +223,9 @@ def main() -> None:
     par = reinvocation(20, os.cpu_count() or 1)
     fork = json.loads(subprocess.run([sys.executable, os.path.join(ROOT, "bench", "forkcost.py"), NODE],
                                      cwd=ROOT, check=True, capture_output=True, text=True).stdout)
+    fork["without_huge_pages"] = json.loads(subprocess.run(
+        [sys.executable, os.path.join(ROOT, "bench", "forkcost.py"), NODE], cwd=ROOT, check=True, capture_output=True,
+        text=True, env={**os.environ, "AFFIDAVIT_WORKER_HEAP": "0"}).stdout)
     stock = min((ring("stock") for _ in range(3)), key=lambda r: r["us_per_hop"])
     ctl = min((ring("controlled") for _ in range(3)), key=lambda r: r["us_per_hop"])
     bare = min((ring("controlled-nohooks") for _ in range(3)), key=lambda r: r["us_per_hop"])
@@ -252,12 +265,18 @@ def main() -> None:
         ("  end to end incl. startup, 3000 runs", f"{eng['runs_per_s_end_to_end']:.0f}",
          "each: " + ", ".join(f"{x:.0f}" for x in eng["runs_per_s_end_to_end_each"]) +
          f"; startup {eng['startup_s']:.2f} s"),
+        ("  the same, worker memory on 4 KB pages (steady)", f"{eng['without_huge_pages']['runs_per_s_steady']:.0f}",
+         "AFFIDAVIT_WORKER_HEAP=0, each invocation right after its pair; end to end each: " +
+         ", ".join(f"{x:.0f}" for x in eng["without_huge_pages"]["runs_per_s_end_to_end_each"])),
         ("pytest re-invoked per run, 1 at a time", f"{seq['runs_per_s']:.1f}", ""),
         (f"pytest re-invoked per run, {par['parallel']} at a time", f"{par['runs_per_s']:.1f}", ""),
         ("engine / re-invocation (same cores)", f"{r['engine_vs_reinvocation_parallel']:.0f}x", "goal >= 40x"),
         ("engine / re-invocation (1 at a time)", f"{r['engine_vs_reinvocation_sequential']:.0f}x", ""),
         ("fork + _exit in the warm worker", f"{fork['fork_exit']['wall_ms']:.2f} ms",
-         f"{fork['fork_exit']['child_page_faults']:.0f} page faults"),
+         f"{fork['fork_exit']['child_page_faults']:.0f} page faults; "
+         f"{fork['worker_anon_huge_kb'] / 1024:.0f} MiB of the worker on huge pages"),
+        ("  the same, worker memory on 4 KB pages", f"{fork['without_huge_pages']['fork_exit']['wall_ms']:.2f} ms",
+         f"fork + run protocol {fork['without_huge_pages']['fork_protocol']['wall_ms']:.2f} ms"),
         ("fork + run protocol", f"{fork['fork_protocol']['wall_ms']:.2f} ms",
          f"{fork['fork_protocol']['child_page_faults']:.0f} page faults, "
          f"user {fork['fork_protocol']['child_user_ms']:.2f} + sys {fork['fork_protocol']['child_sys_ms']:.2f} ms"),
