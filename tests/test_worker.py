@@ -4,11 +4,13 @@ run compiles are compiled in the worker before the next fork."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import List
 
 from affidavit import worker
 
@@ -48,3 +50,40 @@ def test_each_worker_learns_from_its_first_run() -> None:
     assert data["runs"] == 8, proc
     assert data["failed"] == 2, data
     assert "not in the worker's regex cache" in data["failure"], data
+
+
+def _thp_mode() -> str:
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled") as f:
+            return f.read().split("[", 1)[1].split("]", 1)[0]
+    except (OSError, IndexError):
+        return "never"
+
+
+def _worker_huge_kb(tmp_path: Path, heap: str) -> List[int]:
+    out = tmp_path / f"huge-{heap}.txt"
+    env = {**os.environ, "AFFIDAVIT_CASE_OUT": str(out), "AFFIDAVIT_WORKER_HEAP": heap}
+    proc = subprocess.run(
+        [str(AFFIDAVIT), "sample", "tests/cases/case_worker_memory.py::test_report_worker_huge_pages", "-n", "40",
+         "--workers", "1", "--json"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert json.loads(proc.stdout)["failed"] == 0, proc
+    rows = [line.split() for line in out.read_text().splitlines()]
+    assert len(rows) == 40 and len({pid for pid, _ in rows}) == 1, rows
+    return [int(kb) for _, kb in rows]
+
+
+def test_worker_memory_stays_on_huge_pages(tmp_path: Path) -> None:
+    """Where THP can be asked for, the worker's arenas are on huge pages, and they stay whole
+    from the first run to the last (the worker writes nothing of them while a child lives).
+    AFFIDAVIT_WORKER_HEAP=0 leaves them on 4 KB pages unless THP is always on."""
+    mode = _thp_mode()
+    on, off = _worker_huge_kb(tmp_path, "1"), _worker_huge_kb(tmp_path, "0")
+    if mode == "never":
+        assert on == [0] * 40 and off == [0] * 40
+        return
+    assert on[0] >= 8 * 1024, (mode, on)
+    assert on[-1] == on[0], on
+    if mode == "madvise":
+        assert max(off) < on[0], (off, on)
