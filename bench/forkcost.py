@@ -23,6 +23,7 @@ import time  # noqa: E402
 from typing import Any, Callable, Dict  # noqa: E402
 
 import pytest  # noqa: E402
+from _pytest.runner import get_reraise_exceptions  # noqa: E402
 
 from affidavit import worker  # noqa: E402
 from affidavit.loop import install  # noqa: E402
@@ -52,7 +53,9 @@ def forked(fn: Callable[[], None], n: int = 200) -> Dict[str, float]:
 class Probe:
     def pytest_runtestloop(self, session: Any) -> bool:
         item = session.items[0]
-        session.config.pluginmanager.register(worker._Server(item.nodeid, -1, -1), "affidavit-worker")
+        server = worker._Server(item.nodeid, -1, -1)
+        server.reraise = get_reraise_exceptions(session.config)
+        session.config.pluginmanager.register(server, "affidavit-worker")
 
         def protocol() -> None:
             item.ihook.pytest_runtest_protocol(item=item, nextitem=None)

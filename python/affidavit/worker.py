@@ -82,28 +82,28 @@ def _escaped(exc: BaseException, path: str) -> str:
     return f"{where}{type(exc).__name__}{': ' + msg if msg else ''} (raised inside the test)"
 
 
-def _run_protocol(item: Any) -> List[Any]:
+def _run_protocol(item: Any, reraise: Any) -> List[Any]:
     """pytest's run protocol for one item (setup, call, teardown), without building a report for
     phases that passed plainly.
 
     A report is what costs: pytest's makereport hooks touch much of the session's memory, and in a
     freshly forked child every page touched is a copy-on-write fault. A passing phase needs no
     report unless a plugin could turn it into something else (an xfail mark makes a pass an
-    XPASS), so reports are made only for failures, skips and xfail-marked items, through the
-    same hook pytest uses, which keeps skip, xfail and error semantics exactly pytest's.
+    XPASS, a failure under strict=True), so reports are made only for failures, skips and items
+    with an xfail mark, looked for again after setup (a fixture may add one), through the same
+    hook pytest uses, which keeps skip, xfail and error semantics exactly pytest's. ``reraise``
+    is get_reraise_exceptions(config), computed once in the worker.
     """
-    from _pytest.runner import CallInfo, get_reraise_exceptions
+    from _pytest.runner import CallInfo
 
     if hasattr(item, "_request") and not item._request:
         item._initrequest()
     ihook = item.ihook
-    reraise = get_reraise_exceptions(item.config)
-    wants_report = item.get_closest_marker("xfail") is not None
     reports: List[Any] = []
 
     def phase(when: str, fn: Any) -> bool:
         call = CallInfo.from_call(fn, when=when, reraise=reraise)
-        if call.excinfo is not None or wants_report:
+        if call.excinfo is not None or item.get_closest_marker("xfail") is not None:
             rep = ihook.pytest_runtest_makereport(item=item, call=call)
             reports.append(rep)
             return bool(rep.passed)
@@ -173,6 +173,7 @@ class _Server:
         self.error = ""
         self.served = False
         self.reports: Optional[List[Any]] = None  # the run's reports, set by pytest_runtest_protocol
+        self.reraise: Any = ()  # what pytest's protocol lets through, set before the first fork
 
     @_hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> bool:
@@ -180,7 +181,7 @@ class _Server:
         wrappers around it apply to every run as they do under pytest: the warnings plugin's
         filters (a ``filterwarnings("error")`` mark makes a warning fail the test), the assertion
         plugin's comparison hooks, faulthandler's timeout, and any plugin's wrapper."""
-        self.reports = _run_protocol(item)
+        self.reports = _run_protocol(item, self.reraise)
         return True
 
     def pytest_collectreport(self, report: Any) -> None:
@@ -206,6 +207,9 @@ class _Server:
             return True
         item = items[0]
         import pytest
+        from _pytest.runner import get_reraise_exceptions
+
+        self.reraise = get_reraise_exceptions(session.config)
 
         learn = tempfile.TemporaryFile()
         known = _regex_keys()
