@@ -87,3 +87,10 @@ def test_worker_memory_stays_on_huge_pages(tmp_path: Path) -> None:
     assert on[-1] == on[0], on
     if mode == "madvise":
         assert max(off) < on[0], (off, on)
+
+
+def test_a_lesson_that_no_longer_compiles_is_skipped() -> None:
+    with tempfile.TemporaryFile() as f:
+        f.write(repr([("(unclosed", 0), ("fine", 0), ("x", int(re.LOCALE))]).encode())
+        f.flush()
+        assert worker._warm_regexes(f.fileno()) == 1

@@ -157,10 +157,14 @@ def _warm_regexes(fd: int) -> int:
     """In the worker, between its first run and the next: compiles what _learn_regexes found, so
     the children find it in the cache they inherit. A cache is all this changes."""
     data = os.pread(fd, 1 << 20, 0)
-    patterns = ast.literal_eval(data.decode()) if data else []
-    for pattern, flags in patterns:
-        re.compile(pattern, flags)
-    return len(patterns)
+    compiled = 0
+    for pattern, flags in ast.literal_eval(data.decode()) if data else []:
+        try:
+            re.compile(pattern, flags)
+            compiled += 1
+        except (re.error, ValueError, TypeError):  # compiled once, so it should not fail: skip it
+            pass
+    return compiled
 
 
 class _Server:
