@@ -180,6 +180,7 @@ class _Server:
         self.served = False
         self.reports: Optional[List[Any]] = None  # the run's reports, set by pytest_runtest_protocol
         self.reraise: Any = ()  # what pytest's protocol lets through, set before the first fork
+        self.lesson: Optional[Any] = None  # the file the first run writes what it learned to
 
     @_hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> bool:
@@ -217,9 +218,8 @@ class _Server:
 
         self.reraise = get_reraise_exceptions(session.config)
 
-        learn = tempfile.TemporaryFile()
+        self.lesson = tempfile.TemporaryFile()
         known = _regex_keys()
-        learning = [True]
 
         def run_child(mode: int, token: str) -> None:
             if mode == _runtime.MODE_CONTROLLED:
@@ -238,9 +238,9 @@ class _Server:
                 # pytest lets these through its run protocol (they end a session); raised by the
                 # test, they are the test's failure, not the worker's.
                 outcome, text = _runtime.OUT_FAIL, _escaped(exc, str(item.path))
-            if learning[0]:
+            if self.lesson is not None:
                 try:
-                    _learn_regexes(learn.fileno(), known)
+                    _learn_regexes(self.lesson.fileno(), known)
                 except Exception:  # only ever a missed speed-up
                     pass
             _runtime.result(outcome, text)
@@ -261,12 +261,12 @@ class _Server:
         # The first run teaches the worker what every run would otherwise redo (_learn_regexes);
         # the rest start from what it learned.
         if _runtime.serve(self.req_fd, self.res_fd, run_child, PYTHON, HASH_SEED, 1) == 1:
-            learning[0] = False
             try:
-                _warm_regexes(learn.fileno())
+                _warm_regexes(self.lesson.fileno())
             except Exception:
                 pass
-            learn.close()
+            self.lesson.close()
+            self.lesson = None
             gc.collect()
             gc.freeze()
             _runtime.serve(self.req_fd, self.res_fd, run_child, PYTHON, HASH_SEED)
