@@ -8,7 +8,8 @@
  * Every frame's payload, and the whole input too, goes to all three decoders (a peer may send any
  * type with any payload), each checked against a model of its message: the decoder must accept
  * exactly what the model accepts. When a decode succeeds, its fields are the model's (text fields
- * as C strings, so cut at a NUL byte: the writers send C strings), the message re-encodes to one
+ * as C strings, so cut at a NUL byte: the writers send C strings; a RESULT's failure text is the
+ * exception, whole with its NUL bytes), the message re-encodes to one
  * frame of its type whose payload is the model's canonical bytes, and that payload decodes to
  * equal fields. When it fails, the message is zeroed. */
 #define FUZZ_NAME "fuzz_proto"
@@ -122,14 +123,15 @@ static void text_eq(const char *got, span want, const char *what)
         FAIL("%s differs from the model", what);
 }
 
-/* The payload the writers produce for m: text fields cut at their first NUL. */
-static void canonical(afd_buf *out, const int *widths, int n_ints, const model *m, int n_strs, int binary_last)
+/* The payload the writers produce for m: text fields cut at their first NUL, except the fields
+ * whose bit is set in exact (byte strings: a RESULT's failure text and trace). */
+static void canonical(afd_buf *out, const int *widths, int n_ints, const model *m, int n_strs, unsigned exact)
 {
     for (int i = 0; i < n_ints; i++)
         for (int k = 0; k < widths[i]; k++)
             afd_buf_put_u8(out, (uint8_t)(m->u[i] >> (8 * k)));
     for (int i = 0; i < n_strs; i++) {
-        size_t n = binary_last && i == n_strs - 1 ? m->s[i].n : text_len(m->s[i]);
+        size_t n = exact & (1u << i) ? m->s[i].n : text_len(m->s[i]);
         afd_buf_put_str(out, (const char *)m->s[i].p, n);
     }
 }
@@ -240,14 +242,16 @@ static void check_result(const uint8_t *p, size_t len)
     if (rc != (ok ? 0 : AFD_EPROTO))
         FAIL("get_result returned %d, the model says %s", rc, ok ? "valid" : "invalid");
     if (rc) {
-        if (r.failure || r.trace || r.trace_len || r.run_id || r.outcome || r.status || r.wall_ns)
+        if (r.failure || r.failure_len || r.trace || r.trace_len || r.run_id || r.outcome || r.status || r.wall_ns)
             FAIL("result not zeroed after an error");
         return;
     }
     if (r.run_id != m.u[0] || r.outcome != m.u[1] || r.status != (int32_t)(uint32_t)m.u[2] ||
         r.wall_ns != m.u[3])
         FAIL("result integers differ");
-    text_eq(r.failure, m.s[0], "result failure");
+    if (!r.failure || r.failure_len != m.s[0].n || (m.s[0].n && memcmp(r.failure, m.s[0].p, m.s[0].n) != 0) ||
+        r.failure[r.failure_len] != 0)
+        FAIL("result failure differs from the model (NUL bytes are part of it)");
     if (r.trace_len != m.s[1].n || (r.trace == NULL) != (m.s[1].n == 0) ||
         (r.trace_len && memcmp(r.trace, m.s[1].p, r.trace_len) != 0))
         FAIL("result trace bytes differ (%zu, model %u)", r.trace_len, m.s[1].n);
@@ -256,13 +260,14 @@ static void check_result(const uint8_t *p, size_t len)
     afd_buf_init(&want);
     afd_proto_put_result(&b, &r);
     const int widths[] = {8, 1, 4, 8};
-    canonical(&want, widths, 4, &m, 2, 1);
+    canonical(&want, widths, 4, &m, 2, 3u);
     check_frame(&b, AFD_MSG_RESULT, &want, "result");
     afd_run_result r2;
     if (afd_proto_get_result(&r2, b.data + 5, b.len - 5) != 0)
         FAIL("re-encoded result does not decode");
     if (r2.run_id != r.run_id || r2.outcome != r.outcome || r2.status != r.status ||
-        r2.wall_ns != r.wall_ns || strcmp(r2.failure, r.failure) || r2.trace_len != r.trace_len ||
+        r2.wall_ns != r.wall_ns || r2.failure_len != r.failure_len ||
+        (r.failure_len && memcmp(r2.failure, r.failure, r.failure_len)) || r2.trace_len != r.trace_len ||
         (r.trace_len && memcmp(r2.trace, r.trace, r.trace_len) != 0))
         FAIL("result round trip differs");
     afd_run_result_finish(&r2);

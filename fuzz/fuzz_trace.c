@@ -48,14 +48,15 @@ static uint32_t take32(cur *c)
     return q ? fuzz_le32(q) : 0;
 }
 
-/* A string no longer than max and without a NUL (encode writes C strings). */
-static int take_str(cur *c, size_t max)
+/* A string no longer than max and, unless nul_ok, without a NUL (encode writes the identifiers
+ * as C strings; the failure text is bytes, NULs included, per trace.h). */
+static int take_str(cur *c, size_t max, int nul_ok)
 {
     uint32_t n = take32(c);
     if (c->bad || n > max)
         return 0;
     const uint8_t *q = take(c, n);
-    return q && !memchr(q, 0, n);
+    return q && (nul_ok || !memchr(q, 0, n));
 }
 
 static int ref_ok(uint64_t id, uint32_t n_strings)
@@ -72,11 +73,11 @@ static int model_body_ok(const uint8_t *body, size_t len)
         return 0;
     const size_t max[4] = {TOKEN_TEXT_MAX, AFD_TRACE_MAX_STRING, AFD_TRACE_MAX_STRING, AFD_TRACE_MAX_FAILURE};
     for (int i = 0; i < 4; i++)
-        if (!take_str(&c, max[i]))
+        if (!take_str(&c, max[i], i == 3))
             return 0;
     uint32_t n_strings = take32(&c);
     for (uint32_t i = 0; i < n_strings && !c.bad; i++)
-        if (!take_str(&c, AFD_TRACE_MAX_STRING))
+        if (!take_str(&c, AFD_TRACE_MAX_STRING, 0))
             return 0;
     uint32_t n_events = take32(&c);
     if (c.bad || (uint64_t)n_events * EVENT_SIZE != c.len - c.off)
@@ -142,7 +143,8 @@ static void check_equal(const afd_trace *a, const afd_trace *b)
 {
     if (a->mode != b->mode || a->outcome != b->outcome || a->flags != b->flags || a->steps != b->steps ||
         a->dropped != b->dropped || strcmp(a->token, b->token) || strcmp(a->python, b->python) ||
-        strcmp(a->hash_seed, b->hash_seed) || strcmp(a->failure, b->failure) ||
+        strcmp(a->hash_seed, b->hash_seed) || a->failure_len != b->failure_len ||
+        (a->failure_len && memcmp(a->failure, b->failure, a->failure_len)) ||
         a->n_strings != b->n_strings || a->n_events != b->n_events)
         FAIL("re-decoded header differs");
     for (uint32_t i = 0; i < a->n_strings; i++)

@@ -36,9 +36,28 @@ int is_failure(int outcome)
 
 void error_line(const char *fmt, const char *a, const char *b)
 {
-    fprintf(stderr, "affidavit: error: ");
-    fprintf(stderr, fmt, a, b);
+    /* The arguments are often the user's (a node id, the worker's collection error), so the line
+     * goes through the terminal filter; a line too long for the buffer is cut, not lost. */
+    char line[4096];
+    int n = snprintf(line, sizeof line, fmt, a, b);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+    fputs("affidavit: error: ", stderr);
+    afd_term_write(stderr, line, len);
     fputc('\n', stderr);
+}
+
+char *text_dup(const char *s, size_t len, size_t *out_len)
+{
+    if (!s)
+        len = 0;
+    char *p = malloc(len + 1);
+    if (p) {
+        if (len)
+            memcpy(p, s, len);
+        p[len] = 0;
+    }
+    *out_len = p ? len : 0;
+    return p;
 }
 
 void tally_finish(tally *t)
@@ -114,7 +133,7 @@ int tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
     if (is_failure(res->outcome)) {
         t->failed++;
         if (!t->first_failure) {
-            t->first_failure = strdup(res->failure ? res->failure : "");
+            t->first_failure = text_dup(res->failure, res->failure_len, &t->first_failure_len);
             t->first_failure_outcome = res->outcome;
         }
     }
@@ -193,6 +212,12 @@ int start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd)
         snprintf(abs_py, sizeof abs_py, "%s/%s", here, python);
         python = abs_py;
     }
+    /* `check` builds its object while the harness is imported: a constructor that never returns
+     * shows up as a collection that never ends, and the message should point at it. */
+    char import_hint[400] = "";
+    if (cli->check_cls)
+        snprintf(import_hint, sizeof import_hint, "%s() (or --init) or the module that defines %s",
+                 cli->check_cls, cli->check_cls);
     afd_pool_opts o = {
         .cwd = cwd,
         .python = python,
@@ -201,7 +226,7 @@ int start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd)
         .timeout_ms = (uint32_t)(cli->timeout_s * 1000.0),
         .max_steps = cli->max_steps,
         .max_memory_mb = cli->max_memory_mb,
-        .startup_ms = 120000,
+        .import_hint = cli->check_cls ? import_hint : NULL,
     };
     char err[1024] = "";
     int rc = afd_pool_new(pool, &o, err, sizeof err);
@@ -370,18 +395,24 @@ int afd_cmd_sample(const afd_cli *cli)
         afd_buf_printf(&o, ", ");
         json_outcomes(&o, &t);
         afd_buf_printf(&o, ", \"failure\": ");
-        afd_json_str(&o, t.first_failure ? t.first_failure : "");
+        afd_json_strn(&o, t.first_failure, t.first_failure_len);
         afd_buf_printf(&o, "}\n");
     } else {
         afd_buf_printf(&o, "%s: %" PRIu64 " natural runs, %" PRIu64 " failed (%.1f%%, 95%% CI %.1f%%-%.1f%%)\n",
                        cli->nodeid, t.runs, t.failed, 100 * rate, 100 * lo, 100 * hi);
         afd_buf_printf(&o, "  median %.0f steps, %.2f ms per run\n", med_steps, med_wall / 1e6);
-        if (t.first_failure)
-            afd_buf_printf(&o, "  first failure (%s): %s\n", afd_outcome_name(t.first_failure_outcome), t.first_failure);
+        if (t.first_failure) {
+            afd_buf_printf(&o, "  first failure (%s): ", afd_outcome_name(t.first_failure_outcome));
+            afd_term_strn(&o, t.first_failure, t.first_failure_len);
+            afd_buf_printf(&o, "\n");
+        }
         step_limit_line(&o, &t, cli->max_steps);
         truncated_line(&o, &t);
     }
-    fwrite(o.data, 1, o.len, stdout);
+    if (cli->json)
+        fwrite(o.data, 1, o.len, stdout);
+    else
+        afd_term_write(stdout, o.data, o.len);
     afd_buf_finish(&o);
     rc = t.failed ? AFD_EXIT_FAILURE : AFD_EXIT_CLEAN;
     tally_finish(&t);
@@ -399,7 +430,8 @@ typedef struct explore_ctx {
     uint32_t est_steps;
     uint64_t best_index; /* lowest failing run index, UINT64_MAX if none */
     char *best_token;
-    char *best_failure;
+    char *best_failure;     /* Owned; may hold NUL bytes: best_failure_len is its length. */
+    size_t best_failure_len;
     int best_outcome;
     char *last_error;
 } explore_ctx;
@@ -428,7 +460,7 @@ static int take_explore(void *vctx, uint64_t i, afd_run_result *res, afd_trace *
         free(c->best_token);
         free(c->best_failure);
         c->best_token = strdup(tr->token);
-        c->best_failure = strdup(res->failure ? res->failure : "");
+        c->best_failure = text_dup(res->failure, res->failure_len, &c->best_failure_len);
         c->best_outcome = res->outcome;
     }
     return 1;
@@ -492,7 +524,7 @@ int afd_cmd_explore(const afd_cli *cli)
             afd_buf_printf(&o, "null");
         afd_buf_printf(&o, ", \"runs\": %" PRIu64 ", \"failure\": ", t.runs);
         if (found)
-            afd_json_str(&o, c.best_failure);
+            afd_json_strn(&o, c.best_failure, c.best_failure_len);
         else
             afd_buf_printf(&o, "null");
         afd_buf_printf(&o, ", \"outcome\": ");
@@ -518,7 +550,9 @@ int afd_cmd_explore(const afd_cli *cli)
     } else if (found) {
         afd_buf_printf(&o, "%s: failing schedule found at run %" PRIu64 " of %" PRIu64 " (%s)\n", cli->nodeid,
                        c.best_index + 1, t.runs, desc ? desc : "?");
-        afd_buf_printf(&o, "  %s: %s\n", afd_outcome_name(c.best_outcome), c.best_failure);
+        afd_buf_printf(&o, "  %s: ", afd_outcome_name(c.best_outcome));
+        afd_term_strn(&o, c.best_failure, c.best_failure_len);
+        afd_buf_printf(&o, "\n");
         afd_buf_printf(&o, "  token:  %s\n", c.best_token);
         afd_buf_printf(&o, "  replay: affidavit replay %s %s\n", c.best_token, cli->nodeid);
     } else {
@@ -528,7 +562,10 @@ int afd_cmd_explore(const afd_cli *cli)
         step_limit_line(&o, &t, cli->max_steps);
         truncated_line(&o, &t);
     }
-    fwrite(o.data, 1, o.len, stdout);
+    if (cli->json)
+        fwrite(o.data, 1, o.len, stdout);
+    else
+        afd_term_write(stdout, o.data, o.len);
     afd_buf_finish(&o);
     free(desc);
     rc = found ? AFD_EXIT_FAILURE : AFD_EXIT_CLEAN;
@@ -573,7 +610,7 @@ static int take_replay_events(void *vctx, uint64_t i, afd_run_result *res, afd_t
         afd_trace_format_event(tr, &tr->events[k], &b);
         afd_buf_printf(&b, "\n");
     }
-    fwrite(b.data, 1, b.len, stderr);
+    afd_term_write(stderr, b.data, b.len); /* operation and task names are the user's text */
     afd_buf_finish(&b);
     return 0;
 }
@@ -636,7 +673,7 @@ int afd_cmd_replay(const afd_cli *cli)
         afd_buf_printf(&o, ", \"schedule\": ");
         afd_json_str(&o, desc ? desc : "");
         afd_buf_printf(&o, ", \"failure\": ");
-        afd_json_str(&o, t.first_failure ? t.first_failure : "");
+        afd_json_strn(&o, t.first_failure, t.first_failure_len);
         afd_buf_printf(&o, ", ");
         json_outcomes(&o, &t);
         afd_buf_printf(&o, ", ");
@@ -646,14 +683,20 @@ int afd_cmd_replay(const afd_cli *cli)
         afd_buf_printf(&o, "%s: replayed %s %" PRIu64 " times: %" PRIu64 " failed, %" PRIu64 " passed; traces %s\n",
                        cli->nodeid, desc ? desc : "schedule", t.runs, t.failed, t.by_outcome[AFD_OUT_PASS],
                        identical ? "identical" : "differ");
-        if (t.first_failure)
-            afd_buf_printf(&o, "  %s: %s\n", afd_outcome_name(t.first_failure_outcome), t.first_failure);
+        if (t.first_failure) {
+            afd_buf_printf(&o, "  %s: ", afd_outcome_name(t.first_failure_outcome));
+            afd_term_strn(&o, t.first_failure, t.first_failure_len);
+            afd_buf_printf(&o, "\n");
+        }
         if (identical)
             afd_buf_printf(&o, "  trace digest %016" PRIx64 "\n", t.first_digest);
         step_limit_line(&o, &t, cli->max_steps);
         truncated_line(&o, &t);
     }
-    fwrite(o.data, 1, o.len, stdout);
+    if (cli->json)
+        fwrite(o.data, 1, o.len, stdout);
+    else
+        afd_term_write(stdout, o.data, o.len);
     afd_buf_finish(&o);
     if (t.failed && t.failed < t.runs) {
         const char *why = uncontrolled_words(t.flags_union);

@@ -54,7 +54,8 @@
 /* One finished run kept whole: its outcome, failure text and trace. */
 typedef struct kept_run {
     int outcome;
-    char *failure;
+    char *failure; /* Owned; may hold NUL bytes: failure_len is its length. */
+    size_t failure_len;
     afd_trace tr;
     int have_trace;
     uint64_t digest;
@@ -166,7 +167,7 @@ static int keep_run(kept_run *k, const afd_run_result *res, const afd_trace *tr)
 {
     kept_finish(k);
     k->outcome = res->outcome;
-    k->failure = strdup(res->failure ? res->failure : "");
+    k->failure = text_dup(res->failure, res->failure_len, &k->failure_len);
     if (!k->failure)
         return AFD_ENOMEM;
     if (tr) {
@@ -873,7 +874,8 @@ typedef struct outcome {
     window win;
     cause c;
     evidence ev;
-    char *failure;
+    char *failure; /* Owned; may hold NUL bytes: failure_len is its length. */
+    size_t failure_len;
     const char *abstain_reason;
     /* --fix */
     int fix_tried;
@@ -1732,7 +1734,7 @@ static void json_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
         afd_buf_printf(&b, "}");
     }
     afd_buf_printf(&b, ", \"failure\": ");
-    afd_json_str(&b, o->failure ? o->failure : "");
+    afd_json_strn(&b, o->failure, o->failure_len);
     afd_buf_printf(&b, ", \"environment\": {\"python\": ");
     afd_json_str(&b, v->pool ? afd_pool_python(v->pool) : "");
     afd_buf_printf(&b, ", \"hash_seed\": ");
@@ -1772,8 +1774,16 @@ static void text_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
                    100 * o->lo, 100 * o->hi);
     if (o->abstain_reason)
         afd_buf_printf(&b, "  why:      %s\n", o->abstain_reason);
-    if (o->failure && *o->failure)
-        afd_buf_printf(&b, "  failure:  %.300s\n", o->failure);
+    if (o->failure && o->failure_len) {
+        /* At most 300 bytes, cut back to a character boundary; NUL bytes and escape sequences
+         * are shown, never passed to the terminal. */
+        size_t n = o->failure_len < 300 ? o->failure_len : 300;
+        while (n < o->failure_len && n > 0 && ((unsigned char)o->failure[n] & 0xc0) == 0x80)
+            n--;
+        afd_buf_printf(&b, "  failure:  ");
+        afd_term_strn(&b, o->failure, n);
+        afd_buf_printf(&b, "\n");
+    }
     if (o->c.kind) {
         afd_buf_printf(&b, "  cause:    %s\n", bstr(&o->c.sentence));
         if (o->c.await_site.len)
@@ -1933,7 +1943,10 @@ static void print_result(const afd_cli *cli, const afd_buf *json, inv *v, outcom
             afd_buf_printf(&b, "  incident: %" PRId64 " (affidavit show %" PRId64 ")%s%s\n", incident, incident,
                            report_path && *report_path ? "; report: " : "", report_path ? report_path : "");
     }
-    fwrite(b.data, 1, b.len, stdout);
+    if (cli->json)
+        fwrite(b.data, 1, b.len, stdout);
+    else
+        afd_term_write(stdout, b.data, b.len);
     afd_buf_finish(&b);
 }
 
@@ -2059,7 +2072,7 @@ int afd_cmd_investigate(const afd_cli *cli)
     }
     afd_stats_wilson(o.natural.failed, o.natural.runs, &o.lo, &o.hi);
     if (o.natural.first_failure)
-        o.failure = strdup(o.natural.first_failure);
+        o.failure = text_dup(o.natural.first_failure, o.natural.first_failure_len, &o.failure_len);
 
     /* 2. search */
     kept_finish(&v.keep);
@@ -2084,7 +2097,7 @@ int afd_cmd_investigate(const afd_cli *cli)
         goto report;
     }
     free(o.failure);
-    o.failure = strdup(v.keep.failure ? v.keep.failure : "");
+    o.failure = text_dup(v.keep.failure, v.keep.failure_len, &o.failure_len);
     kept_finish(&v.keep);
 
     /* 3. reproduce */
@@ -2311,7 +2324,7 @@ explain_runs:
         memset(&t, 0, sizeof t);
     }
     free(o.failure);
-    o.failure = strdup(fail_run.failure ? fail_run.failure : "");
+    o.failure = text_dup(fail_run.failure, fail_run.failure_len, &o.failure_len);
 
     /* 5. explain */
     afd_view fv = {0}, pv = {0};
@@ -2423,7 +2436,7 @@ fail:
         o.verdict = "interrupted";
         afd_stats_wilson(o.natural.failed, o.natural.runs, &o.lo, &o.hi);
         if (!o.failure && o.natural.first_failure)
-            o.failure = strdup(o.natural.first_failure);
+            o.failure = text_dup(o.natural.first_failure, o.natural.first_failure_len, &o.failure_len);
         if (!o.token && v.found_token)
             o.token = strdup(v.found_token);
         goto report;

@@ -1,4 +1,7 @@
-/* out.c -- JSON string escaping and a terminal progress counter (see out.h). */
+/* out.c -- JSON string escaping, text made safe for a terminal, and a progress counter (see out.h).
+ *
+ * Invariant: both escapers take a length, never stop at a NUL byte, and never emit a byte that
+ * a terminal would act on (the terminal one) or that JSON forbids raw (the JSON one). */
 #include "out.h"
 
 #include <math.h>
@@ -7,25 +10,35 @@
 #include <time.h>
 #include <unistd.h>
 
-static int utf8_len(const unsigned char *p)
+/* The length of the valid UTF-8 sequence at p (at most left bytes), or 0 if it is not valid:
+ * overlong forms, surrogates and code points past U+10FFFF are invalid, so that no byte sequence
+ * passed as "valid" decodes to a control character in a lenient terminal. */
+static int utf8_len(const unsigned char *p, size_t left)
 {
-    /* The length of a valid UTF-8 sequence at p, or 0 if it is not valid. */
     if (p[0] < 0x80)
         return 1;
-    int n = (p[0] & 0xe0) == 0xc0 ? 2 : (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
-    if (n == 0 || (n == 2 && p[0] < 0xc2))
+    int n = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3 : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+    if (n == 0 || (size_t)n > left)
         return 0;
     for (int i = 1; i < n; i++)
         if ((p[i] & 0xc0) != 0x80)
             return 0;
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) || (p[0] == 0xf0 && p[1] < 0x90) ||
+        (p[0] == 0xf4 && p[1] >= 0x90))
+        return 0;
     return n;
 }
 
 void afd_json_str(afd_buf *out, const char *s)
 {
-    const unsigned char *p = (const unsigned char *)(s ? s : "");
+    afd_json_strn(out, s, s ? strlen(s) : 0);
+}
+
+void afd_json_strn(afd_buf *out, const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : ""), *end = p + (s ? len : 0);
     afd_buf_put_u8(out, '"');
-    while (*p) {
+    while (p < end) {
         unsigned char c = *p;
         if (c == '"' || c == '\\') {
             afd_buf_put_u8(out, '\\');
@@ -37,14 +50,14 @@ void afd_json_str(afd_buf *out, const char *s)
         } else if (c == '\t') {
             afd_buf_put(out, "\\t", 2);
             p++;
-        } else if (c < 0x20 || c == 0x7f) {
+        } else if (c < 0x20 || c == 0x7f) { /* NUL included: \u0000 keeps the text whole */
             afd_buf_printf(out, "\\u%04x", c);
             p++;
         } else if (c < 0x80) {
             afd_buf_put_u8(out, c);
             p++;
         } else {
-            int n = utf8_len(p);
+            int n = utf8_len(p, (size_t)(end - p));
             if (n) {
                 afd_buf_put(out, p, (size_t)n);
                 p += n;
@@ -55,6 +68,57 @@ void afd_json_str(afd_buf *out, const char *s)
         }
     }
     afd_buf_put_u8(out, '"');
+}
+
+void afd_term_str(afd_buf *out, const char *s)
+{
+    afd_term_strn(out, s, s ? strlen(s) : 0);
+}
+
+void afd_term_strn(afd_buf *out, const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : ""), *end = p + (s ? len : 0);
+    while (p < end) {
+        unsigned char c = *p;
+        if (c == '\n' || c == '\t' || (c >= 0x20 && c < 0x7f)) {
+            afd_buf_put_u8(out, c);
+            p++;
+        } else if (c == '\r' && p + 1 < end && p[1] == '\n') {
+            afd_buf_put(out, "\r\n", 2); /* a CRLF line end moves nothing that was written */
+            p += 2;
+        } else if (c < 0x20 || c == 0x7f) {
+            /* The control's picture (U+2400 + c; U+2421 for DEL): NUL shows as the one glyph
+             * U+2400, ESC as U+241B, so a sequence such as ESC ] 0 ; title BEL is shown, not run. */
+            unsigned cp = c == 0x7f ? 0x2421u : 0x2400u + c;
+            unsigned char u[3] = {(unsigned char)(0xe0 | (cp >> 12)), (unsigned char)(0x80 | ((cp >> 6) & 0x3f)),
+                                  (unsigned char)(0x80 | (cp & 0x3f))};
+            afd_buf_put(out, u, 3);
+            p++;
+        } else {
+            int n = utf8_len(p, (size_t)(end - p));
+            /* C1 controls (U+0080..U+009F) are commands to some terminals even when UTF-8
+             * encoded (CSI is U+009B); they and bytes that are not UTF-8 become U+FFFD. */
+            if (n && !(n == 2 && p[0] == 0xc2 && p[1] < 0xa0)) {
+                afd_buf_put(out, p, (size_t)n);
+                p += n;
+            } else {
+                afd_buf_put(out, "\xef\xbf\xbd", 3);
+                p += n ? (size_t)n : 1;
+            }
+        }
+    }
+}
+
+void afd_term_write(FILE *f, const void *data, size_t len)
+{
+    afd_buf b;
+    afd_buf_init(&b);
+    afd_term_strn(&b, data, len);
+    if (b.err) /* out of memory: the text is withheld rather than written unfiltered */
+        fputs("affidavit: error: out of memory\n", stderr);
+    else if (b.len)
+        fwrite(b.data, 1, b.len, f);
+    afd_buf_finish(&b);
 }
 
 void afd_json_num(afd_buf *out, double v)

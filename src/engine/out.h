@@ -8,11 +8,26 @@
 
 #include "buf.h"
 
+#include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 /* Appends s as a JSON string literal (quotes included), escaping control characters, quotes and
  * backslashes, and replacing invalid UTF-8 with U+FFFD. */
 void afd_json_str(afd_buf *out, const char *s);
+/* The same for the len bytes at s, which may hold NUL bytes (written as \u0000). */
+void afd_json_strn(afd_buf *out, const char *s, size_t len);
+
+/* Appends user-provided text (a failure message, a node id, a path, a cause sentence) for a
+ * terminal: newlines, tabs and CRLF line ends as they are; every other C0 control and DEL as its Unicode control
+ * picture (NUL as U+2400 "␀", ESC as U+241B "␛"), so that no escape sequence (CSI, OSC, ...)
+ * reaches the terminal and a NUL is seen; C1 controls and bytes that are not UTF-8 as U+FFFD.
+ * afd_term_strn takes the len bytes at s, NUL bytes included. */
+void afd_term_str(afd_buf *out, const char *s);
+void afd_term_strn(afd_buf *out, const char *s, size_t len);
+/* Writes the len bytes at data to f through afd_term_strn: the one way text for people leaves the
+ * engine, so whatever user-provided text a line holds, it cannot drive the terminal. */
+void afd_term_write(FILE *f, const void *data, size_t len);
 /* Appends a double with enough digits to round-trip typical rates; NaN and infinities as null. */
 void afd_json_num(afd_buf *out, double v);
 

@@ -220,7 +220,8 @@ static int pump(worker *w)
 /* Waits until w's HELLO arrives. */
 static int await_hello(afd_pool *self, worker *w, char *err, size_t errlen)
 {
-    uint64_t deadline = now_ns() + (uint64_t)self->opts.startup_ms * 1000000ULL;
+    uint64_t limit_ms = (uint64_t)self->opts.timeout_ms + AFD_POOL_START_SLACK_MS;
+    uint64_t deadline = now_ns() + limit_ms * 1000000ULL;
     for (;;) {
         uint8_t type;
         const uint8_t *payload;
@@ -256,8 +257,12 @@ static int await_hello(afd_pool *self, worker *w, char *err, size_t errlen)
             return AFD_EIO;
         }
         if (now >= deadline) {
-            snprintf(err, errlen, "the worker did not finish collecting %s within %u s", self->opts.nodeid,
-                     self->opts.startup_ms / 1000);
+            snprintf(err, errlen,
+                     "collecting %s took longer than %g s (--timeout %g s plus %u s for Python and pytest to start): "
+                     "does %s block at import?",
+                     self->opts.nodeid, (double)limit_ms / 1000.0, self->opts.timeout_ms / 1000.0,
+                     AFD_POOL_START_SLACK_MS / 1000u,
+                     self->opts.import_hint ? self->opts.import_hint : "a conftest or the test module");
             return AFD_EIO;
         }
         struct pollfd p = {.fd = w->res_fd, .events = POLLIN};
@@ -300,8 +305,6 @@ int afd_pool_new(afd_pool **out, const afd_pool_opts *opts, char *err, size_t er
     }
     if (self->opts.workers < 1)
         self->opts.workers = 1;
-    if (!self->opts.startup_ms)
-        self->opts.startup_ms = 120000;
     self->w = calloc((size_t)self->opts.workers, sizeof *self->w);
     if (!self->w) {
         for (int i = 0; i < 3; i++)
@@ -405,6 +408,7 @@ static int worker_lost(afd_pool *self, worker *w, afd_run_result *res, const cha
     res->outcome = AFD_OUT_CRASH;
     res->status = -1;
     res->failure = strdup(msg);
+    res->failure_len = res->failure ? strlen(res->failure) : 0;
     reap(w, 0);
     char err[256] = "";
     if (spawn(self, w) == 0 && await_hello(self, w, err, sizeof err) < 0)

@@ -14,6 +14,8 @@
 
 typedef struct afd_pool afd_pool;
 
+#define AFD_POOL_START_SLACK_MS 10000u
+
 typedef struct afd_pool_opts {
     const char *python;  /* The interpreter that runs `-m affidavit.worker` (the pool copies it). */
     const char *nodeid;  /* The pool copies it. */
@@ -21,7 +23,10 @@ typedef struct afd_pool_opts {
     uint32_t timeout_ms; /* per run */
     uint64_t max_steps;
     uint64_t max_memory_mb; /* per run, above the worker's own; 0: no limit */
-    uint32_t startup_ms; /* how long collection may take */
+    /* How long a worker may take to start and collect the test: its HELLO is awaited at most
+     * timeout_ms + AFD_POOL_START_SLACK_MS (the run budget, plus the time Python and pytest take
+     * to start on a loaded machine), so that --timeout bounds collection too. */
+    const char *import_hint; /* Borrowed, outlives the pool; NULL: a conftest or the test module. */
     const char *cwd;     /* The workers' working directory (NULL: the engine's); the pool copies it. */
 } afd_pool_opts;
 

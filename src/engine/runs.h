@@ -21,7 +21,8 @@ typedef struct tally {
     uint64_t truncated; /* runs whose trace hit the size bound (AFD_TRACE_TRUNCATED) */
     uint64_t first_digest;
     int digests_differ;
-    char *first_failure;  /* Owned. */
+    char *first_failure;  /* Owned; may hold NUL bytes: first_failure_len is its length. */
+    size_t first_failure_len;
     int first_failure_outcome;
 } tally;
 
@@ -35,6 +36,9 @@ extern runlog *active_runlog;
 void runlog_finish(runlog *r);
 
 uint64_t now_ns(void);
+/* A NUL-terminated heap copy of the len bytes at s (NUL bytes inside kept; s NULL: ""), its length
+ * in *out_len. The caller frees it. NULL (and *out_len 0) when out of memory. */
+char *text_dup(const char *s, size_t len, size_t *out_len);
 /* Failed, errored, hung or crashed: a skip or a step-limit stop is neither a pass nor a failure. */
 int is_failure(int outcome);
 /* "affidavit: error: " + fmt (two %s) on stderr. */

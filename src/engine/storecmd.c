@@ -21,6 +21,7 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,7 +158,10 @@ static int cmd_ls(int json, size_t limit)
     }
     if (json)
         afd_buf_printf(&b, "]\n");
-    fwrite(b.data, 1, b.len, stdout);
+    if (json)
+        fwrite(b.data, 1, b.len, stdout);
+    else
+        afd_term_write(stdout, b.data, b.len); /* node ids and cause sentences are the user's text */
     afd_buf_finish(&b);
     afd_store_rows_free(rows, n);
     return 0;
@@ -194,8 +198,10 @@ static int cmd_show(int64_t id, int json)
                        f.passing ? "passing" : f.failing ? "" : "none");
         afd_buf_printf(&b, "  report:   %s\n", access(path, R_OK) == 0 ? path : "affidavit report ID --format html");
     }
-    if (rc == 0)
+    if (rc == 0 && json)
         fwrite(b.data, 1, b.len, stdout);
+    else if (rc == 0)
+        afd_term_write(stdout, b.data, b.len);
     else
         fprintf(stderr, "affidavit: error: %s\n", err);
     afd_buf_finish(&b);
@@ -380,6 +386,20 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return ok;
 }
 
+/* libmicrohttpd's first complaint (e.g. "Failed to bind to port 8765: Address already in use"), kept
+ * so that a daemon that cannot start is reported in the engine's one line instead of in two: left
+ * to itself the library writes its own line to stderr. Written only before the daemon runs. */
+static char mhd_first_error[256];
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    (void)cls;
+    if (mhd_first_error[0])
+        return;
+    vsnprintf(mhd_first_error, sizeof mhd_first_error, fmt, ap);
+    mhd_first_error[strcspn(mhd_first_error, "\r\n")] = 0;
+}
+
 static int cmd_serve(unsigned port)
 {
     struct sockaddr_in addr;
@@ -387,14 +407,18 @@ static int cmd_serve(unsigned port)
     addr.sin_family = AF_INET;
     addr.sin_port = htons((uint16_t)port);
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK); /* loopback only: the reports hold source code */
-    struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL,
-                                            NULL, handle, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
-                                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+    struct MHD_Daemon *d = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, (uint16_t)port, NULL, NULL, handle, NULL,
+        MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+        MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
     if (!d) {
-        fprintf(stderr, "affidavit: error: cannot listen on 127.0.0.1:%u (in use? try --port 0 for any free port)\n",
-                port);
+        fprintf(stderr,
+                "affidavit: error: cannot listen on 127.0.0.1:%u%s%s (in use? try --port 0 for any free port)\n",
+                port, mhd_first_error[0] ? ": " : "", mhd_first_error);
         return AFD_EXIT_USAGE;
     }
+    /* From here on the daemon's thread may still log (a client that hangs up): that is not the
+     * user's concern, and the buffer the logger fills is no longer read. */
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     unsigned bound = info ? info->port : port;
     struct sigaction sa;
@@ -499,7 +523,7 @@ static int cmd_merge(int argc, char **argv, int json)
             if (!got)
                 continue;
             json_error_t je;
-            json_t *doc = json_loads(line, 0, &je);
+            json_t *doc = json_loads(line, JSON_ALLOW_NUL, &je); /* \u0000 in a failure text */
             if (!json_is_object(doc) || !*jstr(doc, "nodeid")) {
                 fprintf(stderr, "affidavit: error: %s, line %lu: not a result of affidavit (%s)\n", argv[i], lineno,
                         !doc ? je.text : !json_is_object(doc) ? "not an object" : "it names no test");
@@ -578,10 +602,13 @@ int afd_cmd_store(int argc, char **argv)
             i++;
         } else if ((!strcmp(cmd, "serve") && !strcmp(a, "--port")) || (!strcmp(cmd, "ls") && !strcmp(a, "--limit"))) {
             uint64_t *dst = !strcmp(a, "--port") ? &port : &limit;
-            char *end;
+            char *end = NULL;
             errno = 0;
-            unsigned long long x = v ? strtoull(v, &end, 10) : 0;
-            if (!v || errno || *end || *v == '-' || (dst == &port && x > 65535))
+            /* Digits only: strtoull alone takes "" as 0 (any free port, for --port ""), skips
+             * leading blanks and accepts a sign. */
+            int digits = v && *v && strspn(v, "0123456789") == strlen(v);
+            unsigned long long x = digits ? strtoull(v, &end, 10) : 0;
+            if (!digits || errno || *end || (dst == &port && x > 65535))
                 return usage_error(dst == &port ? "expected a port (0-65535) after" : "expected a number after", a);
             *dst = x;
             i++;

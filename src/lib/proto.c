@@ -84,7 +84,10 @@ void afd_proto_put_result(afd_buf *out, const afd_run_result *m)
     afd_buf_put_u8(out, m->outcome);
     afd_buf_put_u32(out, (uint32_t)m->status);
     afd_buf_put_u64(out, m->wall_ns);
-    put_text(out, m->failure);
+    size_t flen = m->failure ? strlen(m->failure) : 0;
+    if (m->failure && m->failure_len > flen)
+        flen = m->failure_len;
+    afd_buf_put_str(out, m->failure, flen);
     afd_buf_put_str(out, (const char *)m->trace, m->trace ? m->trace_len : 0);
     frame_end(out, start);
 }
@@ -152,8 +155,11 @@ int afd_proto_get_result(afd_run_result *m, const uint8_t *payload, size_t len)
     m->outcome = afd_reader_u8(&r);
     m->status = (int32_t)afd_reader_u32(&r);
     m->wall_ns = afd_reader_u64(&r);
-    m->failure = afd_reader_str(&r, AFD_TRACE_MAX_FAILURE);
     size_t before = r.off;
+    m->failure = afd_reader_str(&r, AFD_TRACE_MAX_FAILURE);
+    if (m->failure)
+        m->failure_len = r.off - before - 4;
+    before = r.off;
     char *trace = afd_reader_str(&r, AFD_PROTO_MAX_FRAME);
     if (trace) {
         m->trace_len = r.off - before - 4;

@@ -46,7 +46,11 @@ typedef struct afd_run_result {
     uint8_t outcome; /* enum afd_outcome */
     int32_t status;
     uint64_t wall_ns;
-    char *failure;   /* Owned, never NULL after a successful decode. */
+    char *failure;   /* Owned, never NULL after a successful decode; failure[failure_len] is 0. */
+    /* The failure's length in bytes: the text may hold NUL bytes (a test's message is arbitrary),
+     * so this, not strlen, is its end. A sender may leave it 0 for a text without NUL (then
+     * strlen(failure) is sent); a decode always sets it. */
+    size_t failure_len;
     uint8_t *trace;  /* Owned encoded trace; NULL when trace_len is 0. */
     size_t trace_len;
 } afd_run_result;

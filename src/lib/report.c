@@ -105,6 +105,7 @@ static void esc_n(afd_buf *out, const char *s, size_t n)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0, start = 0;
+    char picture[16];
     while (i < n) {
         const char *rep = NULL;
         size_t step = 1;
@@ -117,7 +118,10 @@ static void esc_n(afd_buf *out, const char *s, size_t n)
         case '\n': case '\t': case '\r': break;
         default:
             if (p[i] < 0x20 || p[i] == 0x7f) {
-                rep = REPLACEMENT;
+                /* A control is shown as its Unicode picture (NUL as U+2400), as on the terminal:
+                 * a NUL in a failure message is part of what the reviewer must see. */
+                snprintf(picture, sizeof picture, "&#x%x;", p[i] == 0x7f ? 0x2421u : 0x2400u + p[i]);
+                rep = picture;
             } else if (p[i] >= 0x80) {
                 step = utf8_seq(p + i, n - i);
                 if (!step) {
@@ -210,7 +214,8 @@ static int parse_doc(const afd_report_in *in, json_t **doc, char *err, size_t er
         return AFD_EINVAL;
     }
     json_error_t jerr;
-    json_t *root = json_loads(in->json, 0, &jerr);
+    /* A failure message may hold NUL bytes, which the engine writes as \u0000: they are text. */
+    json_t *root = json_loads(in->json, JSON_ALLOW_NUL, &jerr);
     if (!root) {
         set_err(err, errlen, "the investigation's JSON does not parse: %s (line %d, column %d)", jerr.text,
                 jerr.line, jerr.column);
@@ -759,10 +764,10 @@ static void sec_verdict(page *pg, int64_t id)
         esc(out, summary);
         put(out, "</p>\n");
     }
-    const char *failure = jstr(pg->doc, "failure");
-    if (failure && *failure) {
+    const json_t *failure = json_object_get(pg->doc, "failure");
+    if (json_is_string(failure) && json_string_length(failure)) {
         put(out, "<pre class=\"failure\">");
-        esc(out, failure);
+        esc_n(out, json_string_value(failure), json_string_length(failure)); /* NUL bytes included */
         put(out, "</pre>\n");
     }
     put(out, "</section>\n");
@@ -1942,9 +1947,13 @@ static json_t *sarif_run_properties(int *bad, const json_t *doc, int64_t id)
 {
     static const char *const keys[] = {"nodeid", "verdict", "token", "failure"};
     json_t *p = json_object();
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-        if (jstr(doc, keys[i]))
-            jset(bad, p, keys[i], jtext(jstr(doc, keys[i])));
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        /* The document's own string, shared: a copy through a C string would end a failure
+         * message at its first NUL byte. */
+        json_t *v = json_object_get(doc, keys[i]);
+        if (json_is_string(v))
+            jset(bad, p, keys[i], json_incref(v));
+    }
     if (id > 0)
         jset(bad, p, "incident", json_integer((json_int_t)id));
     return p;
@@ -2096,8 +2105,11 @@ int afd_report_chrome_trace(const afd_report_in *in, const char *which, afd_buf 
         return AFD_EINVAL;
     }
     if (!t) {
-        set_err(err, errlen, "the %s run's trace is not available", which);
-        return AFD_EINVAL;
+        /* Not found rather than invalid: an incident stored without this trace (a test that never
+         * failed, an abstained investigation) is a well-formed incident that lacks the thing asked
+         * for, so the dashboard answers 404 and `report` exits as for a missing incident. */
+        set_err(err, errlen, "the %s run's trace is not available (the incident was stored without one)", which);
+        return AFD_ENOTFOUND;
     }
     run_view v;
     int rc = view_build(&v, t);

@@ -5,8 +5,9 @@
  * BEGIN IMMEDIATE transaction, so a reader or a crash sees all of it or none of it. Traces are
  * compressed before the transaction starts, so the write lock is held only for the inserts. */
 #include "store.h"
-#include "buf.h"
 #include "afd.h"
+#include "buf.h"
+#include "fsguard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -446,6 +447,8 @@ int afd_store_open(afd_store **out, const char *path, char *err, size_t errlen)
     if (!path || !*path)
         return fail(err, errlen, AFD_EINVAL, "afd_store_open: no path");
     int rc = make_parent(path, err, errlen);
+    if (rc == 0)
+        rc = afd_fsguard_sqlite(path, err, errlen); /* SQLite would block on a FIFO there */
     if (rc)
         return rc;
     afd_store *self = calloc(1, sizeof *self);
@@ -484,6 +487,9 @@ int afd_store_open_readonly(afd_store **out, const char *path, char *err, size_t
     struct stat sb;
     if (stat(path, &sb) < 0)
         return fail(err, errlen, AFD_ENOTFOUND, "there is no incident store at %s", path);
+    int grc = afd_fsguard_sqlite(path, err, errlen);
+    if (grc)
+        return grc;
     afd_store *self = calloc(1, sizeof *self);
     if (!self || !(self->path = strdup(path))) {
         free(self);

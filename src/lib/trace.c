@@ -107,6 +107,8 @@ int afd_trace_set_str(afd_trace *self, char **field, const char *s, size_t len)
         return AFD_ENOMEM;
     free(*field);
     *field = p;
+    if (field == &self->failure)
+        self->failure_len = len;
     return 0;
 }
 
@@ -219,6 +221,8 @@ int afd_trace_encode(const afd_trace *self, afd_buf *out)
     size_t total = HEADER_SIZE + 4 * 4 + 4 + 4 + 4 + (size_t)self->n_events * EVENT_SIZE;
     for (int i = 0; i < 4; i++) {
         hdr_len[i] = hdr[i] ? strlen(hdr[i]) : 0;
+        if (i == 3 && hdr[i] && self->failure_len > hdr_len[i])
+            hdr_len[i] = self->failure_len; /* NUL bytes inside the text are part of it */
         if (hdr_len[i] > hdr_max[i])
             return AFD_EFULL;
         total += hdr_len[i];
@@ -317,9 +321,16 @@ static int decode_body(afd_trace *self, afd_reader *r)
     }
     if (read_header_str(r, &self->token, TOKEN_TEXT_MAX) ||
         read_header_str(r, &self->python, AFD_TRACE_MAX_STRING) ||
-        read_header_str(r, &self->hash_seed, AFD_TRACE_MAX_STRING) ||
-        read_header_str(r, &self->failure, AFD_TRACE_MAX_FAILURE))
+        read_header_str(r, &self->hash_seed, AFD_TRACE_MAX_STRING))
         return -1;
+    /* The failure text is the test's own message, where a NUL byte is data, not corruption. */
+    size_t before = r->off;
+    char *failure = afd_reader_str(r, AFD_TRACE_MAX_FAILURE);
+    if (!failure)
+        return -1;
+    free(self->failure);
+    self->failure = failure;
+    self->failure_len = r->off - before - 4;
 
     /* Counts are checked against the bytes left before anything is allocated: each string takes at
      * least its 4-byte length and each event exactly EVENT_SIZE bytes, so a forged count can cost

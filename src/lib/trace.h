@@ -132,7 +132,10 @@ typedef struct afd_trace {
     char *token;     /* Owned, never NULL after init ("" for natural runs). */
     char *python;    /* Owned, never NULL after init. */
     char *hash_seed; /* Owned, never NULL after init. */
-    char *failure;   /* Owned, never NULL after init: the failure text, "" on a pass. */
+    char *failure;   /* Owned, never NULL after init: the failure text, "" on a pass. It may hold
+                      * NUL bytes (a test's message is arbitrary text), so failure_len, not strlen,
+                      * is its length; failure[failure_len] is always 0. */
+    size_t failure_len;
     uint32_t n_strings;
     char **strings; /* Owned array of owned NUL-terminated strings. */
     uint32_t n_events;
@@ -143,7 +146,9 @@ typedef struct afd_trace {
 /* Caller-allocated. init sets empty strings; finish frees everything (accepts NULL). */
 int afd_trace_init(afd_trace *self);
 void afd_trace_finish(afd_trace *self);
-/* Replaces one of the header strings (token, python, hash_seed, failure) with a copy of s[0..len). */
+/* Replaces one of the header strings (token, python, hash_seed, failure) with a copy of s[0..len).
+ * Only the failure may hold NUL bytes (its length goes to failure_len); the others are cut at the
+ * first NUL by encode, as they are identifiers that never hold one. */
 int afd_trace_set_str(afd_trace *self, char **field, const char *s, size_t len);
 /* Appends a copy of s[0..len) to the string table; *id receives its index. No deduplication: the
  * producer interns. */

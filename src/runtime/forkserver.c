@@ -343,7 +343,7 @@ static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int i
             afd_buf_printf(&fail, "hang: deadlock: every task is blocked and nothing can wake one");
             describe_waits(&tr, &fail);
         } else {
-            afd_buf_put(&fail, tr.failure, strlen(tr.failure));
+            afd_buf_put(&fail, tr.failure, tr.failure_len); /* NUL bytes included */
         }
     } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU) {
         outcome = AFD_OUT_HANG;
@@ -382,6 +382,7 @@ static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int i
         .status = st32,
         .wall_ns = wall,
         .failure = fail.data ? (char *)fail.data : "",
+        .failure_len = fail.len,
         .trace = rc == 0 ? enc.data : NULL,
         .trace_len = rc == 0 ? enc.len : 0,
     };

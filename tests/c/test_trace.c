@@ -554,10 +554,31 @@ TEST(decode_string_bounds)
     afd_buf_put_str(&b, "a\0b", 3);
     afd_buf_put_u32(&b, 0);
     CHECK_EQ_INT(raw_finish(&b), AFD_ETRACE_CORRUPT);
+    /* In the failure text it can: a test's message is arbitrary, and its NULs are part of it. */
     raw_header(&b, 2, 0);
     afd_buf_put_u32(&b, 0);
     afd_buf_put_u32(&b, 0);
-    CHECK_EQ_INT(raw_finish(&b), AFD_ETRACE_CORRUPT);
+    CHECK_EQ_INT(raw_finish(&b), 0);
+}
+
+/* A failure text with NUL bytes survives set_str, encode and decode whole. */
+TEST(failure_keeps_nul_bytes)
+{
+    afd_trace t, d;
+    CHECK_EQ_INT(afd_trace_init(&t), 0);
+    static const char text[] = "a\0b\x1b]0;x\x07c";
+    CHECK_EQ_INT(afd_trace_set_str(&t, &t.failure, text, sizeof text - 1), 0);
+    CHECK_EQ_INT((long long)t.failure_len, (long long)(sizeof text - 1));
+    afd_buf b;
+    afd_buf_init(&b);
+    CHECK_EQ_INT(afd_trace_encode(&t, &b), 0);
+    CHECK_EQ_INT(afd_trace_decode(&d, b.data, b.len), 0);
+    CHECK_EQ_INT((long long)d.failure_len, (long long)(sizeof text - 1));
+    CHECK(memcmp(d.failure, text, sizeof text - 1) == 0);
+    CHECK_EQ_INT(d.failure[d.failure_len], 0);
+    afd_trace_finish(&d);
+    afd_trace_finish(&t);
+    afd_buf_finish(&b);
 }
 
 /* Applies one change to the sample's encoding, reseals it and returns decode's verdict. */
@@ -770,6 +791,6 @@ int main(void)
               T(encode_refuses_what_decode_would), T(digest_ignores_wall_python_failure),
               T(digest_sees_every_other_field), T(decode_bad_magic_and_version),
               T(decode_flipped_byte_anywhere), T(decode_truncated_at_every_length),
-              T(decode_huge_counts_without_allocating), T(decode_string_bounds),
+              T(decode_huge_counts_without_allocating), T(decode_string_bounds), T(failure_keeps_nul_bytes),
               T(decode_refuses_bad_fields), T(mutation_robustness), T(format_event_lines));
 }
