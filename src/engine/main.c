@@ -57,6 +57,7 @@ static const char usage[] =
     "  --json            machine-readable output on stdout\n"
     "  --workers N       parallel workers (default: one per core)\n"
     "  --timeout S       per-run time budget in seconds (default 10); past it a run is a hang\n"
+    "                    (a worker's start, collecting the test, may take S + 10 s)\n"
     "  --max-steps N     per-run step limit (default 1000000); a run stopped there is reported as\n"
     "                    'step limit reached', neither a pass nor a failure\n"
     "  --max-memory MB   per-run memory limit above what the worker holds (default 2048;\n"

@@ -153,6 +153,25 @@ TEST(result_roundtrip)
     afd_buf_finish(&b);
 }
 
+/* A failure text with NUL bytes crosses the protocol whole when its length is given. */
+TEST(result_failure_keeps_nul_bytes)
+{
+    static const char text[] = "x.py:3: AssertionError: a\0b\x1b[31mc";
+    afd_run_result r = sample_result(), d;
+    r.failure = (char *)text;
+    r.failure_len = sizeof text - 1;
+    afd_buf b;
+    afd_buf_init(&b);
+    afd_proto_put_result(&b, &r);
+    size_t off = check_frame(&b, AFD_MSG_RESULT);
+    CHECK_EQ_INT(afd_proto_get_result(&d, b.data + off, b.len - off), 0);
+    CHECK_EQ_U64(d.failure_len, sizeof text - 1);
+    CHECK_EQ_INT(memcmp(d.failure, text, sizeof text - 1), 0);
+    CHECK_EQ_INT(d.failure[d.failure_len], 0);
+    afd_run_result_finish(&d);
+    afd_buf_finish(&b);
+}
+
 TEST(quit_frame)
 {
     afd_buf b;
@@ -898,7 +917,7 @@ TEST(write_all_nonblocking_fd)
 
 int main(void)
 {
-    RUN_TESTS("proto", T(hello_roundtrip), T(run_roundtrip), T(result_roundtrip), T(quit_frame),
+    RUN_TESTS("proto", T(hello_roundtrip), T(run_roundtrip), T(result_roundtrip), T(result_failure_keeps_nul_bytes), T(quit_frame),
               T(writer_refuses_oversize_frame), T(framer_one_byte_at_a_time),
               T(framer_random_chunks), T(framer_whole_stream_at_once),
               T(framer_rejects_oversize_and_empty), T(framer_memory_stays_bounded),
