@@ -242,7 +242,8 @@ static void check_result(const uint8_t *p, size_t len)
     if (rc != (ok ? 0 : AFD_EPROTO))
         FAIL("get_result returned %d, the model says %s", rc, ok ? "valid" : "invalid");
     if (rc) {
-        if (r.failure || r.failure_len || r.trace || r.trace_len || r.run_id || r.outcome || r.status || r.wall_ns)
+        if (r.failure || r.failure_len || r.trace || r.trace_len || r.run_id || r.outcome || r.status ||
+            r.wall_ns)
             FAIL("result not zeroed after an error");
         return;
     }

@@ -17,7 +17,10 @@ static int utf8_len(const unsigned char *p, size_t left)
 {
     if (p[0] < 0x80)
         return 1;
-    int n = p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : p[0] >= 0xe0 && p[0] <= 0xef ? 3 : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : 0;
+    int n = p[0] >= 0xc2 && p[0] <= 0xdf   ? 2
+            : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+            : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4
+                                           : 0;
     if (n == 0 || (size_t)n > left)
         return 0;
     for (int i = 1; i < n; i++)
@@ -90,7 +93,8 @@ void afd_term_strn(afd_buf *out, const char *s, size_t len)
             /* The control's picture (U+2400 + c; U+2421 for DEL): NUL shows as the one glyph
              * U+2400, ESC as U+241B, so a sequence such as ESC ] 0 ; title BEL is shown, not run. */
             unsigned cp = c == 0x7f ? 0x2421u : 0x2400u + c;
-            unsigned char u[3] = {(unsigned char)(0xe0 | (cp >> 12)), (unsigned char)(0x80 | ((cp >> 6) & 0x3f)),
+            unsigned char u[3] = {(unsigned char)(0xe0 | (cp >> 12)),
+                                  (unsigned char)(0x80 | ((cp >> 6) & 0x3f)),
                                   (unsigned char)(0x80 | (cp & 0x3f))};
             afd_buf_put(out, u, 3);
             p++;

@@ -19,8 +19,8 @@ void afd_json_str(afd_buf *out, const char *s);
 void afd_json_strn(afd_buf *out, const char *s, size_t len);
 
 /* Appends user-provided text (a failure message, a node id, a path, a cause sentence) for a
- * terminal: newlines, tabs and CRLF line ends as they are; every other C0 control and DEL as its Unicode control
- * picture (NUL as U+2400 "␀", ESC as U+241B "␛"), so that no escape sequence (CSI, OSC, ...)
+ * terminal: newlines, tabs and CRLF line ends as they are; every other C0 control and DEL as its
+ * Unicode control picture (NUL as U+2400 "␀", ESC as U+241B "␛"), so that no escape sequence (CSI, OSC, ...)
  * reaches the terminal and a NUL is seen; C1 controls and bytes that are not UTF-8 as U+FFFD.
  * afd_term_strn takes the len bytes at s, NUL bytes included. */
 void afd_term_str(afd_buf *out, const char *s);

@@ -258,8 +258,8 @@ static int await_hello(afd_pool *self, worker *w, char *err, size_t errlen)
         }
         if (now >= deadline) {
             snprintf(err, errlen,
-                     "collecting %s took longer than %g s (--timeout %g s plus %u s for Python and pytest to start): "
-                     "does %s block at import?",
+                     "collecting %s took longer than %g s (--timeout %g s plus %u s for Python and "
+                     "pytest to start): does %s block at import?",
                      self->opts.nodeid, (double)limit_ms / 1000.0, self->opts.timeout_ms / 1000.0,
                      AFD_POOL_START_SLACK_MS / 1000u,
                      self->opts.import_hint ? self->opts.import_hint : "a conftest or the test module");

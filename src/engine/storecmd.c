@@ -386,9 +386,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     return ok;
 }
 
-/* libmicrohttpd's first complaint (e.g. "Failed to bind to port 8765: Address already in use"), kept
- * so that a daemon that cannot start is reported in the engine's one line instead of in two: left
- * to itself the library writes its own line to stderr. Written only before the daemon runs. */
+/* libmicrohttpd's first complaint (e.g. "Failed to bind to port 8765: Address already in use"),
+ * kept so that a daemon that cannot start is reported in the engine's one line instead of in two:
+ * left to itself the library writes its own line to stderr. It is read only when the daemon did
+ * not start, so a later write from the daemon's own thread races with no reader. */
 static char mhd_first_error[256];
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -413,7 +414,8 @@ static int cmd_serve(unsigned port)
         MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL, MHD_OPTION_END);
     if (!d) {
         fprintf(stderr,
-                "affidavit: error: cannot listen on 127.0.0.1:%u%s%s (in use? try --port 0 for any free port)\n",
+                "affidavit: error: cannot listen on 127.0.0.1:%u%s%s (in use? try --port 0 for any free "
+                "port)\n",
                 port, mhd_first_error[0] ? ": " : "", mhd_first_error);
         return AFD_EXIT_USAGE;
     }

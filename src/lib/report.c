@@ -2108,7 +2108,8 @@ int afd_report_chrome_trace(const afd_report_in *in, const char *which, afd_buf 
         /* Not found rather than invalid: an incident stored without this trace (a test that never
          * failed, an abstained investigation) is a well-formed incident that lacks the thing asked
          * for, so the dashboard answers 404 and `report` exits as for a missing incident. */
-        set_err(err, errlen, "the %s run's trace is not available (the incident was stored without one)", which);
+        set_err(err, errlen, "the %s run's trace is not available (the incident was stored without one)",
+                which);
         return AFD_ENOTFOUND;
     }
     run_view v;

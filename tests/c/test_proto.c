@@ -917,7 +917,8 @@ TEST(write_all_nonblocking_fd)
 
 int main(void)
 {
-    RUN_TESTS("proto", T(hello_roundtrip), T(run_roundtrip), T(result_roundtrip), T(result_failure_keeps_nul_bytes), T(quit_frame),
+    RUN_TESTS("proto", T(hello_roundtrip), T(run_roundtrip), T(result_roundtrip),
+              T(result_failure_keeps_nul_bytes), T(quit_frame),
               T(writer_refuses_oversize_frame), T(framer_one_byte_at_a_time),
               T(framer_random_chunks), T(framer_whole_stream_at_once),
               T(framer_rejects_oversize_and_empty), T(framer_memory_stays_bounded),
