@@ -9,6 +9,7 @@
 #include "out.h"
 #include "pool.h"
 #include "schedule.h"
+#include "shell.h"
 #include "stats.h"
 #include "token.h"
 #include "trace.h"
@@ -520,7 +521,9 @@ int afd_cmd_explore(const afd_cli *cli)
                        c.best_index + 1, t.runs, desc ? desc : "?");
         afd_buf_printf(&o, "  %s: %s\n", afd_outcome_name(c.best_outcome), c.best_failure);
         afd_buf_printf(&o, "  token:  %s\n", c.best_token);
-        afd_buf_printf(&o, "  replay: affidavit replay %s %s\n", c.best_token, cli->nodeid);
+        afd_buf_printf(&o, "  replay: ");
+        afd_shell_replay_command(&o, c.best_token, cli->nodeid);
+        afd_buf_put_u8(&o, '\n');
     } else {
         afd_buf_printf(&o, "%s: no failing schedule in %" PRIu64 " runs\n", cli->nodeid, t.runs);
     }

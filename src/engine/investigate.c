@@ -24,6 +24,7 @@
 #include "pool.h"
 #include "runs.h"
 #include "schedule.h"
+#include "shell.h"
 #include "stats.h"
 #include "token.h"
 #include "trace.h"
@@ -1800,8 +1801,11 @@ static void text_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
     }
     if (o->ev.n)
         afd_buf_printf(&b, "  evidence:\n%s", bstr(&o->ev.text));
-    if (o->token)
-        afd_buf_printf(&b, "  replay:   affidavit replay %s %s\n", o->token, cli->nodeid);
+    if (o->token) {
+        afd_buf_printf(&b, "  replay:   ");
+        afd_shell_replay_command(&b, o->token, cli->nodeid);
+        afd_buf_put_u8(&b, '\n');
+    }
     if (o->fix_tried && !o->fix_kind)
         afd_buf_printf(&b, "  fix:      none proposed: %s\n", o->fix_why);
     if (o->fix_kind) {
