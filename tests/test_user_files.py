@@ -285,8 +285,8 @@ def test_a_symlinked_test_file_is_written_through_the_link(tmp_path: Path) -> No
     link.symlink_to(Path("shared") / "test_lu.py")
     fix = apply(tmp_path, "test_lu.py")
     assert fix["applied"] is True, fix
+    assert link.is_symlink() and os.readlink(link) == str(Path("shared") / "test_lu.py"), "the link was replaced"
     assert fix["apply"].startswith(f"applied to test_lu.py through its symlink, to {real.resolve()}"), fix
-    assert link.is_symlink() and os.readlink(link) == str(Path("shared") / "test_lu.py")
     assert "async with " in real.read_text()
     backup = tmp_path / "test_lu.py.orig"
     assert not backup.is_symlink() and backup.read_bytes() == original
