@@ -221,15 +221,19 @@ def test_apply_cleans_what_a_killed_apply_left(tmp_path: Path) -> None:
     assert leftovers(tmp_path) == ["test_lu.py.orig"]
 
 
-def test_a_backup_of_other_bytes_still_blocks(tmp_path: Path) -> None:
+@pytest.mark.parametrize("same", [False, True], ids=["other bytes", "the file's bytes"])
+def test_a_backup_of_a_completed_apply_still_blocks(tmp_path: Path, same: bool) -> None:
+    # the file's bytes with no temporary file beside it: a user who restored the file from the
+    # backup of an apply that completed, not what a killed apply leaves
     target = tmp_path / "test_lu.py"
     shutil.copy(LOST, target)
     original = target.read_bytes()
-    (tmp_path / "test_lu.py.orig").write_bytes(b"# the user's only copy of something\n")
+    kept = original if same else b"# the user's only copy of something\n"
+    (tmp_path / "test_lu.py.orig").write_bytes(kept)
     fix = apply(tmp_path, "test_lu.py")
     assert fix["applied"] is False and "test_lu.py.orig exists (a backup is never overwritten)" in fix["apply"], fix
     assert target.read_bytes() == original
-    assert (tmp_path / "test_lu.py.orig").read_bytes() == b"# the user's only copy of something\n"
+    assert (tmp_path / "test_lu.py.orig").read_bytes() == kept
     assert leftovers(tmp_path) == ["test_lu.py.orig"]
 
 

@@ -2,8 +2,9 @@
  *
  * Invariant: after afd_apply_fix returns, FILE holds either its old bytes or the fix, FILE.orig
  * exists only if the fix was applied or it existed before, and no temporary file of this call is
- * left; a SIGKILL at any point leaves at most a temporary file (removed by the next apply) and a
- * FILE.orig identical to FILE (which the next apply may replace). Runs once per investigation,
+ * left. A SIGKILL at any point leaves at most the temporary files (removed by the next apply) and,
+ * when it came after the backup was placed, a FILE.orig identical to FILE next to FILE's
+ * temporary file: the next apply recognises that pair and replaces the backup. Runs once per investigation,
  * on one file of at most AFD_PYSCAN_MAX_SOURCE bytes: every check re-reads the file whole. */
 #include "apply.h"
 #include "afd.h"
@@ -51,9 +52,12 @@ static int holds(const char *path, const char *data, size_t len)
 static int clear_stale_temp(const char *tmp, int *removed, char *note, size_t len)
 {
     struct stat st;
-    if (lstat(tmp, &st) != 0)
-        return errno == ENOENT ? 0 : (say(note, len, "not applied: cannot inspect %.400s: %s", tmp, strerror(errno)),
-                                      AFD_EIO);
+    if (lstat(tmp, &st) != 0) {
+        if (errno == ENOENT)
+            return 0;
+        say(note, len, "not applied: cannot inspect %.400s: %s", tmp, strerror(errno));
+        return AFD_EIO;
+    }
     if (!S_ISREG(st.st_mode)) {
         say(note, len, "not applied: %.400s exists and is not a file affidavit left", tmp);
         return AFD_EINVAL;
@@ -198,7 +202,7 @@ int afd_apply_fix(const afd_apply_req *req, char *note, size_t len)
 {
     char target[PATH_MAX], backup[PATH_MAX], tmp[PATH_MAX], btmp[PATH_MAX];
     struct stat st;
-    int is_link = 0, cleared = 0, fd = -1, bfd = -1, created_backup = 0, replace_backup = 0;
+    int is_link = 0, cleared = 0, cleared_main = 0, fd = -1, bfd = -1, created_backup = 0, replace_backup = 0;
     int tmp_left = 0, btmp_left = 0; /* our temporary files that still have their names */
     char *cur = NULL;
     size_t cur_len = 0;
@@ -211,7 +215,8 @@ int afd_apply_fix(const afd_apply_req *req, char *note, size_t len)
         say(note, len, "not applied: the path of %.400s is too long", req->file);
         return AFD_EINVAL;
     }
-    rc = clear_stale_temp(tmp, &cleared, note, len);
+    rc = clear_stale_temp(tmp, &cleared_main, note, len);
+    cleared = cleared_main;
     if (rc == 0)
         rc = clear_stale_temp(btmp, &cleared, note, len);
     if (rc == 0)
@@ -220,9 +225,11 @@ int afd_apply_fix(const afd_apply_req *req, char *note, size_t len)
         goto out;
     struct stat bst;
     if (lstat(backup, &bst) == 0) {
-        /* A backup holding exactly the file's bytes is what an apply killed before its last rename
-         * leaves; any other is the only copy of something and stays. */
-        if (!S_ISREG(bst.st_mode) || !holds(backup, cur, cur_len)) {
+        /* An apply killed between placing the backup and replacing the file leaves the backup
+         * holding exactly the file's bytes and, beside the file, its temporary file (which exists
+         * all that time). Only that pair is a leftover; any other backup, one identical to a file
+         * the user restored from it included, is the backup of an apply that completed, and stays. */
+        if (!cleared_main || !S_ISREG(bst.st_mode) || !holds(backup, cur, cur_len)) {
             say(note, len, "not applied: %.400s exists (a backup is never overwritten)", backup);
             rc = AFD_EINVAL;
             goto out;

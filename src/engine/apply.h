@@ -3,8 +3,9 @@
  * The user's file is written only when it is byte-identical to the text the fix was computed from
  * (and, for the test's own file, to what it held when the investigation started): a fix computed on
  * old text would silently revert whatever changed meanwhile. The original is kept in FILE.orig,
- * which is never overwritten unless it holds exactly the file's current bytes (then it is the
- * leftover of an apply that was killed before its last rename, and replacing it loses nothing).
+ * which is never overwritten, except when it is recognisably the leftover of an apply killed
+ * before its last rename (it holds exactly the file's bytes, and that apply's temporary file is
+ * still beside the file): then replacing it loses nothing.
  * Both files are written through a temporary file in their own directory (write, fsync, rename,
  * fsync the directory), so a reader sees the old file or the new one, never half of either; on any
  * failure everything this call created is removed. */
