@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -223,7 +224,7 @@ class ExploreHooks:
                 f"(run {found.get('failing_run')} of {found.get('runs')}, {found.get('schedule')}):\n"
                 f"  {found.get('failure')}\n"
                 f"  token:  {found.get('token')}\n"
-                f"  replay: affidavit replay {found.get('token')} {item.nodeid}\n"
+                f"  replay: affidavit replay {shlex.quote(str(found.get('token')))} {shlex.quote(item.nodeid)}\n"
                 f"  cause:  {cause}"
             )
         elif found.get("error"):
@@ -241,7 +242,7 @@ class ExploreHooks:
         summary = (d.get("cause") or {}).get("summary")
         window = d.get("window") or {}
         if not summary:
-            return f"not named ({d.get('verdict', 'no result')}); pytest {nodeid} --affidavit investigates it"
+            return f"not named ({d.get('verdict', 'no result')}); pytest {shlex.quote(nodeid)} --affidavit investigates it"
         if window.get("fails_at_us") is not None:
             summary += f"; fails when {window.get('task')} step {window.get('step')} is delayed by more than " \
                        f"{window['fails_at_us']:.1f} us"

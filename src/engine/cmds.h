@@ -12,6 +12,7 @@ enum {
     AFD_EXIT_USAGE = 2,     /* bad arguments or a test that cannot be run */
     AFD_EXIT_INTERNAL = 3,
     AFD_EXIT_ABSTAIN = 4,   /* a failure was seen but could not be controlled */
+    AFD_EXIT_STALE = 5,     /* replay: the token's delayed steps never ran in this test */
     AFD_EXIT_INTERRUPTED = 130 /* SIGINT or SIGTERM: the runs so far are reported (and stored) */
 };
 

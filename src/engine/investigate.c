@@ -14,6 +14,7 @@
  *      by Ochiai over every run seen, happens-before races, lost updates, lock-order and wait-for
  *      cycles, blocking calls and slow steps. */
 #include "afd.h"
+#include "apply.h"
 #include "cmds.h"
 #include "explain.h"
 #include "fix.h"
@@ -24,6 +25,7 @@
 #include "pool.h"
 #include "runs.h"
 #include "schedule.h"
+#include "shell.h"
 #include "stats.h"
 #include "token.h"
 #include "trace.h"
@@ -899,6 +901,10 @@ typedef struct outcome {
     char v_error[256];
     int applied;
     char apply_note[600];   /* what --apply did, or why it did not */
+    afd_buf fix_before;     /* the text the proposed fix was computed from (--apply checks it) */
+    char *first_seen;       /* --apply: the test's file when the investigation started (Owned) */
+    size_t first_seen_len;
+    char *first_path;       /* Owned: that file's path */
     /* every candidate fix synthesized, smallest first; each tried in turn until one is verified */
     struct candidate {
         const char *kind;
@@ -949,6 +955,7 @@ static void finish_proposal(outcome *o, const afd_cli *cli, const char *kind, co
     o->fix_kind = kind;
     o->fix_file = strdup(file);
     afd_buf_put(&o->fix_text, after->data, after->len);
+    afd_buf_put(&o->fix_before, before, len);
     /* the regression test is part of the diff when the fix is in the test's own file */
     const char *sep = strstr(cli->nodeid, "::");
     size_t flen = sep ? (size_t)(sep - cli->nodeid) : 0;
@@ -1467,8 +1474,6 @@ static void verify_regression_test(outcome *o, const afd_cli *cli)
 
 static int fix_verified(const outcome *o);
 
-/* --apply: only a verified fix, and only with a backup: the original goes to FILE.orig first (an
- * existing .orig is never overwritten), then the patched text replaces FILE. */
 /* The candidates in order of size (lines changed), each gated and, when the gate passes,
  * verified; the first verified one is the proposal. When none is, the proposal is the smallest
  * that passed the gate (verified again only if a later one replaced its results), else the
@@ -1478,7 +1483,7 @@ static void reset_proposal(outcome *o)
     o->fix_kind = NULL;
     free(o->fix_file);
     o->fix_file = NULL;
-    o->fix_diff.len = o->fix_text.len = o->buggy_with_test.len = 0;
+    o->fix_diff.len = o->fix_text.len = o->buggy_with_test.len = o->fix_before.len = 0;
     free(o->regression_node);
     o->regression_node = NULL;
     o->regression_why[0] = 0;
@@ -1531,50 +1536,24 @@ static void try_candidates(inv *v, outcome *o, const afd_cli *cli)
     }
 }
 
+/* --apply: only a verified fix, and only onto the very text it was computed from (apply.c). */
 static void apply_fix(outcome *o)
 {
     if (!fix_verified(o)) {
         snprintf(o->apply_note, sizeof o->apply_note, "not applied: the fix is not verified");
         return;
     }
-    char backup[PATH_MAX];
-    snprintf(backup, sizeof backup, "%s.orig", o->fix_file);
-    if (access(backup, F_OK) == 0) {
-        snprintf(o->apply_note, sizeof o->apply_note, "not applied: %.400s exists (a backup is never overwritten)",
-                 backup);
-        return;
-    }
-    size_t len = 0;
-    char *orig = afd_read_source_file(o->fix_file, &len);
-    FILE *b = orig ? fopen(backup, "wbx") : NULL;
-    int ok = b && fwrite(orig, 1, len, b) == len;
-    if (b && fclose(b) != 0)
-        ok = 0;
-    free(orig);
-    if (!ok) {
-        unlink(backup);
-        snprintf(o->apply_note, sizeof o->apply_note, "not applied: cannot write the backup %.400s", backup);
-        return;
-    }
-    /* the patched text goes to a temporary file beside the original, then replaces it in one rename */
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof tmp, "%s.affidavit-tmp", o->fix_file);
-    FILE *f = fopen(tmp, "wb");
-    ok = f && fwrite(o->fix_text.data, 1, o->fix_text.len, f) == o->fix_text.len;
-    if (f && fclose(f) != 0)
-        ok = 0;
-    struct stat st;
-    if (ok && stat(o->fix_file, &st) == 0)
-        chmod(tmp, st.st_mode & 07777);
-    if (!ok || rename(tmp, o->fix_file) != 0) {
-        unlink(tmp);
-        snprintf(o->apply_note, sizeof o->apply_note, "not applied: cannot write %.400s (the original is unchanged)",
-                 o->fix_file);
-        return;
-    }
-    o->applied = 1;
-    snprintf(o->apply_note, sizeof o->apply_note, "applied to %.250s (the original is in %.250s)", o->fix_file,
-             backup);
+    afd_apply_req req = {
+        .file = o->fix_file,
+        .analysed = o->fix_before.data ? (const char *)o->fix_before.data : "",
+        .analysed_len = o->fix_before.len,
+        .first_seen = o->first_seen,
+        .first_seen_len = o->first_seen_len,
+        .first_path = o->first_path,
+        .text = (const char *)o->fix_text.data,
+        .text_len = o->fix_text.len,
+    };
+    o->applied = !o->fix_before.err && afd_apply_fix(&req, o->apply_note, sizeof o->apply_note) == 0;
 }
 
 static int fix_verified(const outcome *o)
@@ -1810,8 +1789,11 @@ static void text_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
     }
     if (o->ev.n)
         afd_buf_printf(&b, "  evidence:\n%s", bstr(&o->ev.text));
-    if (o->token)
-        afd_buf_printf(&b, "  replay:   affidavit replay %s %s\n", o->token, cli->nodeid);
+    if (o->token) {
+        afd_buf_printf(&b, "  replay:   ");
+        afd_shell_replay_command(&b, o->token, cli->nodeid);
+        afd_buf_put_u8(&b, '\n');
+    }
     if (o->fix_tried && !o->fix_kind)
         afd_buf_printf(&b, "  fix:      none proposed: %s\n", o->fix_why);
     if (o->fix_kind) {
@@ -2036,6 +2018,18 @@ static int schedule_token(const delay_set *ds, char **token)
     return rc;
 }
 
+/* --apply: the test's file as it is before any run, so that a change made while the investigation
+ * runs (by the user, or by the test itself) is seen at apply time even when it happened before the
+ * fix read the file. Not kept when unreadable: the check against the fix's own text remains. */
+static void remember_test_file(outcome *o, const char *nodeid)
+{
+    const char *sep = strstr(nodeid, "::");
+    size_t n = sep ? (size_t)(sep - nodeid) : strlen(nodeid);
+    o->first_path = strndup(nodeid, n);
+    if (o->first_path)
+        o->first_seen = afd_read_source_file(o->first_path, &o->first_seen_len);
+}
+
 int afd_cmd_investigate(const afd_cli *cli)
 {
     uint64_t t0 = now_ns();
@@ -2049,6 +2043,9 @@ int afd_cmd_investigate(const afd_cli *cli)
     afd_buf_init(&o.fix_diff);
     afd_buf_init(&o.fix_text);
     afd_buf_init(&o.buggy_with_test);
+    afd_buf_init(&o.fix_before);
+    if (cli->apply)
+        remember_test_file(&o, cli->nodeid);
     delay_set ds = {0};
     kept_run fail_run = {0}, pass_run = {0};
     tally t = {0}, search = {0};
@@ -2477,6 +2474,9 @@ done_early:
     afd_buf_finish(&o.fix_diff);
     afd_buf_finish(&o.fix_text);
     afd_buf_finish(&o.buggy_with_test);
+    afd_buf_finish(&o.fix_before);
+    free(o.first_seen);
+    free(o.first_path);
     free(o.fix_file);
     free(o.regression_node);
     return rc;

@@ -69,6 +69,7 @@ static const char usage[] =
     "each run is also limited to its --timeout plus 2 s of CPU (RLIMIT_CPU: reported as a hang,\n"
     "'cpu limit'), and every process it starts is killed when it ends\n"
     "exit codes: 0 no failure, 1 failure, 2 usage error, 3 internal error, 4 abstained,\n"
+    "            5 stale schedule (replay: a delayed step of the token never ran in this test),\n"
     "            130 interrupted (SIGINT/SIGTERM: the runs so far are reported and stored)\n";
 
 static int bad(const char *msg, const char *arg)

@@ -11,6 +11,7 @@
 #include "incident.h"
 #include "out.h"
 #include "report.h"
+#include "shell.h"
 #include "store.h"
 #include "trace.h"
 
@@ -192,8 +193,11 @@ static int cmd_show(int64_t id, int json)
                        f.row.natural_runs, 100 * f.row.rate);
         if (f.summary && *f.summary)
             afd_buf_printf(&b, "  cause:    %s\n", f.summary);
-        if (f.token && *f.token)
-            afd_buf_printf(&b, "  replay:   affidavit replay %s %s\n", f.token, f.row.nodeid);
+        if (f.token && *f.token) {
+            afd_buf_printf(&b, "  replay:   ");
+            afd_shell_replay_command(&b, f.token, f.row.nodeid);
+            afd_buf_put_u8(&b, '\n');
+        }
         afd_buf_printf(&b, "  runs:     %zu stored; traces: %s%s\n", f.n_runs, f.failing ? "failing " : "",
                        f.passing ? "passing" : f.failing ? "" : "none");
         afd_buf_printf(&b, "  report:   %s\n", access(path, R_OK) == 0 ? path : "affidavit report ID --format html");

@@ -15,6 +15,7 @@
  * time, so its memory does not grow with a jansson tree of the whole run. */
 #include "report.h"
 #include "afd.h"
+#include "shell.h"
 
 #include <inttypes.h>
 #include <jansson.h>
@@ -1527,36 +1528,19 @@ static void sec_diff(page *pg)
 
 /* ---- 8. replay, 9. environment ---- */
 
-/* A word for a POSIX shell: as it is when it holds only safe characters, else single-quoted. */
-static void put_shell_word(afd_buf *out, const char *s)
-{
-    static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_";
-    if (*s && strspn(s, safe) == strlen(s)) {
-        esc(out, s);
-        return;
-    }
-    put(out, "&#39;");
-    for (const char *p = s; *p;) {
-        size_t n = strcspn(p, "'");
-        esc_n(out, p, n);
-        p += n;
-        if (*p == '\'') {
-            put(out, "&#39;\\&#39;&#39;");
-            p++;
-        }
-    }
-    put(out, "&#39;");
-}
-
+/* The replay command, quoted for a POSIX shell (shell.h) and then escaped for HTML: what a reader
+ * copies from the page is exactly what the terminal summary prints. */
 static void replay_command(afd_buf *out, const char *cls, const char *token, const char *nodeid)
 {
-    afd_buf_printf(out, "<pre class=\"%s\">affidavit replay ", cls);
-    put_shell_word(out, token);
-    if (nodeid && *nodeid) {
-        put(out, " ");
-        put_shell_word(out, nodeid);
-    }
+    afd_buf cmd;
+    afd_buf_init(&cmd);
+    afd_shell_replay_command(&cmd, token, nodeid);
+    afd_buf_printf(out, "<pre class=\"%s\">", cls);
+    esc_n(out, cmd.data ? (const char *)cmd.data : "", cmd.len);
     put(out, "</pre>\n");
+    if (cmd.err)
+        out->err = cmd.err;
+    afd_buf_finish(&cmd);
 }
 
 static void sec_replay(page *pg)
@@ -1900,8 +1884,10 @@ static void sarif_cause(int *bad, json_t *rules, json_t *results, const json_t *
     afd_buf_printf(&text, "%s", summary);
     if (nodeid)
         afd_buf_printf(&text, " (test %s", nodeid);
-    if (jstr(doc, "token"))
-        afd_buf_printf(&text, "%sreplay with: affidavit replay %s", nodeid ? "; " : " (", jstr(doc, "token"));
+    if (jstr(doc, "token")) {
+        afd_buf_printf(&text, "%sreplay with: ", nodeid ? "; " : " (");
+        afd_shell_replay_command(&text, jstr(doc, "token"), nodeid);
+    }
     if (nodeid || jstr(doc, "token"))
         afd_buf_printf(&text, ")");
     if (text.err)

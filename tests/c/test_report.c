@@ -420,7 +420,7 @@ TEST(html_escapes_hostile_text_everywhere)
     /* no attribute can be closed early: every quote in the page is one of ours */
     CHECK(!strstr(html, "\"'"));
     /* the shell command quotes the name and the token */
-    CHECK(strstr(html, "affidavit replay &#39;afd1:x&#39;\\&#39;&#39;y&#39; &#39;tests/x.py::test_hostile["));
+    CHECK(strstr(html, "affidavit replay &#39;afd1:x&#39;&quot;&#39;&quot;&#39;y&#39; &#39;tests/x.py::test_hostile["));
     free(html);
     free(json);
     afd_trace_finish(&f);
