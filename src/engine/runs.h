@@ -23,6 +23,7 @@ typedef struct tally {
     int digests_differ;
     char *first_failure;  /* Owned. */
     int first_failure_outcome;
+    char *foreign_loop;   /* Owned: the first run's description of a loop not affidavit's, or NULL. */
 } tally;
 
 /* Every run an investigation made, for its incident: when `active_runlog` is set, tally_add
