@@ -1,4 +1,5 @@
-"""The lost update of case_plain_lost_update.py in tests that change the working directory."""
+"""The lost update of case_plain_lost_update.py: as it is, with tmp_path, and in tests that change the
+working directory."""
 
 import asyncio
 import os
@@ -16,6 +17,21 @@ async def deposit(amount: int) -> None:
     current = BALANCE["amount"]
     await asyncio.sleep(0.0005)  # the ledger write takes a moment
     BALANCE["amount"] = current + amount
+
+
+@pytest.mark.asyncio
+async def test_deposits() -> None:
+    BALANCE["amount"] = 0
+    await asyncio.gather(deposit(10), deposit(20))
+    assert BALANCE["amount"] == 30
+
+
+@pytest.mark.asyncio
+async def test_deposits_with_tmp_path(tmp_path: Path) -> None:
+    BALANCE["amount"] = 0
+    await asyncio.gather(deposit(10), deposit(20))
+    (tmp_path / "balance").write_text(str(BALANCE["amount"]))
+    assert BALANCE["amount"] == 30
 
 
 @pytest.mark.asyncio
