@@ -86,7 +86,7 @@ def _escaped(exc: BaseException, path: str) -> str:
     return f"{where}{type(exc).__name__}{': ' + msg if msg else ''} (raised inside the test)"
 
 
-def _run_protocol(item: Any, reraise: Any, setup_only: bool) -> List[Any]:
+def _run_protocol(item: Any, reraise: Any, setup_only: bool, log: bool) -> List[Any]:
     """pytest's run protocol for one item (``_pytest.runner.runtestprotocol``): setup, then call
     if setup passed, then teardown, each phase reported through ``pytest_runtest_makereport`` and
     ``pytest_runtest_logreport`` exactly as pytest reports it.
@@ -94,9 +94,12 @@ def _run_protocol(item: Any, reraise: Any, setup_only: bool) -> List[Any]:
     Every phase gets its report, a passing one too: fixtures read what makereport leaves behind
     (tmp_path's teardown reads the phase reports pytest stashes on the item), conftest hook
     wrappers set ``item.rep_call``, and a plugin's makereport may turn a passing call into a
-    failure or an xfail. Logreport is called because plugins act there too (it is how pytest's
-    stepwise, junitxml and a conftest see outcomes); the terminal reporter it reaches writes to
-    /dev/null. ``pytest_exception_interact`` is not called: it exists to enter a debugger, and a
+    failure or an xfail. Logreport is called when a plugin other than pytest's own implements it
+    (``log``, see _logs_reports): a conftest or a third-party plugin may act there. pytest's own
+    only report what happened (the terminal, which writes to /dev/null here; junitxml and stepwise,
+    which write at the end of the session, which a run never reaches; the session's maxfail
+    count), and a report costs page faults in a freshly forked child, so they are not called for
+    nothing. ``pytest_exception_interact`` is not called: it exists to enter a debugger, and a
     run has no terminal to debug in. The item's request is not reset after teardown: the child
     exits right after. ``reraise`` is get_reraise_exceptions(config), computed once in the worker.
     """
@@ -110,7 +113,8 @@ def _run_protocol(item: Any, reraise: Any, setup_only: bool) -> List[Any]:
     def phase(when: str, fn: Any) -> Any:
         call = CallInfo.from_call(fn, when=when, reraise=reraise)
         rep = ihook.pytest_runtest_makereport(item=item, call=call)
-        ihook.pytest_runtest_logreport(report=rep)
+        if log:
+            ihook.pytest_runtest_logreport(report=rep)
         reports.append(rep)
         return rep
 
@@ -118,6 +122,17 @@ def _run_protocol(item: Any, reraise: Any, setup_only: bool) -> List[Any]:
         phase("call", lambda: ihook.pytest_runtest_call(item=item))
     phase("teardown", lambda: ihook.pytest_runtest_teardown(item=item, nextitem=None))
     return reports
+
+
+def _logs_reports(item: Any) -> bool:
+    """Whether a plugin that is not part of pytest (a conftest, a third-party plugin) implements
+    pytest_runtest_logreport for the item."""
+    for impl in item.ihook.pytest_runtest_logreport.get_hookimpls():
+        plugin = impl.plugin
+        module = plugin.__name__ if isinstance(plugin, type(os)) else type(plugin).__module__
+        if not (module == "_pytest" or module.startswith("_pytest.")):
+            return True
+    return False
 
 
 def _fd_captures(config: Any) -> List[Any]:
@@ -161,6 +176,24 @@ def _warm_up() -> None:
     for _ in range(12):
         asyncio.run(nothing())
     asyncio.set_event_loop(None)
+
+
+def _warm_reports(item: Any, reraise: Any) -> None:
+    """Builds, in the worker, the reports of a plain passing run a dozen times and drops them, so
+    that pytest's report code is already executed and specialized when a child first runs it
+    (the same reason as _warm_up). Only pytest's own code runs: the reports are made directly,
+    not through the makereport hook, and only for pytest's Function items, whose location and
+    keywords pytest computes. Nothing is kept: the item's cached location is what collection
+    already made it."""
+    from _pytest.python import Function
+    from _pytest.reports import TestReport
+    from _pytest.runner import CallInfo
+
+    if not isinstance(item, Function):
+        return
+    for _ in range(12):
+        for when in ("setup", "call", "teardown"):
+            TestReport.from_item_and_call(item, CallInfo.from_call(lambda: None, when=when, reraise=reraise))
 
 
 def _regex_keys() -> Set[Any]:
@@ -211,6 +244,7 @@ class _Server:
         self.reports: Optional[List[Any]] = None  # the run's reports, set by pytest_runtest_protocol
         self.reraise: Any = ()  # what pytest's protocol lets through, set before the first fork
         self.setup_only = False  # --setup-only: pytest runs no call phase
+        self.log_reports = True  # whether to call pytest_runtest_logreport (_logs_reports)
         self.lesson: Optional[Any] = None  # the file the first run writes what it learned to
 
     @_hookimpl(tryfirst=True)
@@ -219,7 +253,7 @@ class _Server:
         wrappers around it apply to every run as they do under pytest: the warnings plugin's
         filters (a ``filterwarnings("error")`` mark makes a warning fail the test), the assertion
         plugin's comparison hooks, faulthandler's timeout, and any plugin's wrapper."""
-        self.reports = _run_protocol(item, self.reraise, self.setup_only)
+        self.reports = _run_protocol(item, self.reraise, self.setup_only, self.log_reports)
         return True
 
     def pytest_collectreport(self, report: Any) -> None:
@@ -249,6 +283,7 @@ class _Server:
 
         self.reraise = get_reraise_exceptions(session.config)
         self.setup_only = bool(session.config.getoption("setuponly", False))
+        self.log_reports = _logs_reports(item)
 
         self.lesson = tempfile.TemporaryFile()
         known = _regex_keys()
@@ -296,6 +331,7 @@ class _Server:
         # not dirtied) by the collector in every child.
         install()
         _warm_up()
+        _warm_reports(item, self.reraise)
         gc.collect()
         gc.freeze()
         _runtime.trim_heap()
