@@ -265,6 +265,43 @@ def test_a_lost_update_that_takes_tmp_path_is_explained(tmp_path: Path) -> None:
     assert data["failure"].startswith(f"{CASES}/case_chdir.py:") and "assert" in data["failure"], describe(proc)
 
 
+LOGREPORT_CONFTEST = """
+import os
+
+def pytest_runtest_logreport(report):
+    with open(os.environ["AFD_LOGREPORT_OUT"], "a") as f:
+        f.write(f"{report.when} {report.outcome}\\n")
+"""
+
+
+def test_a_conftests_logreport_sees_every_phase(tmp_path: Path) -> None:
+    """A conftest acting in pytest_runtest_logreport gets the three reports of every run, as it
+    gets them under pytest."""
+    test = ASYNC_HEAD + textwrap.dedent("""
+        @pytest.mark.asyncio
+        async def test_it(tmp_path):
+            await asyncio.sleep(0)
+        """)
+    root = project(tmp_path, {"conftest.py": LOGREPORT_CONFTEST, "test_case.py": test})
+    out = tmp_path / "logreport.txt"
+    env = _env()
+    env["AFD_LOGREPORT_OUT"] = str(out)
+    proc = subprocess.run(
+        [str(PYTHON), "-m", "pytest", "-p", "no:affidavit", "-p", "no:cacheprovider", "-q", "test_case.py::test_it"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, describe(proc)
+    under_pytest = out.read_text().splitlines()
+    assert under_pytest == ["setup passed", "call passed", "teardown passed"], under_pytest
+    out.unlink()
+    proc = subprocess.run(
+        [str(AFFIDAVIT), "sample", "test_case.py::test_it", "-n", str(RUNS), "--json", "--workers", "1"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, describe(proc)
+    assert out.read_text().splitlines() == under_pytest * RUNS, describe(proc)
+
+
 # ---- 2. captured output is bytes ----
 
 BYTES_TEST = ASYNC_HEAD + """\
