@@ -183,8 +183,8 @@ def _warm_reports(item: Any, reraise: Any) -> None:
     that pytest's report code is already executed and specialized when a child first runs it
     (the same reason as _warm_up). Only pytest's own code runs: the reports are made directly,
     not through the makereport hook, and only for pytest's Function items, whose location and
-    keywords pytest computes. Nothing is kept: the item's cached location is what collection
-    already made it."""
+    keywords pytest computes. What is kept is the item's location, which pytest caches on first
+    use and computes from the rootdir alone, so a child would compute the same."""
     from _pytest.python import Function
     from _pytest.reports import TestReport
     from _pytest.runner import CallInfo
@@ -326,7 +326,9 @@ class _Server:
         for fd in [1, 2] + [cap.targetfd_save for cap in captures]:
             os.dup2(devnull, fd)
         os.close(devnull)
-        _runtime.set_context(_BASE, _loop_note(item))
+        # the runtime keeps at most 1 KiB of the note: cut it at a character boundary first
+        note = _loop_note(item).encode()[:1000].decode("utf-8", "ignore")
+        _runtime.set_context(_BASE, note)
         # Children share the parent's pages until they write: a frozen heap is not walked (and so
         # not dirtied) by the collector in every child.
         install()
