@@ -30,6 +30,10 @@ HASH_SEED = os.environ.get("PYTHONHASHSEED", "random")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _CHECK_ERROR = "affidavit.check.CheckError: "
 _hookimpl = pluggy.HookimplMarker("pytest")  # what pytest.hookimpl is, without importing pytest here
+# The directory paths in failure texts and traces are relative to: the one the worker was started
+# in, where the engine reads the user's files from. Fixed once, so that a test that changes the
+# working directory changes no path.
+_BASE = os.getcwd()
 
 
 def _one_line(text: str, limit: int = 400) -> str:
@@ -45,7 +49,7 @@ def _collect_error(longrepr: str) -> str:
         exc = next((l[1:].strip() for l in reversed(lines) if l.startswith("E")), lines[-1] if lines else "")
     where = next((m for m in (re.search(r'File "([^"]+)", line (\d+)', l) for l in lines) if m), None)
     if where and where.group(1) not in exc:
-        exc += f" ({os.path.relpath(where.group(1))}, line {where.group(2)})"
+        exc += f" ({os.path.relpath(where.group(1), _BASE)}, line {where.group(2)})"
     return _one_line(exc)
 
 
@@ -56,7 +60,7 @@ def _summarize(reports: List[Any]) -> Tuple[int, str]:
             outcome = _runtime.OUT_FAIL if rep.when == "call" else _runtime.OUT_ERROR
             crash = getattr(rep.longrepr, "reprcrash", None)
             if crash is not None:
-                where = f"{os.path.relpath(crash.path)}:{crash.lineno}"
+                where = f"{os.path.relpath(crash.path, _BASE)}:{crash.lineno}"
                 if os.path.dirname(os.path.abspath(crash.path)) == _HERE:
                     where = "affidavit check"  # the harness's own oracle: its line says nothing
                 first = crash.message.strip().splitlines()[0] if crash.message.strip() else ""
@@ -77,22 +81,27 @@ def _escaped(exc: BaseException, path: str) -> str:
     import traceback
 
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
-    where = f"{os.path.relpath(frames[-1].filename)}:{frames[-1].lineno}: " if frames else ""
+    where = f"{os.path.relpath(frames[-1].filename, _BASE)}:{frames[-1].lineno}: " if frames else ""
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{where}{type(exc).__name__}{': ' + msg if msg else ''} (raised inside the test)"
 
 
-def _run_protocol(item: Any, reraise: Any) -> List[Any]:
-    """pytest's run protocol for one item (setup, call, teardown), without building a report for
-    phases that passed plainly.
+def _run_protocol(item: Any, reraise: Any, setup_only: bool, log: bool) -> List[Any]:
+    """pytest's run protocol for one item (``_pytest.runner.runtestprotocol``): setup, then call
+    if setup passed, then teardown, each phase reported through ``pytest_runtest_makereport`` and
+    ``pytest_runtest_logreport`` exactly as pytest reports it.
 
-    A report is what costs: pytest's makereport hooks touch much of the session's memory, and in a
-    freshly forked child every page touched is a copy-on-write fault. A passing phase needs no
-    report unless a plugin could turn it into something else (an xfail mark makes a pass an
-    XPASS, a failure under strict=True), so reports are made only for failures, skips and items
-    with an xfail mark, looked for again after setup (a fixture may add one), through the same
-    hook pytest uses, which keeps skip, xfail and error semantics exactly pytest's. ``reraise``
-    is get_reraise_exceptions(config), computed once in the worker.
+    Every phase gets its report, a passing one too: fixtures read what makereport leaves behind
+    (tmp_path's teardown reads the phase reports pytest stashes on the item), conftest hook
+    wrappers set ``item.rep_call``, and a plugin's makereport may turn a passing call into a
+    failure or an xfail. Logreport is called when a plugin other than pytest's own implements it
+    (``log``, see _logs_reports): a conftest or a third-party plugin may act there. pytest's own
+    only report what happened (the terminal, which writes to /dev/null here; junitxml and stepwise,
+    which write at the end of the session, which a run never reaches; the session's maxfail
+    count), and a report costs page faults in a freshly forked child, so they are not called for
+    nothing. ``pytest_exception_interact`` is not called: it exists to enter a debugger, and a
+    run has no terminal to debug in. The item's request is not reset after teardown: the child
+    exits right after. ``reraise`` is get_reraise_exceptions(config), computed once in the worker.
     """
     from _pytest.runner import CallInfo
 
@@ -101,19 +110,55 @@ def _run_protocol(item: Any, reraise: Any) -> List[Any]:
     ihook = item.ihook
     reports: List[Any] = []
 
-    def phase(when: str, fn: Any) -> bool:
+    def phase(when: str, fn: Any) -> Any:
         call = CallInfo.from_call(fn, when=when, reraise=reraise)
-        if call.excinfo is not None or item.get_closest_marker("xfail") is not None:
-            rep = ihook.pytest_runtest_makereport(item=item, call=call)
-            reports.append(rep)
-            return bool(rep.passed)
-        return True
+        rep = ihook.pytest_runtest_makereport(item=item, call=call)
+        if log:
+            ihook.pytest_runtest_logreport(report=rep)
+        reports.append(rep)
+        return rep
 
-    ok = phase("setup", lambda: ihook.pytest_runtest_setup(item=item))
-    if ok:
+    if phase("setup", lambda: ihook.pytest_runtest_setup(item=item)).passed and not setup_only:
         phase("call", lambda: ihook.pytest_runtest_call(item=item))
     phase("teardown", lambda: ihook.pytest_runtest_teardown(item=item, nextitem=None))
     return reports
+
+
+def _logs_reports(item: Any) -> bool:
+    """Whether a plugin that is not part of pytest (a conftest, a third-party plugin) implements
+    pytest_runtest_logreport for the item."""
+    for impl in item.ihook.pytest_runtest_logreport.get_hookimpls():
+        plugin = impl.plugin
+        module = plugin.__name__ if isinstance(plugin, type(os)) else type(plugin).__module__
+        if not (module == "_pytest" or module.startswith("_pytest.")):
+            return True
+    return False
+
+
+def _fd_captures(config: Any) -> List[Any]:
+    """pytest's global captures of file descriptors 1 and 2: none under ``-s`` or
+    ``--capture=sys``. Each holds the capture file (``tmpfile``) and a duplicate of the descriptor
+    it replaced (``targetfd_save``), restored between phases."""
+    capman = config.pluginmanager.getplugin("capturemanager")
+    multi = getattr(capman, "_global_capturing", None)
+    found = []
+    for cap in (getattr(multi, "out", None), getattr(multi, "err", None)):
+        if isinstance(getattr(cap, "targetfd_save", None), int) and hasattr(cap, "tmpfile"):
+            found.append(cap)
+    return found
+
+
+def _loop_note(item: Any) -> str:
+    """Where the item's event_loop_policy fixture comes from, when a conftest or module overrides
+    pytest-asyncio's: the policy it returns makes the test's loops, and they are not affidavit's."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = getattr(info, "name2fixturedefs", {}).get("event_loop_policy") or ()
+    func = getattr(defs[-1], "func", None) if defs else None
+    if func is None or getattr(func, "__module__", "").startswith("pytest_asyncio"):
+        return ""
+    code = getattr(func, "__code__", None)
+    where = f" at {os.path.relpath(code.co_filename, _BASE)}:{code.co_firstlineno}" if code else ""
+    return f"the event_loop_policy fixture is overridden{where}"
 
 
 def _warm_up() -> None:
@@ -131,6 +176,24 @@ def _warm_up() -> None:
     for _ in range(12):
         asyncio.run(nothing())
     asyncio.set_event_loop(None)
+
+
+def _warm_reports(item: Any, reraise: Any) -> None:
+    """Builds, in the worker, the reports of a plain passing run a dozen times and drops them, so
+    that pytest's report code is already executed and specialized when a child first runs it
+    (the same reason as _warm_up). Only pytest's own code runs: the reports are made directly,
+    not through the makereport hook, and only for pytest's Function items, whose location and
+    keywords pytest computes. What is kept is the item's location, which pytest caches on first
+    use and computes from the rootdir alone, so a child would compute the same."""
+    from _pytest.python import Function
+    from _pytest.reports import TestReport
+    from _pytest.runner import CallInfo
+
+    if not isinstance(item, Function):
+        return
+    for _ in range(12):
+        for when in ("setup", "call", "teardown"):
+            TestReport.from_item_and_call(item, CallInfo.from_call(lambda: None, when=when, reraise=reraise))
 
 
 def _regex_keys() -> Set[Any]:
@@ -180,6 +243,8 @@ class _Server:
         self.served = False
         self.reports: Optional[List[Any]] = None  # the run's reports, set by pytest_runtest_protocol
         self.reraise: Any = ()  # what pytest's protocol lets through, set before the first fork
+        self.setup_only = False  # --setup-only: pytest runs no call phase
+        self.log_reports = True  # whether to call pytest_runtest_logreport (_logs_reports)
         self.lesson: Optional[Any] = None  # the file the first run writes what it learned to
 
     @_hookimpl(tryfirst=True)
@@ -188,7 +253,7 @@ class _Server:
         wrappers around it apply to every run as they do under pytest: the warnings plugin's
         filters (a ``filterwarnings("error")`` mark makes a warning fail the test), the assertion
         plugin's comparison hooks, faulthandler's timeout, and any plugin's wrapper."""
-        self.reports = _run_protocol(item, self.reraise)
+        self.reports = _run_protocol(item, self.reraise, self.setup_only, self.log_reports)
         return True
 
     def pytest_collectreport(self, report: Any) -> None:
@@ -217,11 +282,23 @@ class _Server:
         from _pytest.runner import get_reraise_exceptions
 
         self.reraise = get_reraise_exceptions(session.config)
+        self.setup_only = bool(session.config.getoption("setuponly", False))
+        self.log_reports = _logs_reports(item)
 
         self.lesson = tempfile.TemporaryFile()
         known = _regex_keys()
 
+        # pytest captures at the file descriptor level unless told otherwise (-s, --capture=...),
+        # as it does under pytest. Between phases it puts back the descriptors it saved when the
+        # session began, which were the collection log: they go to /dev/null like fds 1 and 2.
+        captures = _fd_captures(session.config)
+
         def run_child(mode: int, token: str) -> None:
+            # Every child of this worker writes into the same capture files (one open file, one
+            # offset): a child killed mid-run leaves its output there, and it is not this run's.
+            for cap in captures:
+                cap.tmpfile.seek(0)
+                cap.tmpfile.truncate()
             if mode == _runtime.MODE_CONTROLLED:
                 random.seed(_runtime.random_seed())
             try:
@@ -246,13 +323,17 @@ class _Server:
             _runtime.result(outcome, text)
 
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
+        for fd in [1, 2] + [cap.targetfd_save for cap in captures]:
+            os.dup2(devnull, fd)
         os.close(devnull)
+        # the runtime keeps at most 1 KiB of the note: cut it at a character boundary first
+        note = _loop_note(item).encode()[:1000].decode("utf-8", "ignore")
+        _runtime.set_context(_BASE, note)
         # Children share the parent's pages until they write: a frozen heap is not walked (and so
         # not dirtied) by the collector in every child.
         install()
         _warm_up()
+        _warm_reports(item, self.reraise)
         gc.collect()
         gc.freeze()
         _runtime.trim_heap()
@@ -313,7 +394,7 @@ def main(argv: List[str]) -> int:
     _runtime.install_hooks()
     server = _Server(nodeid, req_fd, res_fd)
     # the pytest plugin stays out of the runs it would otherwise start again
-    args = [nodeid, "-p", "no:cacheprovider", "-p", "no:affidavit", "--capture=sys", "-q", "--no-header", *extra]
+    args = [nodeid, "-p", "no:cacheprovider", "-p", "no:affidavit", "-q", "--no-header", *extra]
     try:
         code = pytest.main(args, plugins=[server])
     except BaseException as exc:  # a crashing plugin or conftest must still produce one message

@@ -67,6 +67,7 @@ void tally_finish(tally *t)
     free(t->steps);
     free(t->wall);
     free(t->first_failure);
+    free(t->foreign_loop);
 }
 
 runlog *active_runlog;
@@ -112,8 +113,13 @@ int tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
         t->cap = ncap;
     }
     int loops = 0;
-    for (uint32_t i = 0; tr && i < tr->n_events; i++)
-        loops += tr->events[i].kind == AFD_EV_LOOP;
+    for (uint32_t i = 0; tr && i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        loops += e->kind == AFD_EV_LOOP;
+        if (e->kind == AFD_EV_UNCONTROLLED && e->a == AFD_TRACE_FOREIGN_LOOP && !t->foreign_loop &&
+            !(t->foreign_loop = strdup(afd_trace_string(tr, e->b))))
+            return AFD_ENOMEM;
+    }
     t->steps[t->runs] = tr ? tr->steps : 0;
     t->wall[t->runs] = res->wall_ns;
     uint64_t digest = tr ? afd_trace_digest(tr) : 0;
@@ -172,6 +178,8 @@ const char *uncontrolled_words(uint32_t flags)
         return "real file descriptors (sockets, pipes)";
     if (flags & AFD_TRACE_REAL_WAIT)
         return "waits on real time (I/O, executors, or a wait nothing could end)";
+    if (flags & AFD_TRACE_FOREIGN_LOOP)
+        return "an event loop affidavit does not control";
     return NULL;
 }
 
@@ -298,6 +306,13 @@ int run_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_f
 
 int report_no_loop(const afd_cli *cli, const tally *t)
 {
+    if (t->runs && t->no_loop == t->runs && t->foreign_loop) {
+        /* The test's own loop ran on real time: nothing of it can be scheduled, counted or replayed. */
+        error_line("%s ran its own event loop (%s), which affidavit does not control: it can neither "
+                   "schedule nor replay that loop's steps",
+                   cli->nodeid, t->foreign_loop);
+        return 1;
+    }
     if (t->runs && t->no_loop == t->runs) {
         error_line("%s ran no asyncio event loop: affidavit controls asyncio's loop (is the test async?)%s",
                    cli->nodeid, "");

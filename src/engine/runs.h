@@ -24,6 +24,7 @@ typedef struct tally {
     char *first_failure;  /* Owned; may hold NUL bytes: first_failure_len is its length. */
     size_t first_failure_len;
     int first_failure_outcome;
+    char *foreign_loop;   /* Owned: the first run's description of a loop not affidavit's, or NULL. */
 } tally;
 
 /* Every run an investigation made, for its incident: when `active_runlog` is set, tally_add

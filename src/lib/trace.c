@@ -519,6 +519,8 @@ static const char *uncontrolled_source(uint32_t bit)
         return "no event loop ran";
     case AFD_TRACE_REAL_WAIT:
         return "the loop blocked on real time";
+    case AFD_TRACE_FOREIGN_LOOP:
+        return "an event loop affidavit does not control ran";
     default:
         return NULL;
     }

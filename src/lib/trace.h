@@ -53,9 +53,12 @@ enum afd_trace_flags {
     AFD_TRACE_STEP_LIMIT = 1u << 6,   /* the run stopped at the maximum number of steps */
     AFD_TRACE_DEADLOCK = 1u << 7,     /* every task was blocked with nothing left to wake one:
                                          the run ended as a hang (WAITFOR events say who waited) */
-    AFD_TRACE_LINES = 1u << 8         /* the lines of user code were traced (LINE events) */
+    AFD_TRACE_LINES = 1u << 8,        /* the lines of user code were traced (LINE events) */
+    AFD_TRACE_FOREIGN_LOOP = 1u << 9  /* an event loop that is not affidavit's ran (its own policy or
+                                         factory): one UNCONTROLLED event, b = its description */
 };
-#define AFD_TRACE_UNCONTROLLED (AFD_TRACE_THREADS | AFD_TRACE_REAL_IO | AFD_TRACE_REAL_WAIT)
+#define AFD_TRACE_UNCONTROLLED \
+    (AFD_TRACE_THREADS | AFD_TRACE_REAL_IO | AFD_TRACE_REAL_WAIT | AFD_TRACE_FOREIGN_LOOP)
 
 enum afd_event_kind {
     AFD_EV_TASK = 1,         /* task created: task=id, a=parent id (0 none), b=label */

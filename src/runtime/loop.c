@@ -618,6 +618,8 @@ static PyObject *rt_set_running_loop(PyObject *m, PyObject *loop)
 {
     PyObject *r = PyObject_CallOneArg(orig_set_running_loop, loop);
     Py_CLEAR(set_loop);
+    if (r)
+        afd_rt_note_running_loop(loop);
     if (r && loop != Py_None) {
         set_loop = Py_NewRef(loop);
         set_thread = PyThread_get_thread_ident();

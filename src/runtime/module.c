@@ -331,6 +331,8 @@ static PyMethodDef rt_methods[] = {
     {"token_delays", rt_token_delays, METH_O, "token_delays(token): [(task label, step ordinal, cost ns)]."},
     {"install_hooks", afd_rt_install_hooks, METH_NOARGS,
      "install_hooks(): record asyncio Lock/Event/Semaphore/Queue transitions and time.sleep (idempotent)."},
+    {"set_context", afd_rt_set_context, METH_VARARGS,
+     "set_context(base_dir, loop_note): where trace paths are relative to; who chose the loop policy."},
     {"serve", afd_rt_serve, METH_VARARGS, "serve(in_fd, out_fd, run_child, python, hash_seed): the fork server."},
     {NULL, NULL, 0, NULL},
 };

@@ -202,6 +202,11 @@ void afd_rec_flag(uint32_t flag)
         rec.hdr->flags |= flag;
 }
 
+uint32_t afd_rec_flags(void)
+{
+    return rec.hdr ? rec.hdr->flags : 0;
+}
+
 uint64_t afd_rec_steps(void)
 {
     return rec.hdr ? rec.hdr->steps : 0;
@@ -523,7 +528,8 @@ static int frame_lasti(PyFrameObject *frame)
 #endif
 }
 
-/* "relpath:line" of a frame (a new reference, or NULL with no exception set). */
+/* "path:line" of a frame, the path relative to the trace's base directory (a new reference, or
+ * NULL with no exception set). */
 static PyObject *site_text(PyCodeObject *code, PyFrameObject *frame)
 {
     int line = PyFrame_GetLineNumber(frame);
@@ -531,14 +537,12 @@ static PyObject *site_text(PyCodeObject *code, PyFrameObject *frame)
     PyObject *s = NULL;
     if (fn) {
         PyObject *rel = Py_NewRef(fn);
-        char cwd[4096];
-        if (getcwd(cwd, sizeof cwd)) {
-            const char *u = PyUnicode_AsUTF8(fn);
-            size_t cl = strlen(cwd);
-            if (u && strncmp(u, cwd, cl) == 0 && u[cl] == '/') {
-                Py_DECREF(rel);
-                rel = PyUnicode_FromString(u + cl + 1);
-            }
+        char scratch[4096];
+        const char *u = PyUnicode_AsUTF8(fn);
+        const char *r = u ? afd_rt_relative(u, scratch, sizeof scratch) : NULL;
+        if (r && r != u) {
+            Py_DECREF(rel);
+            rel = PyUnicode_FromString(r);
         }
         s = rel ? PyUnicode_FromFormat("%U:%d", rel, line) : NULL;
         Py_XDECREF(rel);
@@ -979,13 +983,9 @@ static uint32_t relpath_id(PyObject *filename)
         PyErr_Clear();
         return AFD_NOSTR;
     }
-    char cwd[4096];
-    if (getcwd(cwd, sizeof cwd)) {
-        size_t cl = strlen(cwd);
-        if (strncmp(u, cwd, cl) == 0 && u[cl] == '/')
-            return afd_rec_intern(NULL, u + cl + 1);
-    }
-    return afd_rec_intern(filename, NULL);
+    char scratch[4096];
+    const char *r = afd_rt_relative(u, scratch, sizeof scratch);
+    return r != u ? afd_rec_intern(NULL, r) : afd_rec_intern(filename, NULL);
 }
 
 const afd_code_info *afd_rec_code_info(afd_rt_state *st, PyCodeObject *code)

@@ -113,6 +113,8 @@ void afd_rec_event(uint8_t kind, uint8_t flags, uint32_t task, uint32_t a, uint3
 /* Interns a Python str (or a C string when s is NULL) into the string table. */
 uint32_t afd_rec_intern(PyObject *s, const char *cs);
 void afd_rec_flag(uint32_t flag);
+/* The AFD_TRACE_* flags of the run being recorded (0 when none is). */
+uint32_t afd_rec_flags(void);
 uint64_t afd_rec_steps(void);
 /* The task whose step is running (0 when none) and the clock of the current loop. */
 extern uint32_t afd_rec_current;
@@ -183,7 +185,7 @@ void afd_loop_fresh_process(void);
 typedef struct afd_code_info {
     uint8_t user;     /* the user's code: not the stdlib, site-packages or affidavit */
     uint8_t receiver; /* first parameter: 1 `self`, 2 `cls`, 0 neither */
-    uint32_t file;    /* string id of the code's path, relative to the working directory */
+    uint32_t file;    /* string id of the code's path, relative to the trace's base directory */
     const struct afd_pyscan *scan; /* the file's access summary (for local variables), or NULL */
 } afd_code_info;
 /* NULL on failure (no exception left). */
@@ -191,6 +193,17 @@ const afd_code_info *afd_rec_code_info(afd_rt_state *st, PyCodeObject *code);
 /* The object number of a method's receiver, and in *label its label: "Store#0" (instances of one
  * type numbered in order of first sight) or the class's qualified name for `cls`. 0 on failure. */
 uint32_t afd_rec_receiver(afd_rt_state *st, PyObject *obj, int is_cls, uint32_t *label);
+
+/* ---- Where a run happens (context.c) ------------------------------------------------------ */
+/* path relative to the trace's base directory (a pointer into path), or path itself when it is
+ * not under it. scratch (len bytes, the caller's) is used when no base was set. */
+const char *afd_rt_relative(const char *path, char *scratch, size_t len);
+/* set_context(base_dir, loop_note): the base directory of trace paths and what the worker knows
+ * of who chose the event loop policy (may be ""). */
+PyObject *afd_rt_set_context(PyObject *self, PyObject *args);
+/* Called with every loop asyncio makes the running loop: one that is not a ControlledLoop marks
+ * the run (AFD_TRACE_FOREIGN_LOOP) once, with its description. Keeps any pending exception. */
+void afd_rt_note_running_loop(PyObject *loop);
 
 /* ---- Line tracer (tracer.c) ------------------------------------------------------------- */
 /* Around one step of a run that traces lines: sets and clears the C trace function. */

@@ -777,8 +777,10 @@ TEST(format_event_lines)
     check_line(&t, &ev, "idle: clock jumps 0.000ms to t=0.000ms");
     ev = ev_make(AFD_EV_ASSERT_END, 1, 2, 0, AFD_NOSTR, 0, 0, 0);
     check_line(&t, &ev, "assertion on ? by task finalize_report#0 passed");
-    ev = ev_make(AFD_EV_UNCONTROLLED, 0, 0, 1u << 9, 0, 0, 0, 0);
-    check_line(&t, &ev, "uncontrolled at t=0.000ms: source 0x200");
+    ev = ev_make(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_FOREIGN_LOOP, 0, 0, 0, 0);
+    check_line(&t, &ev, "uncontrolled at t=0.000ms: an event loop affidavit does not control ran");
+    ev = ev_make(AFD_EV_UNCONTROLLED, 0, 0, 1u << 10, 0, 0, 0, 0);
+    check_line(&t, &ev, "uncontrolled at t=0.000ms: source 0x400");
     ev = ev_make(77, 0, 0, 0, 0, 0, 0, 0);
     check_line(&t, &ev, "event of unknown kind 77");
     afd_trace_finish(&t);

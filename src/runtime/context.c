@@ -1,0 +1,140 @@
+/* context.c -- what the worker tells the runtime about where a run happens, and what the runtime
+ * tells the engine about event loops it does not control.
+ *
+ * Paths in a trace are relative to one base directory, fixed by the worker before its first fork
+ * (set_context): the directory the engine and the worker were started in, which is also where
+ * the engine reads the user's files from. A test that changes the working directory (os.chdir,
+ * monkeypatch.chdir) therefore changes nothing in its trace.
+ *
+ * An event loop that is not a ControlledLoop (a conftest's event_loop_policy fixture or a loop
+ * factory made it) runs on real time, outside the schedule. When one becomes the running loop the
+ * run's trace gets the AFD_TRACE_FOREIGN_LOOP flag and one UNCONTROLLED event whose b is a
+ * description of that loop and the policy in force, so the engine can say what ran.
+ *
+ * Invariant: both are set-once facts of a process (the base) or of a run (the flag, recorded at
+ * most once a run). Workload: the base is read once per code object a run sees; the foreign-loop
+ * check costs one MRO walk each time a loop starts or stops running. */
+#include "runtime.h"
+
+#include <string.h>
+#include <unistd.h>
+
+/* The base directory of trace paths, without a trailing slash ("" for the root directory). */
+static char base_dir[4096];
+static size_t base_len;
+static int base_set; /* 0 until the worker sets the base */
+/* What the worker knows of who chose the event loop policy, e.g. a conftest's fixture. */
+static char loop_note[1024];
+
+const char *afd_rt_relative(const char *path, char *scratch, size_t len)
+{
+    const char *base = base_dir;
+    size_t bl = base_len;
+    if (!base_set) {
+        /* Outside a worker (an in-process recording) nobody fixed a base: the working directory
+         * is the best there is. */
+        if (!getcwd(scratch, len))
+            return path;
+        base = scratch;
+        bl = strlen(scratch);
+    }
+    if (strncmp(path, base, bl) == 0 && path[bl] == '/' && path[bl + 1])
+        return path + bl + 1;
+    return path;
+}
+
+static int copy_utf8(PyObject *s, char *dst, size_t cap, const char *what)
+{
+    Py_ssize_t n = 0;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+    if (!u)
+        return -1;
+    if ((size_t)n >= cap || memchr(u, '\0', (size_t)n)) {
+        PyErr_Format(PyExc_ValueError, "set_context: %s is too long or holds a NUL", what);
+        return -1;
+    }
+    memcpy(dst, u, (size_t)n + 1);
+    return 0;
+}
+
+PyObject *afd_rt_set_context(PyObject *self, PyObject *args)
+{
+    PyObject *base, *note;
+    if (!PyArg_ParseTuple(args, "UU:set_context", &base, &note))
+        return NULL;
+    base_set = 0;
+    if (copy_utf8(base, base_dir, sizeof base_dir, "the base directory") < 0 ||
+        copy_utf8(note, loop_note, sizeof loop_note, "the loop note") < 0)
+        return NULL;
+    if (base_dir[0] != '/') {
+        PyErr_SetString(PyExc_ValueError, "set_context: the base directory must be absolute");
+        return NULL;
+    }
+    base_len = strlen(base_dir);
+    while (base_len > 0 && base_dir[base_len - 1] == '/') /* "/" becomes "", which still matches */
+        base_dir[--base_len] = '\0';
+    base_set = 1;
+    Py_RETURN_NONE;
+}
+
+static int is_controlled_loop(PyObject *loop)
+{
+    afd_rt_state *st = afd_rt_state_of_type(Py_TYPE(loop));
+    return st && st->loopcore_type && PyObject_TypeCheck(loop, st->loopcore_type);
+}
+
+/* "module.QualName" of an object's type, or of the object when it is a type (new reference). */
+static PyObject *type_name(PyObject *obj)
+{
+    PyObject *tp = PyType_Check(obj) ? obj : (PyObject *)Py_TYPE(obj);
+    PyObject *mod = PyObject_GetAttrString(tp, "__module__");
+    PyObject *qual = PyObject_GetAttrString(tp, "__qualname__");
+    PyObject *r = NULL;
+    if (mod && qual && PyUnicode_Check(mod) && PyUnicode_Check(qual))
+        r = PyUnicode_FromFormat("%U.%U", mod, qual);
+    Py_XDECREF(mod);
+    Py_XDECREF(qual);
+    if (!r) {
+        PyErr_Clear();
+        r = PyUnicode_FromString(((PyTypeObject *)tp)->tp_name);
+    }
+    return r;
+}
+
+/* The policy asyncio creates loops with, as "module.QualName" (new reference), or NULL with no
+ * exception set. */
+static PyObject *policy_name(void)
+{
+    PyObject *events = PyImport_ImportModule("asyncio.events");
+    PyObject *policy = events ? PyObject_CallMethod(events, "get_event_loop_policy", NULL) : NULL;
+    PyObject *r = policy ? type_name(policy) : NULL;
+    Py_XDECREF(policy);
+    Py_XDECREF(events);
+    PyErr_Clear();
+    return r;
+}
+
+void afd_rt_note_running_loop(PyObject *loop)
+{
+    if (loop == Py_None || !afd_rec_active() || (afd_rec_flags() & AFD_TRACE_FOREIGN_LOOP) ||
+        is_controlled_loop(loop))
+        return;
+    PyObject *exc_type, *exc, *tb;
+    PyErr_Fetch(&exc_type, &exc, &tb); /* a caller's pending exception stays as it was */
+    PyObject *lname = type_name(loop);
+    PyObject *pname = policy_name();
+    PyObject *text = NULL;
+    if (lname && pname)
+        text = PyUnicode_FromFormat("%U under the event loop policy %U%s%s", lname, pname,
+                                    loop_note[0] ? "; " : "", loop_note);
+    else if (lname)
+        text = PyUnicode_FromFormat("%U%s%s", lname, loop_note[0] ? "; " : "", loop_note);
+    afd_rec_flag(AFD_TRACE_FOREIGN_LOOP);
+    afd_rec_event(AFD_EV_UNCONTROLLED, 0, afd_rec_current, AFD_TRACE_FOREIGN_LOOP,
+                  text ? afd_rec_intern(text, NULL) : AFD_NOSTR, afd_rec_now, 0);
+    Py_XDECREF(text);
+    Py_XDECREF(pname);
+    Py_XDECREF(lname);
+    PyErr_Clear();
+    PyErr_Restore(exc_type, exc, tb);
+}
