@@ -251,6 +251,19 @@ def test_a_plugins_makereport_can_fail_a_passing_call(tmp_path: Path) -> None:
     assert_same_as_pytest(root, "test_case.py::test_it", ("fail", "the plugin failed this passing call"))
 
 
+def test_a_project_that_turns_warnings_into_errors_runs_as_under_pytest(tmp_path: Path) -> None:
+    """``filterwarnings = error`` in the ini (as async-lru and others set it): pytest warns when a
+    plugin's package was imported before it could rewrite its asserts, and the worker imports
+    affidavit before pytest starts; the warning must not become an error that stops the worker."""
+    test = ASYNC_HEAD + textwrap.dedent("""
+        @pytest.mark.asyncio
+        async def test_it():
+            await asyncio.sleep(0)
+        """)
+    root = project(tmp_path, {"test_case.py": test}, "filterwarnings =\n    error\n")
+    assert_same_as_pytest(root, "test_case.py::test_it", ("pass", ""))
+
+
 def test_a_lost_update_that_takes_tmp_path_is_explained(tmp_path: Path) -> None:
     """The flaky lost update with a tmp_path argument: reproduced and named, not 'fails under every
     schedule' (which is what a teardown error in every run looked like)."""

@@ -3,6 +3,10 @@
 The public API for test code: ``operation`` and ``assertion`` name the shared state a test's
 coroutines touch, so reports can say which operations on which resource ran in the wrong order.
 Outside an affidavit run they record nothing and cost next to nothing.
+
+PYTEST_DONT_REWRITE: a worker imports this package before pytest starts, so pytest could not
+rewrite its asserts (it has none to rewrite) and would warn, which a project's
+``filterwarnings = error`` turns into an error that stops the worker.
 """
 
 from __future__ import annotations
