@@ -16,6 +16,7 @@ import os
 import platform
 import random
 import re
+import shutil
 import sys
 import tempfile
 from typing import Any, List, Optional, Set, Tuple
@@ -34,6 +35,14 @@ _hookimpl = pluggy.HookimplMarker("pytest")  # what pytest.hookimpl is, without 
 # in, where the engine reads the user's files from. Fixed once, so that a test that changes the
 # working directory changes no path.
 _BASE = os.getcwd()
+# True in a worker once it starts pytest: the affidavit plugin, loaded there like any installed
+# plugin (so that its options and ini keys exist for the user's configuration), does nothing.
+ACTIVE = False
+
+
+# The bound of a worker's message to the engine: long enough for any error pytest prints on one
+# line (the engine's buffer for it is 8 KiB), so that none is cut in practice.
+_WHOLE = 4000
 
 
 def _one_line(text: str, limit: int = 400) -> str:
@@ -50,7 +59,7 @@ def _collect_error(longrepr: str) -> str:
     where = next((m for m in (re.search(r'File "([^"]+)", line (\d+)', l) for l in lines) if m), None)
     if where and where.group(1) not in exc:
         exc += f" ({os.path.relpath(where.group(1), _BASE)}, line {where.group(2)})"
-    return _one_line(exc)
+    return _one_line(exc, _WHOLE)
 
 
 def _summarize(reports: List[Any]) -> Tuple[int, str]:
@@ -232,6 +241,30 @@ def _warm_regexes(fd: int) -> int:
     return compiled
 
 
+def _controlled_factory(factory: Any) -> Any:
+    """A loop factory that makes the controlled loop where the given one makes asyncio's stock
+    loop: asyncio.new_event_loop asks the event loop policy, which install() set. Any other
+    factory is the test's own loop, left alone: the runtime names it when it runs."""
+    import asyncio
+
+    stock = {asyncio.new_event_loop, asyncio.SelectorEventLoop, getattr(asyncio, "EventLoop", None),
+             getattr(asyncio.DefaultEventLoopPolicy, "_loop_factory", None)}
+    return asyncio.new_event_loop if factory in stock else factory
+
+
+class _LoopFactories:
+    """pytest-asyncio's loop factories (a conftest's ``pytest_asyncio_loop_factories``): each test
+    is parametrized with them, and pytest-asyncio creates the test's loop by calling one directly,
+    not through the event loop policy. Registered only where pytest-asyncio declares the hook."""
+
+    @_hookimpl(wrapper=True)
+    def pytest_asyncio_loop_factories(self, config: Any, item: Any) -> Any:
+        factories = yield
+        if not isinstance(factories, dict) and not hasattr(factories, "items"):
+            return factories
+        return {name: _controlled_factory(f) for name, f in factories.items()}
+
+
 class _Server:
     """A pytest plugin that turns the session into a fork server for one item."""
 
@@ -246,6 +279,10 @@ class _Server:
         self.setup_only = False  # --setup-only: pytest runs no call phase
         self.log_reports = True  # whether to call pytest_runtest_logreport (_logs_reports)
         self.lesson: Optional[Any] = None  # the file the first run writes what it learned to
+
+    def pytest_configure(self, config: Any) -> None:
+        if hasattr(config.hook, "pytest_asyncio_loop_factories"):
+            config.pluginmanager.register(_LoopFactories(), "affidavit-loop-factories")
 
     @_hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> bool:
@@ -355,6 +392,9 @@ class _Server:
 
 
 def _error_from_log(path_fd: int) -> Optional[str]:
+    """pytest's message when it stopped before collecting: from its "ERROR:" line to the next
+    blank line, whole (a usage error's real reason, "unrecognized arguments: ...", is on the line
+    after the usage synopsis), or the last line it wrote."""
     os.lseek(path_fd, 0, os.SEEK_SET)
     data = b""
     while True:
@@ -362,12 +402,32 @@ def _error_from_log(path_fd: int) -> Optional[str]:
         if not chunk:
             break
         data += chunk
-    text = data.decode("utf-8", "replace")
-    for line in text.splitlines():
+    lines = data.decode("utf-8", "replace").splitlines()
+    for i, line in enumerate(lines):
         if line.startswith("ERROR: "):
-            return _one_line(line[len("ERROR: ") :])
-    lines = [l for l in text.splitlines() if l.strip()]
-    return _one_line(lines[-1]) if lines else None
+            block = [line[len("ERROR: ") :]]
+            for more in lines[i + 1 :]:
+                if not more.strip():
+                    break
+                block.append(more.strip())
+            if block[0].startswith("usage: ") and len(block) > 1:
+                block = block[1:]  # the synopsis says nothing the reason does not
+            return _one_line("; ".join(block), _WHOLE)
+    lines = [l for l in lines if l.strip()]
+    return _one_line(lines[-1], _WHOLE) if lines else None
+
+
+def _is_usage_error(code: int, error: str, log_fd: int) -> bool:
+    """Whether a worker that cannot serve its test fails on what the user asked (the node id
+    matches nothing or several tests, or pytest refuses the arguments): exit code 2 of the engine.
+    A conftest that fails to load and pytest crashing are not usage errors, although pytest
+    reports the first with its usage-error code."""
+    if error.startswith(("no test matches ", "cannot collect ")) or " selects " in error:
+        return not error.startswith("cannot collect ") or "conftest" not in error
+    if int(code) != 4:  # pytest's ExitCode.USAGE_ERROR
+        return False
+    os.lseek(log_fd, 0, os.SEEK_SET)
+    return b"while loading conftest" not in os.read(log_fd, 1 << 20)
 
 
 def main(argv: List[str]) -> int:
@@ -393,20 +453,30 @@ def main(argv: List[str]) -> int:
     # Before the test module is imported: `from time import sleep` there must get the recorded one.
     _runtime.install_hooks()
     server = _Server(nodeid, req_fd, res_fd)
-    # the pytest plugin stays out of the runs it would otherwise start again
-    args = [nodeid, "-p", "no:cacheprovider", "-p", "no:affidavit", "-q", "--no-header", *extra]
+    global ACTIVE
+    ACTIVE = True  # the affidavit pytest plugin stays inert in this process (pytest_plugin._in_worker)
+    # The user's arguments (extra) come from the engine's --pytest-arg. The cache plugin stays
+    # loaded, so that options it adds (--cache-clear in addopts, --lf) mean what they mean under
+    # pytest, but writes to a directory of its own, removed at the end: a worker never changes the
+    # project's .pytest_cache. Given last, that cache_dir wins over the user's.
+    cache_dir = tempfile.mkdtemp(prefix="affidavit-cache-")
+    args = [nodeid, "-q", "--no-header", *extra, "-o", f"cache_dir={cache_dir}"]
     try:
         code = pytest.main(args, plugins=[server])
     except BaseException as exc:  # a crashing plugin or conftest must still produce one message
-        server.error = server.error or f"pytest failed: {_one_line(repr(exc))}"
+        server.error = server.error or f"pytest failed: {_one_line(repr(exc), _WHOLE)}"
         code = 3
+    shutil.rmtree(cache_dir, ignore_errors=True)
+    status = 0
     if not server.served:
         sys.stdout.flush()
         sys.stderr.flush()
         error = server.error or _error_from_log(log.fileno()) or f"pytest exited with code {int(code)}"
         _runtime.send_hello(res_fd, PYTHON, HASH_SEED, error, nodeid)
+        # the engine reads the kind of failure from the exit code (pool.c, AFD_WORKER_EXIT_USAGE)
+        status = 2 if _is_usage_error(int(code), error, log.fileno()) else 3
     sys.stdout.flush()
-    os._exit(0)
+    os._exit(status)
 
 
 if __name__ == "__main__":

@@ -237,8 +237,10 @@ int start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd)
         .max_steps = cli->max_steps,
         .max_memory_mb = cli->max_memory_mb,
         .import_hint = cli->check_cls ? import_hint : NULL,
+        .pytest_args = cli->pytest_args,
+        .n_pytest_args = cli->n_pytest_args,
     };
-    char err[1024] = "";
+    char err[8192] = ""; /* the worker's message whole: pytest's usage errors run long */
     int rc = afd_pool_new(pool, &o, err, sizeof err);
     if (rc < 0) {
         if (afd_interrupted)

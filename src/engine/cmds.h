@@ -42,6 +42,10 @@ typedef struct afd_cli {
     const char *check_file, *check_cls, *check_method;
     const char *check_init, *check_args, *check_state, *check_invariant;
     uint64_t check_calls;
+    /* --pytest-arg ARG, repeatable: passed to the workers' pytest after the node id (borrowed
+     * from argv, in order) */
+    const char *const *pytest_args;
+    int n_pytest_args;
 } afd_cli;
 
 int afd_cmd_sample(const afd_cli *cli);

@@ -63,6 +63,8 @@ static const char usage[] =
     "  --max-memory MB   per-run memory limit above what the worker holds (default 2048;\n"
     "                    RLIMIT_DATA): past it the test gets MemoryError\n"
     "  --python PATH     the interpreter that runs the test (default: beside affidavit, then python3)\n"
+    "  --pytest-arg ARG  passed to pytest in every worker, after the node id (repeat it: --pytest-arg=-o\n"
+    "                    --pytest-arg=asyncio_mode=auto); pytest's own configuration files apply anyway\n"
     "\n"
     "strategies: zero, jitter, pct, portfolio (default)\n"
     "\n"
@@ -151,6 +153,10 @@ int main(int argc, char **argv)
         cli.seconds = 60;
     const char *pos[2] = {NULL, NULL};
     int npos = 0;
+    /* The --pytest-arg values are gathered, in order, at the front of argv[2...]: the k-th value
+     * is found at an index of at least 2 + k, so it only ever overwrites a slot already parsed
+     * (what was parsed from it was kept by value), and no allocation is needed. */
+    cli.pytest_args = (const char *const *)&argv[2];
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -242,6 +248,13 @@ int main(int argc, char **argv)
             if (parse_u64(v, &cli.check_calls) < 0 || cli.check_calls < 2 || cli.check_calls > 10000)
                 return bad("expected a number of concurrent calls (2-10000) after", a);
             i++;
+        } else if (!strcmp(a, "--pytest-arg") || !strncmp(a, "--pytest-arg=", 13)) {
+            /* any value, one starting with '-' included: it is pytest's option, not ours */
+            const char *arg = a[12] == '=' ? a + 13 : v;
+            if (!arg || !*arg)
+                return bad("expected a pytest argument after", "--pytest-arg");
+            i += a[12] != '=';
+            argv[2 + cli.n_pytest_args++] = (char *)arg;
         } else if (!strcmp(a, "--python")) {
             if (!v)
                 return bad("expected an interpreter path after", a);

@@ -1,6 +1,7 @@
 /* pool.c -- spawning, feeding and reaping the fork-server workers.
  *
- * Each worker is `python -m affidavit.worker NODEID`, started in its own process group with
+ * Each worker is `python -m affidavit.worker NODEID [PYTEST-ARGS...]` (the arguments given with
+ * --pytest-arg, for the user's pytest configuration), started in its own process group with
  * PR_SET_PDEATHSIG (SIGTERM, which its fork server answers by killing its running test's process
  * group) so that neither it nor its test can outlive the engine, with PYTHONHASHSEED fixed so that
  * every worker (and so every replay) hashes strings alike, and with the per-run memory budget in
@@ -57,6 +58,10 @@ struct afd_pool {
     afd_pool_opts opts; /* its strings point into owned_strings: a worker is respawned long after
                            the caller's copies are gone */
     char *owned_strings[3];
+    /* The worker's command line: python -m affidavit.worker NODEID [PYTEST-ARGS...], NULL-ended.
+     * Owned array; its strings are owned_strings and copies of opts.pytest_args (argv_owned). */
+    char **argv;
+    int argv_owned_from; /* argv[argv_owned_from ...] are owned copies */
     worker *w; /* Owned array of opts.workers. */
     char *nodeid, *python, *hash_seed; /* Owned, from the first HELLO. */
 };
@@ -113,7 +118,7 @@ static int spawn(afd_pool *self, worker *w)
         /* the worker's memory on huge pages (src/runtime/hugeheap.c); =0 in the engine's
          * environment turns that off, for comparison (make bench) */
         setenv("AFFIDAVIT_WORKER_HEAP", "1", 0);
-        execlp(self->opts.python, self->opts.python, "-m", "affidavit.worker", self->opts.nodeid, (char *)NULL);
+        execvp(self->argv[0], self->argv);
         fprintf(stderr, "cannot run %s: %s\n", self->opts.python, strerror(errno));
         _exit(127);
     }
@@ -217,7 +222,34 @@ static int pump(worker *w)
     }
 }
 
-/* Waits until w's HELLO arrives. */
+/* The exit code a worker that cannot serve its test ends with after its HELLO, when the reason is
+ * the user's request (worker.py: no test matches the node id, it names several, pytest refuses the
+ * arguments); any other reason (a conftest failing to import, pytest crashing) is not a usage
+ * error. */
+#define AFD_WORKER_EXIT_USAGE 2
+
+/* The exit code of w, which has sent a failing HELLO and is exiting: waited for at most a second
+ * (-1 if it has not exited by then; it is then killed with the pool). */
+static int worker_exit_status(worker *w)
+{
+    for (int i = 0; i < 1000; i++) {
+        int status = 0;
+        pid_t r = waitpid(w->pid, &status, WNOHANG);
+        if (r == w->pid) {
+            w->pid = 0;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        }
+        if (r < 0 && errno != EINTR)
+            return -1;
+        struct timespec ts = {0, 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return -1;
+}
+
+/* Waits until w's HELLO arrives. A failing HELLO returns AFD_EINVAL for a usage error and
+ * AFD_EPROTO otherwise; a worker that dies first, AFD_EIO if its interpreter could not be run and
+ * AFD_EPROTO otherwise; a timeout, AFD_EIO. */
 static int await_hello(afd_pool *self, worker *w, char *err, size_t errlen)
 {
     uint64_t limit_ms = (uint64_t)self->opts.timeout_ms + AFD_POOL_START_SLACK_MS;
@@ -241,7 +273,7 @@ static int await_hello(afd_pool *self, worker *w, char *err, size_t errlen)
             if (h.error[0]) {
                 snprintf(err, errlen, "%s", h.error);
                 afd_hello_finish(&h);
-                return AFD_EINVAL;
+                return worker_exit_status(w) == AFD_WORKER_EXIT_USAGE ? AFD_EINVAL : AFD_EPROTO;
             }
             if (!self->nodeid) {
                 self->nodeid = strdup(h.nodeid);
@@ -272,14 +304,17 @@ static int await_hello(afd_pool *self, worker *w, char *err, size_t errlen)
         if (pr > 0 && pump(w) == AFD_EOF) {
             /* Died before greeting: whatever it printed last is the best message there is. */
             err[0] = 0;
-            while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
+            int status = 0;
+            while (waitpid(w->pid, &status, 0) < 0 && errno == EINTR)
                 ;
             w->pid = 0;
             last_log_line(w, err, errlen);
             if (!err[0])
                 snprintf(err, errlen, "the worker (%s -m affidavit.worker) exited before it was ready",
                          self->opts.python);
-            return AFD_EIO;
+            /* 127: the interpreter could not be run (a wrong --python), which the user can fix by
+             * the arguments; any other death (a crash, a conftest calling os._exit) is not theirs. */
+            return WIFEXITED(status) && WEXITSTATUS(status) == 127 ? AFD_EIO : AFD_EPROTO;
         }
     }
 }
@@ -291,30 +326,36 @@ int afd_pool_new(afd_pool **out, const afd_pool_opts *opts, char *err, size_t er
     if (!self)
         return AFD_ENOMEM;
     self->opts = *opts;
+    int rc = AFD_ENOMEM;
     const char **strs[3] = {&self->opts.python, &self->opts.nodeid, &self->opts.cwd};
     for (int i = 0; i < 3; i++) {
         if (!*strs[i])
             continue;
-        if (!(self->owned_strings[i] = strdup(*strs[i]))) {
-            for (int k = 0; k < i; k++)
-                free(self->owned_strings[k]);
-            free(self);
-            return AFD_ENOMEM;
-        }
+        if (!(self->owned_strings[i] = strdup(*strs[i])))
+            goto fail;
         *strs[i] = self->owned_strings[i];
     }
+    /* the pytest arguments are the caller's: copied, and the copies are not kept in opts */
+    int nargs = self->opts.n_pytest_args > 0 ? self->opts.n_pytest_args : 0;
+    self->opts.pytest_args = NULL;
+    self->argv = calloc((size_t)nargs + 5, sizeof *self->argv);
+    if (!self->argv)
+        goto fail;
+    self->argv[0] = (char *)self->opts.python;
+    self->argv[1] = (char *)"-m";
+    self->argv[2] = (char *)"affidavit.worker";
+    self->argv[3] = (char *)self->opts.nodeid;
+    self->argv_owned_from = 4;
+    for (int i = 0; i < nargs; i++)
+        if (!(self->argv[4 + i] = strdup(opts->pytest_args[i])))
+            goto fail;
     if (self->opts.workers < 1)
         self->opts.workers = 1;
     self->w = calloc((size_t)self->opts.workers, sizeof *self->w);
-    if (!self->w) {
-        for (int i = 0; i < 3; i++)
-            free(self->owned_strings[i]);
-        free(self);
-        return AFD_ENOMEM;
-    }
+    if (!self->w)
+        goto fail;
     for (int i = 0; i < self->opts.workers; i++)
         self->w[i].req_fd = self->w[i].res_fd = self->w[i].log_fd = -1;
-    int rc = 0;
     /* Start one worker and wait for it first: a bad node id is then reported once, quickly. */
     rc = spawn(self, &self->w[0]);
     if (rc == 0)
@@ -323,23 +364,28 @@ int afd_pool_new(afd_pool **out, const afd_pool_opts *opts, char *err, size_t er
         rc = spawn(self, &self->w[i]);
     for (int i = 1; rc == 0 && i < self->opts.workers; i++)
         rc = await_hello(self, &self->w[i], err, errlen);
-    if (rc < 0) {
-        if (!err[0])
-            snprintf(err, errlen, "%s", afd_strerror(rc));
-        afd_pool_free(self);
-        return rc;
-    }
+    if (rc < 0)
+        goto fail;
     *out = self;
     return 0;
+fail:
+    if (!err[0])
+        snprintf(err, errlen, "%s", afd_strerror(rc));
+    afd_pool_free(self);
+    return rc;
 }
 
 void afd_pool_free(afd_pool *self)
 {
     if (!self)
         return;
-    for (int i = 0; i < self->opts.workers; i++)
+    for (int i = 0; self->w && i < self->opts.workers; i++)
         reap(&self->w[i], 1);
     free(self->w);
+    if (self->argv)
+        for (int i = self->argv_owned_from; self->argv[i]; i++)
+            free(self->argv[i]);
+    free(self->argv);
     for (int i = 0; i < 3; i++)
         free(self->owned_strings[i]);
     free(self->nodeid);

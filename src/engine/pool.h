@@ -28,6 +28,10 @@ typedef struct afd_pool_opts {
      * to start on a loaded machine), so that --timeout bounds collection too. */
     const char *import_hint; /* Borrowed, outlives the pool; NULL: a conftest or the test module. */
     const char *cwd;     /* The workers' working directory (NULL: the engine's); the pool copies it. */
+    /* Arguments every worker passes to pytest after the node id (--pytest-arg), e.g. "-o",
+     * "x=y": the user's command-line configuration. The pool copies them. */
+    const char *const *pytest_args;
+    int n_pytest_args;
 } afd_pool_opts;
 
 /* Starts the workers and waits for each one's HELLO. On failure returns a negative code and
