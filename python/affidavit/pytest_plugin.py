@@ -21,15 +21,19 @@ then ``[tool.affidavit]`` in pyproject.toml (``budget``, ``explore``, ``strategy
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
 import os
+import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass
-from typing import Any, Dict, Generator, List, Optional
+from typing import Any, Dict, Generator, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -41,6 +45,10 @@ INI_HELP = {
     "strategy": "exploration strategy: portfolio, zero, jitter or pct",
     "slow_step": "a step this long (ms) is reported as slow",
     "report_dir": "where incidents and reports go (default .affidavit, beside the store)",
+}
+BOOL_INI_HELP = {
+    "strict": "a test --affidavit-explore could not explore fails the session (default false)",
+    "strict_timing": "a timing_sensitive exploration result fails the test (default false)",
 }
 
 
@@ -56,8 +64,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="explore only the K-th of N disjoint shares of the schedules")
     group.addoption("--affidavit-replay", default=None, metavar="TOKEN",
                     help="run the selected async test under this schedule (one test)")
+    group.addoption("--affidavit-strict", action="store_true", default=None,
+                    help="with --affidavit-explore: a test that could not be explored fails the session")
+    group.addoption("--affidavit-strict-timing", action="store_true", default=None,
+                    help="with --affidavit-explore: a timing_sensitive result (a test's own time threshold "
+                         "crossed by a slow step, not a race) fails the test")
     for name, text in INI_HELP.items():
         parser.addini(f"affidavit_{name}", text, default=None)
+    for name, text in BOOL_INI_HELP.items():
+        parser.addini(f"affidavit_{name}", text, type="bool", default=False)
 
 
 @dataclass
@@ -70,6 +85,8 @@ class Settings:
     slow_step: float
     report_dir: str
     replay: Optional[str]
+    strict: bool = False
+    strict_timing: bool = False
 
 
 def _pyproject_table(config: pytest.Config) -> Dict[str, Any]:
@@ -112,6 +129,8 @@ def _settings(config: pytest.Config) -> Settings:
             slow_step=float(pick("slow_step", None)),
             report_dir=pick("report_dir", None),
             replay=opt.affidavit_replay,
+            strict=bool(opt.affidavit_strict or config.getini("affidavit_strict")),
+            strict_timing=bool(opt.affidavit_strict_timing or config.getini("affidavit_strict_timing")),
         )
     except ValueError as exc:
         raise pytest.UsageError(f"affidavit: a setting is not a number: {exc}") from None
@@ -125,6 +144,9 @@ def _settings(config: pytest.Config) -> Settings:
 
 
 def _engine() -> str:
+    named = os.environ.get("AFFIDAVIT_ENGINE")  # another engine build (and the tests' fake engines)
+    if named:
+        return named
     beside = os.path.join(os.path.dirname(sys.executable), "affidavit")
     found = beside if os.access(beside, os.X_OK) else shutil.which("affidavit")
     if not found:
@@ -142,9 +164,18 @@ def _is_async(item: pytest.Item) -> bool:
     return inspect.iscoroutinefunction(fn) or item.get_closest_marker("anyio") is not None
 
 
+def _in_worker() -> bool:
+    """Whether this process is an affidavit worker (worker.py), where the plugin is loaded so that
+    its options and ini keys exist for the user's configuration, and does nothing else."""
+    worker = sys.modules.get("affidavit.worker")
+    return bool(getattr(worker, "ACTIVE", False))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "affidavit_replay(token): run this async test under the affidavit schedule the token names")
+    if _in_worker():
+        return
     # Only the hooks a session asked for are registered: a suite that uses none of affidavit pays
     # for the replay mark's check at collection and nothing per test.
     settings = _settings(config)
@@ -201,38 +232,197 @@ class ReplayHooks:
         return True
 
 
+# The user property a call report carries its exploration's outcome in: read back by
+# pytest_runtest_logreport, in this process or, under pytest-xdist, in the controller.
+_PROP = "affidavit_explore"
+# The options of a session that never reach a worker: they would write where the session writes
+# (junitxml, a --basetemp pytest empties at the start, coverage data), run more processes, or stop
+# for a debugger. The positional test paths never do either: the worker runs one node id.
+_NOT_FOR_WORKERS = {"numprocesses", "maxprocesses", "dist", "tx", "rsyncdir", "looponfail", "xmlpath",
+                    "basetemp", "usepdb", "usepdb_cls", "trace", "htmlpath", "collectonly", "version", "help"}
+# Options whose value is a path, made absolute: the engine's workers run in the rootdir, not in the
+# directory pytest was started from.
+_PATH_OPTIONS = {"rootdir", "inifilename", "confcutdir"}
+_FOREIGN_LOOP = re.compile(r"ran its own event loop \((.+)\), which affidavit does not control")
+
+
+def _worker_args(config: pytest.Config) -> List[str]:
+    """The session's own command-line arguments that configure how a test runs (-o, -W, -p, -c,
+    --rootdir, --confcutdir, --import-mode, a conftest's own options...), for the workers: those of
+    config.invocation_params.args minus the positional test paths, affidavit's own options and
+    _NOT_FOR_WORKERS. The ini file's addopts and PYTEST_ADDOPTS apply in the workers by themselves."""
+    actions = getattr(getattr(config, "_parser", None), "optparser", None)
+    table: Dict[str, Any] = getattr(actions, "_option_string_actions", {})
+    here = str(config.invocation_params.dir)
+    args = list(config.invocation_params.args)
+    out: List[str] = []
+    i = 0
+    while i < len(args):
+        arg = str(args[i])
+        i += 1
+        if arg == "--":
+            break  # only positional arguments follow
+        if not arg.startswith("-") or arg == "-":
+            continue  # a test path
+        name, eq, value = arg.partition("=")
+        action = table.get(name) if arg.startswith("--") else table.get(arg[:2])
+        if action is None:
+            out.append(arg)  # not pytest's (grouped short flags, say): given as it came
+            continue
+        takes = action.nargs != 0 and action.nargs != "?" or action.nargs is None and action.const is None \
+            and not isinstance(action.default, bool)
+        takes = takes and type(action).__name__ not in ("_StoreTrueAction", "_StoreFalseAction", "_CountAction",
+                                                        "_StoreConstAction", "_AppendConstAction", "_HelpAction",
+                                                        "_VersionAction")
+        attached = bool(eq) if arg.startswith("--") else len(arg) > 2
+        if not attached and takes and i < len(args):
+            value = str(args[i])
+            i += 1
+        elif not arg.startswith("--") and attached:
+            name, value = arg[:2], arg[2:]
+        dest = action.dest or ""
+        if dest.startswith(("affidavit", "cov")) or dest in _NOT_FOR_WORKERS:
+            continue
+        if not takes:
+            out.append(arg)
+            continue
+        if dest in _PATH_OPTIONS:
+            value = os.path.join(here, value)
+        out.append(f"{name}={value}" if name.startswith("--") else name)
+        if not name.startswith("--"):
+            out.append(value)
+    return out
+
+
+@contextlib.contextmanager
+def _outside_alarm() -> Iterator[None]:
+    """Runs the block with the process's real-time interval timer (SIGALRM) stopped, and starts
+    it again after with the time it had left. pytest-timeout's default method on POSIX, and a
+    conftest's own timeout, arm that timer around the test: exploring the test after its call is
+    not the test's own time, and each controlled run has the test's timeout inside the worker."""
+    timer = getattr(signal, "setitimer", None)
+    if timer is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    left, interval = timer(signal.ITIMER_REAL, 0)
+    try:
+        yield
+    finally:
+        if left > 0:
+            timer(signal.ITIMER_REAL, left, interval)
+
+
 class ExploreHooks:
-    """--affidavit-explore=N: a passing async test that a controlled schedule breaks fails."""
+    """--affidavit-explore=N: a passing async test that a controlled schedule breaks fails, and
+    every test that could not be explored is counted with its reason in the terminal summary."""
 
     def __init__(self, config: pytest.Config, settings: Settings) -> None:
         self.config = config
         self.settings = settings
+        self.args = _worker_args(config)
+        self.explored = 0
+        self.failed: List[str] = []
+        self.timing: List[Tuple[str, str]] = []  # (node id, summary)
+        self.not_explored: Dict[str, List[str]] = {}  # reason -> node ids, in the order seen
+        self.loops: Dict[str, str] = {}  # node id -> the class of the loop a sync test ran
 
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
-        outcome = yield
-        report = outcome.get_result()
-        if (call.when != "call" or not report.passed or not _is_async(item)
-                or item.get_closest_marker("affidavit_replay") is not None):
+    def _shard_path(self) -> str:
+        shard = (self.settings.shard or "1/1").replace("/", "-of-")
+        return os.path.join(str(self.config.rootpath), self.settings.report_dir, "explore", f"shard-{shard}.jsonl")
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """Each session starts its own results file: before pytest-xdist starts its workers, which
+        append to it."""
+        if hasattr(self.config, "workerinput"):
             return
+        path = self._shard_path()
+        if os.path.exists(path):
+            open(path, "w", encoding="utf-8").close()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
+        """A sync test is explored when it ran an asyncio loop (asyncio.run, run_until_complete):
+        seen by wrapping BaseEventLoop.run_forever, which both go through, during its call only."""
+        if _is_async(item):
+            return (yield)
+        import asyncio
+
+        stock = asyncio.BaseEventLoop.run_forever
+        ran: List[type] = []
+
+        def run_forever(loop: asyncio.BaseEventLoop) -> None:
+            if not ran:
+                ran.append(type(loop))
+            return stock(loop)
+
+        asyncio.BaseEventLoop.run_forever = run_forever  # type: ignore[method-assign]
+        try:
+            return (yield)
+        finally:
+            asyncio.BaseEventLoop.run_forever = stock  # type: ignore[method-assign]
+            if ran:
+                self.loops[item.nodeid] = f"{ran[0].__module__}.{ran[0].__qualname__}"
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+        report = yield
+        if (call.when != "call" or not report.passed or item.get_closest_marker("affidavit_replay") is not None
+                or not (_is_async(item) or item.nodeid in self.loops)):
+            return report
+        # Nothing may escape a hook: pytest would end the session with an INTERNALERROR. A
+        # timeout's pytest.fail (an OutcomeException, not an Exception) included.
+        try:
+            with _outside_alarm():
+                status = self._verdict(item, report)
+        except (Exception, pytest.fail.Exception, pytest.skip.Exception) as exc:
+            status = f"not explored: the exploration failed in the plugin: {type(exc).__name__}: {exc}"
+        report.user_properties.append((_PROP, status))
+        return report
+
+    def _verdict(self, item: pytest.Item, report: pytest.TestReport) -> str:
+        """Explores the test; turns its report red for a failure; returns the status to count."""
         found = self._explore(item.nodeid)
-        if found.get("found"):
-            cause = self._cause(item.nodeid)
-            report.outcome = "failed"
-            report.longrepr = (
-                f"affidavit: passed on its own, but fails under a controlled schedule "
-                f"(run {found.get('failing_run')} of {found.get('runs')}, {found.get('schedule')}):\n"
-                f"  {found.get('failure')}\n"
-                f"  token:  {found.get('token')}\n"
-                f"  replay: affidavit replay {shlex.quote(str(found.get('token')))} {shlex.quote(item.nodeid)}\n"
-                f"  cause:  {cause}"
-            )
-        elif found.get("error"):
-            report.sections.append(("affidavit", found["error"]))
+        if found.get("error"):
+            return "not explored: " + _reason(str(found["error"]), item.nodeid)
+        if not found.get("found"):
+            return "explored"
+        verdict = found.get("verdict") or "failure"
+        timing = found.get("timing") or {}
+        if verdict == "timing_sensitive" and not self.settings.strict_timing:
+            return "timing_sensitive: " + str(timing.get("summary") or "fails only when a step outlasts a timer")
+        cause = (str(timing.get("summary")) if verdict == "timing_sensitive" and timing.get("summary")
+                 else self._cause(item.nodeid))
+        kind = "a timing threshold (timing_sensitive)" if verdict == "timing_sensitive" else "a controlled schedule"
+        report.outcome = "failed"
+        report.longrepr = (
+            f"affidavit: passed on its own, but fails under {kind} "
+            f"(run {found.get('failing_run')} of {found.get('runs')}, {found.get('schedule')}):\n"
+            f"  {found.get('failure')}\n"
+            f"  token:  {found.get('token')}\n"
+            f"  replay: affidavit replay {shlex.quote(str(found.get('token')))} {shlex.quote(item.nodeid)}\n"
+            f"  cause:  {cause}"
+        )
+        return "timing_sensitive, failed" if verdict == "timing_sensitive" else "failure"
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for name, status in report.user_properties:
+            if name != _PROP:
+                continue
+            status = str(status)
+            if status.startswith("not explored: "):
+                self.not_explored.setdefault(status[len("not explored: "):], []).append(report.nodeid)
+                continue
+            self.explored += 1
+            if status.startswith("timing_sensitive: "):
+                self.timing.append((report.nodeid, status[len("timing_sensitive: "):]))
+            elif status != "explored":
+                self.failed.append(report.nodeid)
 
     def _cause(self, nodeid: str) -> str:
         """The minimal cause, from an investigation within the budget (its incident is stored)."""
-        cmd = [_engine(), "investigate", nodeid, "--json", "--seconds", f"{max(5.0, self.settings.budget / 2):g}"]
+        cmd = [_engine(), "investigate", nodeid, "--json", "--seconds", f"{max(5.0, self.settings.budget / 2):g}",
+               *self._pytest_args()]
         try:
             p = subprocess.run(cmd, cwd=str(self.config.rootpath), capture_output=True, text=True,
                                timeout=self.settings.budget, env=_engine_env(self.config, self.settings))
@@ -248,30 +438,88 @@ class ExploreHooks:
                        f"{window['fails_at_us']:.1f} us"
         return summary + (f" (report: {d['report']})" if d.get("report") else "")
 
+    def _pytest_args(self) -> List[str]:
+        return [f"--pytest-arg={a}" for a in self.args]
+
     def _explore(self, nodeid: str) -> Dict[str, Any]:
         cmd = [_engine(), "explore", nodeid, "--runs", str(self.settings.explore), "--strategy",
-               self.settings.strategy, "--json"]
+               self.settings.strategy, "--json", *self._pytest_args()]
         if self.settings.shard:
             cmd += ["--shard", self.settings.shard]
+        limit = max(60.0, self.settings.budget * 2)
         try:
             p = subprocess.run(cmd, cwd=str(self.config.rootpath), capture_output=True, text=True,
-                               timeout=max(60.0, self.settings.budget * 2), env=_engine_env(self.config, self.settings))
+                               timeout=limit, env=_engine_env(self.config, self.settings))
         except subprocess.TimeoutExpired:
-            return {"error": f"exploration stopped after {max(60.0, self.settings.budget * 2):.0f} s"}
+            return {"error": f"the exploration did not end within {limit:.0f} s"}
+        except OSError as exc:
+            return {"error": f"the engine could not be started: {exc}"}
         if p.returncode not in (0, 1):
-            return {"error": (p.stderr.strip().splitlines() or ["exploration failed"])[-1]}
-        data: Dict[str, Any] = json.loads(p.stdout)
+            lines = [l[len("affidavit: error: "):] if l.startswith("affidavit: error: ") else l
+                     for l in p.stderr.splitlines() if l.strip()]
+            return {"error": " ".join(lines) or f"the engine exited with code {p.returncode}"}
+        try:
+            data: Dict[str, Any] = json.loads(p.stdout)
+        except ValueError:
+            return {"error": f"the engine printed no result (exit code {p.returncode})"}
         self._keep(data)
         return data
 
     def _keep(self, data: Dict[str, Any]) -> None:
-        """Appends an exploration's result to <report_dir>/explore/shard-K-of-N.jsonl: what a CI
-        job explored, for `affidavit merge` and for a reviewer."""
-        shard = (self.settings.shard or "1/1").replace("/", "-of-")
-        folder = os.path.join(str(self.config.rootpath), self.settings.report_dir, "explore")
-        os.makedirs(folder, exist_ok=True)
-        with open(os.path.join(folder, f"shard-{shard}.jsonl"), "a", encoding="utf-8") as f:
+        """Appends an exploration's result to <report_dir>/explore/shard-K-of-N.jsonl (emptied when
+        the session starts): what a CI job explored, for `affidavit merge` and for a reviewer."""
+        path = self._shard_path()
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(data) + "\n")
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if hasattr(self.config, "workerinput") or not self.settings.strict or not self.not_explored:
+            return
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if hasattr(self.config, "workerinput"):
+            return  # an xdist worker: the controller counts what every worker reported
+        for line in _summary(self.explored, self.failed, self.timing, self.not_explored, self.settings):
+            terminalreporter.write_line(line)
+
+
+def _reason(error: str, nodeid: str) -> str:
+    """An engine's message as a reason shared by every test it applies to: without the node id."""
+    m = _FOREIGN_LOOP.search(error)
+    if m:
+        return f"the test brings its own loop class {m.group(1)}"
+    return error.replace(nodeid, "the test")
+
+
+def _summary(explored: int, failed: List[str], timing: List[Tuple[str, str]], not_explored: Dict[str, List[str]],
+             settings: Settings) -> List[str]:
+    """The summary lines: totals, then one line per reason a test was not explored (whole, with
+    the first such test), then the timing_sensitive results, listed apart."""
+    missing = sum(len(v) for v in not_explored.values())
+    head = f"affidavit: {explored} test{'s' if explored != 1 else ''} explored"
+    if failed:
+        head += f" ({len(failed)} failed under a controlled schedule)"
+    head += f", {missing} not explored"
+    lines: List[str] = []
+    if len(not_explored) == 1:
+        (reason, ids), = not_explored.items()
+        lines.append(f"{head}: {reason} (first: {ids[0]})")
+    else:
+        lines.append(head)
+        for reason, ids in not_explored.items():
+            lines.append(f"affidavit:   {len(ids)} not explored: {reason} (first: {ids[0]})")
+    if timing:
+        lines.append(f"affidavit: {len(timing)} timing_sensitive (a time threshold of the test crossed by a slow "
+                     f"step, not a race; not failed without --affidavit-strict-timing):")
+        lines += [f"affidavit:   {nodeid}: {summary}" for nodeid, summary in timing]
+    if settings.strict and missing:
+        lines.append(f"affidavit: --affidavit-strict: {missing} test{'s' if missing != 1 else ''} not explored, "
+                     f"so the session fails")
+    return lines
+
 
 class InvestigateHooks:
     """--affidavit: every failed test is investigated after the session."""

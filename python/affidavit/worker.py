@@ -252,17 +252,14 @@ def _controlled_factory(factory: Any) -> Any:
     return asyncio.new_event_loop if factory in stock else factory
 
 
-class _LoopFactories:
-    """pytest-asyncio's loop factories (a conftest's ``pytest_asyncio_loop_factories``): each test
-    is parametrized with them, and pytest-asyncio creates the test's loop by calling one directly,
-    not through the event loop policy. Registered only where pytest-asyncio declares the hook."""
-
-    @_hookimpl(wrapper=True)
-    def pytest_asyncio_loop_factories(self, config: Any, item: Any) -> Any:
-        factories = yield
-        if not isinstance(factories, dict) and not hasattr(factories, "items"):
-            return factories
-        return {name: _controlled_factory(f) for name, f in factories.items()}
+def _control_loop_factory(item: Any) -> None:
+    """pytest-asyncio's loop factories (a conftest's ``pytest_asyncio_loop_factories``) reach the
+    test as the parameter of its ``_asyncio_loop_factory`` fixture, and pytest-asyncio creates the
+    test's loop by calling it, not through the event loop policy: the item's parameter is
+    replaced by _controlled_factory's (its id, and so the node id, stay the same)."""
+    params = getattr(getattr(item, "callspec", None), "params", None)
+    if isinstance(params, dict) and params.get("_asyncio_loop_factory") is not None:
+        params["_asyncio_loop_factory"] = _controlled_factory(params["_asyncio_loop_factory"])
 
 
 class _Server:
@@ -279,10 +276,6 @@ class _Server:
         self.setup_only = False  # --setup-only: pytest runs no call phase
         self.log_reports = True  # whether to call pytest_runtest_logreport (_logs_reports)
         self.lesson: Optional[Any] = None  # the file the first run writes what it learned to
-
-    def pytest_configure(self, config: Any) -> None:
-        if hasattr(config.hook, "pytest_asyncio_loop_factories"):
-            config.pluginmanager.register(_LoopFactories(), "affidavit-loop-factories")
 
     @_hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> bool:
@@ -321,6 +314,7 @@ class _Server:
         self.reraise = get_reraise_exceptions(session.config)
         self.setup_only = bool(session.config.getoption("setuponly", False))
         self.log_reports = _logs_reports(item)
+        _control_loop_factory(item)
 
         self.lesson = tempfile.TemporaryFile()
         known = _regex_keys()
@@ -414,6 +408,9 @@ def _error_from_log(path_fd: int) -> Optional[str]:
                 block = block[1:]  # the synopsis says nothing the reason does not
             return _one_line("; ".join(block), _WHOLE)
     lines = [l for l in lines if l.strip()]
+    conftest = next((l.strip() for l in lines if "while loading conftest" in l), "")
+    if conftest and lines and lines[-1].strip() != conftest:  # which conftest, then what it raised
+        return _one_line(f"{conftest.rstrip('.')}: {lines[-1].strip().lstrip('E').strip()}", _WHOLE)
     return _one_line(lines[-1], _WHOLE) if lines else None
 
 
