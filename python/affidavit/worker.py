@@ -452,6 +452,9 @@ def main(argv: List[str]) -> int:
     server = _Server(nodeid, req_fd, res_fd)
     global ACTIVE
     ACTIVE = True  # the affidavit pytest plugin stays inert in this process (pytest_plugin._in_worker)
+    # run as `python -m affidavit.worker`, this module is __main__: under its own name too, so that
+    # the plugin (and a conftest) see it there
+    sys.modules.setdefault("affidavit.worker", sys.modules[__name__])
     # The user's arguments (extra) come from the engine's --pytest-arg. The cache plugin stays
     # loaded, so that options it adds (--cache-clear in addopts, --lf) mean what they mean under
     # pytest, but writes to a directory of its own, removed at the end: a worker never changes the
