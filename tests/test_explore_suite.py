@@ -368,6 +368,57 @@ def test_a_loop_factory_of_asyncio_is_controlled_and_another_is_named(tmp_path: 
     assert lines[0].endswith("(first: test_f.py::test_on_the_stock_loop[own])"), lines
 
 
+POLICY_CONFTEST = '''
+import asyncio
+
+import pytest
+
+
+class OwnLoop(asyncio.SelectorEventLoop):
+    pass
+
+
+class OwnPolicy(asyncio.DefaultEventLoopPolicy):
+    def new_event_loop(self):
+        return OwnLoop()
+'''
+
+POLICY_TEST = ONLY_STOCK + '''
+import pytest
+
+from conftest import OwnPolicy
+
+
+@pytest.fixture
+def event_loop_policy(request):
+    return OwnPolicy() if "own" in request.node.name else asyncio.DefaultEventLoopPolicy()
+
+
+@pytest.mark.asyncio
+async def test_stock_policy() -> None:
+    assert loop_is_stock()
+
+
+@pytest.mark.asyncio
+async def test_own_policy() -> None:
+    assert loop_is_stock()
+'''
+
+
+def test_an_overridden_policy_of_asyncio_is_controlled_and_another_is_named(tmp_path: Path) -> None:
+    root = project(tmp_path, {"conftest.py": POLICY_CONFTEST, "test_p.py": POLICY_TEST},
+                   "filterwarnings = ignore::DeprecationWarning\n")
+    plain = pytest_run(root, "-q")
+    assert plain.returncode == 0 and outcomes(plain) == {"passed": 2}, describe(plain)
+    proc = pytest_run(root, "--affidavit-explore=2", "-q")
+    assert outcomes(proc) == {"passed": 1, "failed": 1}, describe(proc)
+    assert "FAILED test_p.py::test_stock_policy" in proc.stdout, describe(proc)
+    lines = summary_lines(proc)
+    assert lines[0].startswith("affidavit: 1 test explored (1 failed under a controlled schedule), 1 not explored: "
+                               "the test brings its own loop class conftest.OwnLoop"), lines
+    assert lines[0].endswith("(first: test_p.py::test_own_policy)"), lines
+
+
 SYNC_RACE = '''
 import asyncio
 

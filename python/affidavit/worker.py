@@ -262,6 +262,26 @@ def _control_loop_factory(item: Any) -> None:
         params["_asyncio_loop_factory"] = _controlled_factory(params["_asyncio_loop_factory"])
 
 
+class _StockPolicy:
+    """Registered when the item's event_loop_policy fixture is overridden (_loop_note): a fixture
+    that returns asyncio's own default policy gets the controlled one in its place, which makes
+    the same loops on affidavit's clock. Any other policy is the test's own, left alone."""
+
+    @_hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef: Any, request: Any) -> Any:
+        result = yield
+        import asyncio
+
+        from .loop import ControlledPolicy
+
+        if fixturedef.argname == "event_loop_policy" and type(result) is asyncio.DefaultEventLoopPolicy:
+            result = ControlledPolicy()
+            cached = fixturedef.cached_result  # what later requests of the fixture get
+            if isinstance(cached, tuple) and len(cached) == 3 and cached[2] is None:
+                fixturedef.cached_result = (result, cached[1], None)
+        return result
+
+
 class _Server:
     """A pytest plugin that turns the session into a fork server for one item."""
 
@@ -359,6 +379,8 @@ class _Server:
         os.close(devnull)
         # the runtime keeps at most 1 KiB of the note: cut it at a character boundary first
         note = _loop_note(item).encode()[:1000].decode("utf-8", "ignore")
+        if note:
+            session.config.pluginmanager.register(_StockPolicy(), "affidavit-stock-policy")
         _runtime.set_context(_BASE, note)
         # Children share the parent's pages until they write: a frozen heap is not walked (and so
         # not dirtied) by the collector in every child.
