@@ -269,11 +269,8 @@ def _worker_args(config: pytest.Config) -> List[str]:
         if action is None:
             out.append(arg)  # not pytest's (grouped short flags, say): given as it came
             continue
-        takes = action.nargs != 0 and action.nargs != "?" or action.nargs is None and action.const is None \
-            and not isinstance(action.default, bool)
-        takes = takes and type(action).__name__ not in ("_StoreTrueAction", "_StoreFalseAction", "_CountAction",
-                                                        "_StoreConstAction", "_AppendConstAction", "_HelpAction",
-                                                        "_VersionAction")
+        # argparse: flags (store_true, count, ...) have nargs 0; "?" takes a value only attached
+        takes = action.nargs not in (0, "?")
         attached = bool(eq) if arg.startswith("--") else len(arg) > 2
         if not attached and takes and i < len(args):
             value = str(args[i])
