@@ -525,6 +525,7 @@ class InvestigateHooks:
         self.config = config
         self.settings = settings
         self.failed: List[str] = []
+        self.pytest_args = [f"--pytest-arg={a}" for a in _worker_args(config)]  # the session's own
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not report.failed or report.nodeid in self.failed:
@@ -535,7 +536,7 @@ class InvestigateHooks:
     def _investigate(self, nodeid: str) -> Finding:
         search = max(5.0, self.settings.budget / 2)
         cmd = [_engine(), "investigate", nodeid, "--fix", "--json", "--seconds", f"{search:g}",
-               "--slow-step", f"{self.settings.slow_step:g}"]
+               "--slow-step", f"{self.settings.slow_step:g}", *self.pytest_args]
         try:
             p = subprocess.run(cmd, cwd=str(self.config.rootpath), capture_output=True, text=True,
                                timeout=self.settings.budget, env=_engine_env(self.config, self.settings))

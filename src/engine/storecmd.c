@@ -556,8 +556,8 @@ static int cmd_merge(int argc, char **argv, int json)
         fclose(f);
         for (size_t k = 0; rc == 0 && k < json_array_size(docs); k++) {
             int64_t id = 0;
-            if (merge_one(st, json_array_get(docs, k), json_string_value(json_array_get(texts, k)), &id, &n, err,
-                          sizeof err) < 0) {
+            if (merge_one(st, json_array_get(docs, k), json_string_value(json_array_get(texts, k)), &id, &n,
+                          err, sizeof err) < 0) {
                 fprintf(stderr, "affidavit: error: %s: %s\n", argv[i], err);
                 rc = AFD_EXIT_INTERNAL;
             } else {
@@ -574,14 +574,16 @@ static int cmd_merge(int argc, char **argv, int json)
     }
     char db[4096];
     if (json)
-        printf("{\"merged\": %zu, \"files\": %zu, \"failing\": %zu, \"timing_sensitive\": %zu, \"clean\": %zu, "
-               "\"investigations\": %zu, \"incidents\": [%s]}\n",
-               merged, files, n.failing, n.timing, n.clean, n.investigations, ids.len ? (const char *)ids.data : "");
+        printf("{\"merged\": %zu, \"files\": %zu, \"failing\": %zu, \"timing_sensitive\": %zu, "
+               "\"clean\": %zu, \"investigations\": %zu, \"incidents\": [%s]}\n",
+               merged, files, n.failing, n.timing, n.clean, n.investigations,
+               ids.len ? (const char *)ids.data : "");
     else
-        printf("merged %zu result%s from %zu file%s into %s: %zu failing, %zu timing_sensitive, %zu clean, %zu "
-               "investigation%s\n",
-               merged, merged == 1 ? "" : "s", files, files == 1 ? "" : "s", incident_path("incidents.db", db, sizeof db),
-               n.failing, n.timing, n.clean, n.investigations, n.investigations == 1 ? "" : "s");
+        printf("merged %zu result%s from %zu file%s into %s: %zu failing, %zu timing_sensitive, %zu clean, "
+               "%zu investigation%s\n",
+               merged, merged == 1 ? "" : "s", files, files == 1 ? "" : "s",
+               incident_path("incidents.db", db, sizeof db), n.failing, n.timing, n.clean, n.investigations,
+               n.investigations == 1 ? "" : "s");
     afd_buf_finish(&ids);
     return rc;
 }
