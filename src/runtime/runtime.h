@@ -47,6 +47,16 @@ typedef struct afd_rt_state {
 afd_rt_state *afd_rt_state_of_type(PyTypeObject *tp);
 extern PyModuleDef afd_rt_module_def;
 
+/* The least virtual time a step takes, whatever the schedule says. A real clock always advances
+ * between two handles: on the machine this was measured on (tests/measure_step_floor.py, Python
+ * 3.11) two trivial callbacks of one iteration start at least 290 ns apart, and two task steps at
+ * least 1 us. Without a floor the zero schedule is a machine on which a step takes no time at
+ * all, and code that waits for loop time to pass between steps (a rate limiter re-armed on the
+ * elapsed time, a busy-wait on loop.time() across sleep(0)) never gets any: a run no real machine
+ * can produce. The constant is fixed, not measured per run, so that a token replays the same
+ * times on every machine. */
+#define AFD_STEP_FLOOR_NS 250ULL
+
 /* ---- Handles (handle.c) ---------------------------------------------------------------- */
 
 /* A handle the controlled loop made: an instance of affidavit._runtime.Handle (a subclass of
