@@ -246,3 +246,11 @@ def test_the_rate_limiter_drains_in_process() -> None:
 
     elapsed = run_controlled(main)
     assert 0.9 <= elapsed < 1.1, elapsed
+
+
+def test_importing_the_runtime_warns_nothing() -> None:
+    """Projects with filterwarnings = error import the handle types too: making them may not warn
+    (3.12 deprecates immutable types on mutable bases such as asyncio's)."""
+    proc = subprocess.run([sys.executable, "-W", "error", "-c", "import affidavit._runtime, affidavit.loop"],
+                          cwd=REPO, env=_env(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stderr == "", describe(proc)

@@ -304,8 +304,9 @@ static PyObject *type_from_base(PyObject *module, const char *name, PyType_Slot 
     PyType_Spec spec = {
         .name = name,
         .basicsize = (int)(afd_hl.ext + (Py_ssize_t)sizeof(afd_handle_ext)),
-        .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE |
-                 Py_TPFLAGS_DISALLOW_INSTANTIATION,
+        /* Not Py_TPFLAGS_IMMUTABLETYPE: asyncio's classes are mutable, and 3.12 warns (an error
+         * under filterwarnings = error) when an immutable type is made from a mutable base. */
+        .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_DISALLOW_INSTANTIATION,
         .slots = slots,
     };
     return PyType_FromModuleAndSpec(module, &spec, (PyObject *)base);
