@@ -147,6 +147,15 @@ def test_a_callback_that_raises_reports_an_asyncio_handle() -> None:
     assert isinstance(contexts[0]["handle"], asyncio.Handle), contexts
     assert isinstance(contexts[1]["handle"], asyncio.TimerHandle), contexts
     assert all(isinstance(c["exception"], ValueError) for c in contexts), contexts
+    controlled = [c["message"] for c in contexts]
+    contexts.clear()
+    stock = asyncio.new_event_loop()
+    try:
+        stock.run_until_complete(main())
+    finally:
+        stock.close()
+    assert [c["message"] for c in contexts] == controlled, (contexts, controlled)
+    assert controlled[0].startswith("Exception in callback ") and "boom()" in controlled[0], controlled
 
 
 def test_handles_are_freed_and_weakly_referenceable() -> None:

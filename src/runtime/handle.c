@@ -167,6 +167,23 @@ static void handle_dealloc(PyObject *h)
     Py_DECREF(tp);
 }
 
+/* asyncio's words for a callback that raised: "Exception in callback f(1) at file.py:3". */
+static PyObject *exception_message(PyObject *cb, PyObject *args)
+{
+    PyObject *helpers = PyImport_ImportModule("asyncio.format_helpers");
+    PyObject *src = helpers ? PyObject_CallMethod(helpers, "_format_callback_source", "OO", cb,
+                                                  args ? args : Py_None)
+                            : NULL;
+    Py_XDECREF(helpers);
+    if (!src) {
+        PyErr_Clear(); /* a callback whose repr fails still gets reported */
+        return PyUnicode_FromFormat("Exception in callback %R", cb);
+    }
+    PyObject *msg = PyUnicode_FromFormat("Exception in callback %U", src);
+    Py_DECREF(src);
+    return msg;
+}
+
 int afd_handle_run(afd_rt_state *st, afd_handle *hh)
 {
     PyObject *h = (PyObject *)hh;
@@ -196,7 +213,7 @@ int afd_handle_run(afd_rt_state *st, afd_handle *hh)
         } else {
             /* asyncio.Handle._run: report through the loop's exception handler, never stop the loop. */
             PyObject *exc = afd_take_exception();
-            PyObject *msg = PyUnicode_FromFormat("Exception in callback %R", cb);
+            PyObject *msg = exception_message(cb, args);
             PyObject *dict = msg ? PyDict_New() : NULL;
             if (dict && PyDict_SetItem(dict, st->str_message, msg) == 0 &&
                 PyDict_SetItem(dict, st->str_exception, exc) == 0 &&
