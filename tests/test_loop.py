@@ -556,7 +556,8 @@ def test_an_explicit_delay_on_one_step_decides_the_order() -> None:
     assert with_delay(label, 1, 9_000_000) == "fresh"
     assert with_delay(other, 1, 9_000_000) == "fresh"
     costs = {(s[0], s[1]): s[3] for s in _runtime.steps()}
-    assert costs[(other, 1)] == 9_000_000 and costs[(label, 0)] == 0
+    # An undelayed step costs the floor every step costs (a real step always takes some time).
+    assert costs[(other, 1)] == 9_000_000 and costs[(label, 0)] == _runtime.STEP_FLOOR_NS
 
 
 # ---- The running loop, answered inside a step without a system call ---------------------------

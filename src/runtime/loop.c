@@ -101,9 +101,15 @@ static PyObject *ready_pop(afd_loop *self) /* returns an owned reference */
 
 /* ---- timer heap ---- */
 
+static double heap_when(afd_loop *self, size_t i)
+{
+    return afd_handle_ext_of(self->heap[i])->when;
+}
+
 static int timer_less(const afd_handle *a, const afd_handle *b)
 {
-    return a->when < b->when || (a->when == b->when && a->seq < b->seq);
+    const afd_handle_ext *x = afd_handle_ext_of((afd_handle *)a), *y = afd_handle_ext_of((afd_handle *)b);
+    return x->when < y->when || (x->when == y->when && x->seq < y->seq);
 }
 
 static void sift_up(afd_loop *self, size_t i)
@@ -151,7 +157,7 @@ static int heap_push(afd_loop *self, afd_handle *h) /* borrows h, takes a new re
     Py_INCREF(h);
     self->heap[self->hn++] = h;
     sift_up(self, self->hn - 1);
-    h->scheduled = 1;
+    afd_handle_set_scheduled(h, 1);
     return 0;
 }
 
@@ -163,7 +169,7 @@ static afd_handle *heap_pop(afd_loop *self) /* returns the owned reference */
         self->heap[0] = self->heap[self->hn];
         sift_down(self, 0);
     }
-    top->scheduled = 0;
+    afd_handle_set_scheduled(top, 0);
     return top;
 }
 
@@ -250,7 +256,7 @@ static PyObject *schedule_at(afd_loop *self, double when, PyObject *cb, PyObject
     Py_XDECREF(own_ctx);
     if (!h)
         return NULL;
-    h->seq = self->seq++;
+    afd_handle_ext_of(h)->seq = self->seq++;
     if (heap_push(self, h) < 0) {
         Py_DECREF(h);
         return NULL;
@@ -361,7 +367,7 @@ static PyObject *loop_add_callback(afd_loop *self, PyObject *handle)
 static PyObject *loop_timer_cancelled(afd_loop *self, PyObject *handle)
 {
     afd_rt_state *st = loop_state(self);
-    if (PyObject_TypeCheck(handle, st->handle_type) && ((afd_handle *)handle)->scheduled)
+    if (afd_handle_check(st, handle) && afd_handle_scheduled((afd_handle *)handle))
         self->timer_cancelled++;
     Py_RETURN_NONE;
 }
@@ -374,8 +380,8 @@ static void prune_timers(afd_loop *self)
         size_t j = 0;
         for (size_t i = 0; i < self->hn; i++) {
             afd_handle *h = self->heap[i];
-            if (h->cancelled) {
-                h->scheduled = 0;
+            if (afd_handle_cancelled(h)) {
+                afd_handle_set_scheduled(h, 0);
                 Py_DECREF(h);
             } else {
                 self->heap[j++] = h;
@@ -386,7 +392,7 @@ static void prune_timers(afd_loop *self)
             sift_down(self, i);
         self->timer_cancelled = 0;
     } else {
-        while (self->hn && self->heap[0]->cancelled) {
+        while (self->hn && afd_handle_cancelled(self->heap[0])) {
             afd_handle *h = heap_pop(self);
             if (self->timer_cancelled)
                 self->timer_cancelled--;
@@ -467,7 +473,7 @@ static int controlled_wait(afd_loop *self, int stopping)
         return fds_active(self) ? poll_selector(self, 0.0, &had) : 0;
     int io = io_active(self);
     if (self->hn && !io) {
-        uint64_t deadline = ceil_ns(self->heap[0]->when);
+        uint64_t deadline = ceil_ns(heap_when(self, 0));
         if (deadline < self->clock_ns)
             deadline = self->clock_ns;
         uint64_t late = afd_sched_lateness(&afd_rt_config.schedule, self->idle_wakes++, self->clock_ns, deadline);
@@ -485,7 +491,7 @@ static int controlled_wait(afd_loop *self, int stopping)
     /* Real waiting: I/O or threads are pending. Virtual time follows real time while we wait. */
     double timeout = -1.0;
     if (self->hn) {
-        timeout = self->heap[0]->when - loop_now(self);
+        timeout = heap_when(self, 0) - loop_now(self);
         if (timeout < 0)
             timeout = 0;
         if (timeout > MAX_SELECT_TIMEOUT)
@@ -501,7 +507,7 @@ static int controlled_wait(afd_loop *self, int stopping)
         afd_rec_event(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_REAL_IO, AFD_NOSTR, self->clock_ns, waited);
         self->clock_ns += waited;
     } else if (self->hn) {
-        uint64_t deadline = ceil_ns(self->heap[0]->when);
+        uint64_t deadline = ceil_ns(heap_when(self, 0));
         if (deadline > self->clock_ns)
             self->clock_ns = deadline;
     } else {
@@ -516,7 +522,7 @@ static int natural_wait(afd_loop *self, int stopping)
     if (self->rcount || stopping) {
         timeout = 0.0;
     } else if (self->hn) {
-        timeout = self->heap[0]->when - loop_now(self);
+        timeout = heap_when(self, 0) - loop_now(self);
         if (timeout < 0)
             timeout = 0;
         if (timeout > MAX_SELECT_TIMEOUT)
@@ -535,8 +541,8 @@ static uint64_t timer_horizon(afd_loop *self)
 {
     double latest = 0;
     for (size_t i = 0; i < self->hn; i++)
-        if (!self->heap[i]->cancelled && self->heap[i]->when > latest)
-            latest = self->heap[i]->when;
+        if (!afd_handle_cancelled(self->heap[i]) && heap_when(self, i) > latest)
+            latest = heap_when(self, i);
     uint64_t l = ceil_ns(latest);
     return l > self->clock_ns ? l - self->clock_ns : 0;
 }
@@ -695,7 +701,7 @@ static PyObject *run_once(afd_loop *self)
 
     /* Timers whose deadline has passed join the back of the queue, in deadline order. */
     double end = loop_now(self) + 1e-9;
-    while (self->hn && self->heap[0]->when < end) {
+    while (self->hn && heap_when(self, 0) < end) {
         afd_handle *h = heap_pop(self);
         if (ready_push(self, (PyObject *)h) < 0)
             return NULL;
@@ -705,17 +711,18 @@ static PyObject *run_once(afd_loop *self)
     size_t ntodo = self->rcount;
     for (size_t i = 0; i < ntodo && self->rcount; i++) {
         PyObject *obj = ready_pop(self);
-        afd_handle *h = PyObject_TypeCheck(obj, st->handle_type) ? (afd_handle *)obj : NULL;
-        if (h && h->cancelled) {
+        afd_handle *h = afd_handle_check(st, obj) ? (afd_handle *)obj : NULL;
+        afd_handle_ext *hx = h ? afd_handle_ext_of(h) : NULL;
+        if (h && afd_handle_cancelled(h)) {
             Py_DECREF(obj);
             continue;
         }
-        PyObject *cb = h ? Py_NewRef(h->callback) : PyObject_GetAttrString(obj, "_callback");
+        PyObject *cb = h ? Py_NewRef(afd_handle_callback(h)) : PyObject_GetAttrString(obj, "_callback");
         if (!cb) {
             PyErr_Clear();
             cb = Py_NewRef(Py_None);
         }
-        uint32_t id = afd_rec_identify(st, cb, h ? h->creator : 0);
+        uint32_t id = afd_rec_identify(st, cb, hx ? hx->creator : 0);
         Py_DECREF(cb);
         if (!id)
             PyErr_Clear();
@@ -728,7 +735,7 @@ static PyObject *run_once(afd_loop *self)
         afd_rec_now = vstart;
         afd_rec_step_no = (uint32_t)(step_index + 1);
         afd_rec_extra_cost = 0;
-        afd_rec_event(AFD_EV_WAKE, h && h->is_timer, id, h ? h->origin : 0, afd_rec_step_no, vstart, 0);
+        afd_rec_event(AFD_EV_WAKE, hx && hx->is_timer, id, hx ? hx->origin : 0, afd_rec_step_no, vstart, 0);
         if (afd_rt_config.trace_lines)
             afd_tracer_step_begin(st);
         int rc = h ? afd_handle_run(st, h) : run_generic(st, obj);
@@ -747,7 +754,10 @@ static PyObject *run_once(afd_loop *self)
                 .index = step_index,
             };
             uint64_t horizon = afd_rt_config.schedule.strategy == AFD_STRAT_PCT ? timer_horizon(self) : 0;
-            cost = afd_sched_step_cost(&afd_rt_config.schedule, &sid, horizon) + afd_rec_extra_cost;
+            cost = afd_sched_step_cost(&afd_rt_config.schedule, &sid, horizon);
+            if (cost < AFD_STEP_FLOOR_NS)
+                cost = AFD_STEP_FLOOR_NS;
+            cost += afd_rec_extra_cost;
             self->clock_ns += cost;
         }
         /* The recorder may call into Python; an exception from the step (SystemExit, say) must
@@ -797,7 +807,7 @@ static void drop_queues(afd_loop *self)
     }
     while (self->hn) {
         afd_handle *h = self->heap[--self->hn];
-        h->scheduled = 0;
+        afd_handle_set_scheduled(h, 0);
         Py_DECREF(h);
     }
 }

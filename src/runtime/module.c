@@ -359,7 +359,11 @@ static int rt_exec(PyObject *m)
 {
     afd_rt_state *st = module_state(m);
     current_state = st;
-    if (add_type(m, &st->handle_type, afd_handle_type_spec_new(m)) < 0 ||
+    PyObject *handle_type, *timer_type;
+    if (afd_handle_types_new(m, &handle_type, &timer_type) < 0)
+        return -1;
+    int added = add_type(m, &st->handle_type, handle_type);
+    if (add_type(m, &st->timer_type, timer_type) < 0 || added < 0 ||
         add_type(m, &st->loopcore_type, afd_loopcore_type_spec_new(m)) < 0 ||
         add_type(m, &st->assertion_type, PyType_FromModuleAndSpec(m, &assertion_spec, NULL)) < 0)
         return -1;
@@ -416,6 +420,7 @@ static int rt_exec(PyObject *m)
 #undef INTERN
     if (PyModule_AddIntConstant(m, "MODE_NATURAL", AFD_MODE_NATURAL) < 0 ||
         PyModule_AddIntConstant(m, "MODE_CONTROLLED", AFD_MODE_CONTROLLED) < 0 ||
+        PyModule_AddIntConstant(m, "STEP_FLOOR_NS", (long)AFD_STEP_FLOOR_NS) < 0 ||
         PyModule_AddIntConstant(m, "EV_OP_BEGIN", AFD_EV_OP_BEGIN) < 0 ||
         PyModule_AddIntConstant(m, "EV_OP_END", AFD_EV_OP_END) < 0 ||
         PyModule_AddIntConstant(m, "EV_TASK", AFD_EV_TASK) < 0 ||
@@ -448,6 +453,7 @@ static int rt_traverse(PyObject *m, visitproc visit, void *arg)
 {
     afd_rt_state *st = module_state(m);
     Py_VISIT(st->handle_type);
+    Py_VISIT(st->timer_type);
     Py_VISIT(st->loopcore_type);
     Py_VISIT(st->assertion_type);
     Py_VISIT(st->task_types);
@@ -460,6 +466,7 @@ static int rt_clear(PyObject *m)
 {
     afd_rt_state *st = module_state(m);
     Py_CLEAR(st->handle_type);
+    Py_CLEAR(st->timer_type);
     Py_CLEAR(st->loopcore_type);
     Py_CLEAR(st->assertion_type);
     Py_CLEAR(st->task_types);

@@ -20,6 +20,7 @@
 
 typedef struct afd_rt_state {
     PyTypeObject *handle_type;  /* Owned. */
+    PyTypeObject *timer_type;   /* Owned. */
     PyTypeObject *loopcore_type; /* Owned. */
     PyTypeObject *assertion_type; /* Owned. */
     PyObject *task_types;       /* Owned tuple: asyncio.Task and asyncio.tasks._PyTask. */
@@ -46,25 +47,64 @@ typedef struct afd_rt_state {
 afd_rt_state *afd_rt_state_of_type(PyTypeObject *tp);
 extern PyModuleDef afd_rt_module_def;
 
+/* The least virtual time a step takes, whatever the schedule says. A real clock always advances
+ * between two handles: on the machine this was measured on (tests/measure_step_floor.py, Python
+ * 3.11) two trivial callbacks of one iteration start at least 290 ns apart, and two task steps at
+ * least 1 us. Without a floor the zero schedule is a machine on which a step takes no time at
+ * all, and code that waits for loop time to pass between steps (a rate limiter re-armed on the
+ * elapsed time, a busy-wait on loop.time() across sleep(0)) never gets any: a run no real machine
+ * can produce. The constant is fixed, not measured per run, so that a token replays the same
+ * times on every machine. */
+#define AFD_STEP_FLOOR_NS 250ULL
+
 /* ---- Handles (handle.c) ---------------------------------------------------------------- */
 
+/* A handle the controlled loop made: an instance of affidavit._runtime.Handle (a subclass of
+ * asyncio.Handle) or TimerHandle (of asyncio.TimerHandle). asyncio's state lives in asyncio's own
+ * __slots__, reached through the accessors below; the loop's bookkeeping in afd_handle_ext. */
 typedef struct afd_handle {
-    PyObject_HEAD
-    PyObject *callback;  /* Owned; NULL once cancelled. */
-    PyObject *args;      /* Owned tuple or NULL (no arguments). */
-    PyObject *context;   /* Owned contextvars.Context. */
-    PyObject *loop;      /* Owned. */
-    PyObject *weakreflist;
-    double when;         /* Timers: the deadline in loop time. */
-    uint64_t seq;        /* Timers: creation order, the tie-breaker of equal deadlines. */
-    uint32_t creator;    /* The recorder's id of the task whose step created this handle (0 none). */
-    uint32_t origin;     /* 1 + the index of the step that created this handle (0 none). */
-    uint8_t cancelled;
-    uint8_t is_timer;
-    uint8_t scheduled;   /* Timers: on the loop's heap. */
+    PyObject ob_base;
 } afd_handle;
 
-PyObject *afd_handle_type_spec_new(PyObject *module);
+/* The loop's own fields of a handle, stored after asyncio's slots. */
+typedef struct afd_handle_ext {
+    double when;      /* Timers: the deadline in loop time (the _when slot holds the same float). */
+    uint64_t seq;     /* Timers: creation order, the tie-breaker of equal deadlines. */
+    uint32_t creator; /* The recorder's id of the task whose step created this handle (0 none). */
+    uint32_t origin;  /* 1 + the index of the step that created this handle (0 none). */
+    uint8_t is_timer;
+} afd_handle_ext;
+
+#define AFD_HANDLE_MAX_SLOTS 16
+/* Byte offsets of asyncio's handle slots in an instance, learned from the member descriptors of
+ * asyncio.events.Handle and TimerHandle when the module loads (they differ between Pythons). */
+typedef struct afd_handle_layout {
+    Py_ssize_t callback, args, cancelled, context, loop, scheduled, when;
+    Py_ssize_t slots[AFD_HANDLE_MAX_SLOTS]; /* every object slot: Handle's first, then TimerHandle's */
+    size_t n_slots, n_handle_slots;
+    Py_ssize_t ext; /* where afd_handle_ext starts, the same in both types */
+} afd_handle_layout;
+extern afd_handle_layout afd_hl;
+
+static inline afd_handle_ext *afd_handle_ext_of(afd_handle *h)
+{
+    return (afd_handle_ext *)((char *)h + afd_hl.ext);
+}
+
+/* Borrowed; None once cancelled. */
+PyObject *afd_handle_callback(afd_handle *h);
+int afd_handle_cancelled(afd_handle *h);
+int afd_handle_scheduled(afd_handle *h);
+void afd_handle_set_scheduled(afd_handle *h, int scheduled);
+
+/* Creates the two handle types, subclasses of asyncio's, into *handle_type and *timer_type (new
+ * references). Returns 0, or -1 with an exception set and both NULL. */
+int afd_handle_types_new(PyObject *module, PyObject **handle_type, PyObject **timer_type);
+/* Whether obj is a handle this module made (exact types: neither is subclassable). */
+static inline int afd_handle_check(const afd_rt_state *st, PyObject *obj)
+{
+    return Py_TYPE(obj) == st->handle_type || Py_TYPE(obj) == st->timer_type;
+}
 /* Creates a handle; steals nothing. args may be NULL. */
 afd_handle *afd_handle_new(afd_rt_state *st, PyObject *callback, PyObject *args,
                            PyObject *context, PyObject *loop, int is_timer, double when);
