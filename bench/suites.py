@@ -32,6 +32,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -183,7 +184,7 @@ def session(py: str, s: Dict[str, Any], mode: str, explore: int, tag: str) -> Di
             docs += [json.loads(l) for l in f if l.strip()]
     return {"cmd": cmd[1:], "exit": p.returncode, "wall_s": wall, "outcomes": junit(xml),
             "failures": failure_text(xml), "last_line": lines[-1] if lines else "",
-            "affidavit_lines": [l for l in lines if l.startswith("affidavit:")],
+            "affidavit_lines": [l for l in lines if l.startswith("affidavit:") and " explored" in l],
             "internal_error": "INTERNALERROR" in p.stdout + p.stderr, "explore_docs": docs}
 
 
@@ -211,11 +212,22 @@ def tally(plain: Dict[str, Any], inactive: Dict[str, Any], exp: Dict[str, Any]) 
         rows.append({"test": k, "verdict": verdict, "failing_run": (d or {}).get("failing_run"),
                      "schedule": (d or {}).get("schedule"), "text": exp["failures"].get(k, "")})
     lost = sorted(k for k in passed if k not in exp["outcomes"])
+    verdicts: Dict[str, int] = {}
+    for d in exp["explore_docs"]:
+        v = d.get("verdict") or ("failure" if d.get("found") else "no_failure")
+        verdicts[v] = verdicts.get(v, 0) + 1
+    not_explored = 0
+    for line in exp["affidavit_lines"]:
+        m = re.search(r"(\d+) not explored", line)
+        if m:
+            not_explored += int(m.group(1))
     return {
         "tests": len(plain["outcomes"]),
         "passed_plain": len(passed),
         "explored": sum(1 for d in exp["explore_docs"] if d.get("runs")),
+        "not_explored": not_explored,
         "summary_lines": exp["affidavit_lines"],
+        "explore_verdicts": verdicts,
         "red": len(red),
         "red_by_verdict": kinds,
         "red_under_zero_schedule": zero_reds,
@@ -282,16 +294,18 @@ def main(argv: List[str]) -> int:
 
 
 def table(r: Dict[str, Any]) -> str:
-    head = f"{'suite':<14} {'tests':>5} {'pass':>5} {'explored':>8} {'red':>4} {'race':>5} {'timing':>6} " \
+    head = f"{'suite':<14} {'tests':>5} {'pass':>5} {'explored':>8} {'not':>4} {'red':>4} {'race':>5} {'timing':>6} " \
            f"{'zero':>5} {'inactive':>9} {'explore':>8}"
     out = [head, "-" * len(head)]
     for name, t in r["suites"].items():
         k = t["red_by_verdict"]
-        out.append(f"{name:<14} {t['tests']:>5} {t['passed_plain']:>5} {t['explored']:>8} {t['red']:>4} "
+        out.append(f"{name:<14} {t['tests']:>5} {t['passed_plain']:>5} {t['explored']:>8} {t['not_explored']:>4} {t['red']:>4} "
                    f"{k.get('failure', 0):>5} {k.get('timing_sensitive', 0):>6} "
                    f"{len(t['red_under_zero_schedule']):>5} {t['inactive_over_plain']:>8.2f}x "
                    f"{t['explore_over_plain']:>7.1f}x")
-    out.append("race: red with verdict failure; timing: timing_sensitive; zero: red under the zero schedule "
+    out.append("explored: tests with an explore result; not: the plugin's own count of tests not explored; "
+               "red: passed plainly, failed under explore; "
+               "race: red with verdict failure; timing: timing_sensitive; zero: red under the zero schedule "
                "(a loop difference, never a race); ratios are wall time over the plain session (one each)")
     return "\n".join(out)
 
