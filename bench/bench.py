@@ -14,10 +14,13 @@
    scripts/bench-env.sh): simloop's and simloom's cost per hop on the same ring and seeds/s, the
    false-alarm check (FIFO-correct controls under their random schedulers and under ours), and
    pytest-repeat and subprocess reruns on flaky cases.
+5. Real suites (bench/suites.py, in build/bench-env/suites): seven asyncio libraries' own test
+   suites from their PyPI sdists, plain, with the plugin inactive and under --affidavit-explore=30:
+   tests explored, not explored (why), red by verdict, wall time as ratios to plain.
 
 Writes bench/results.json (with the machine it ran on) and bench/corpus_results.json. Nothing
-here asserts: goals are compared and printed, not enforced. `--skip-corpus` and `--skip-peers`
-leave those parts out (their keys then say so).
+here asserts: goals are compared and printed, not enforced. `--skip-corpus`, `--skip-peers`
+and `--skip-suites` leave those parts out (their keys then say so).
 """
 
 from __future__ import annotations
@@ -206,15 +209,32 @@ def peers() -> Dict[str, Any]:
     return json.loads(out.stdout)
 
 
+def suites() -> Dict[str, Any]:
+    """bench/suites.py (it prints its own table): real libraries' suites under the plugin."""
+    print("affidavit bench: real suites (bench/suites.py)", file=sys.stderr)
+    rc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "suites.py"), "--affidavit", AFFIDAVIT],
+                        cwd=ROOT).returncode
+    if rc != 0:
+        return {"measured": False, "why": f"bench/suites.py exited {rc}"}
+    with open(os.path.join(ROOT, "bench", "suites_results.json"), encoding="utf-8") as f:
+        data = json.load(f)
+    return {"measured": True, "results": "bench/suites_results.json",
+            "suites": {k: {key: v[key] for key in ("tests", "passed_plain", "explored", "red", "red_by_verdict",
+                                                    "explore_over_plain", "inactive_over_plain")}
+                       for k, v in data["suites"].items()}}
+
+
 def main() -> None:
     skip_corpus = "--skip-corpus" in sys.argv[1:]
     skip_peers = "--skip-peers" in sys.argv[1:]
+    skip_suites = "--skip-suites" in sys.argv[1:]
     t_start = time.perf_counter()
     where = machine()
     print("affidavit bench: corpus", file=sys.stderr)
     corp = {"skipped": True} if skip_corpus else corpus()
     print("affidavit bench: peers", file=sys.stderr)
     peer = {"peers_measured": False, "why": "--skip-peers"} if skip_peers else peers()
+    suite = {"measured": False, "why": "--skip-suites"} if skip_suites else suites()
     print("affidavit bench: foundation", file=sys.stderr)
     plug = plugin_overhead()
     inv = investigate_times()
@@ -235,6 +255,7 @@ def main() -> None:
         "command": "make bench",
         "corpus": corp,
         "peers": peer,
+        "suites": suite,
         "engine": eng,
         "pytest_reinvocation_sequential": seq,
         "pytest_reinvocation_parallel": par,

@@ -1,0 +1,314 @@
+"""Real asyncio libraries' own test suites under `pytest --affidavit-explore=N`.
+
+Usage: .venv/bin/python bench/suites.py [--explore N] [--only NAME,...] [--affidavit PATH]
+
+Each library below is built from its PyPI sdist (which ships its tests) into build/bench-env/suites,
+a venv of the interpreter .venv was made with, together with what its suite needs
+(bench/requirements-suites.txt). The suite's own configuration (setup.cfg, pyproject.toml: addopts,
+filterwarnings = error, timeouts, asyncio_mode) is used untouched; what the command line adds for a
+suite is listed beside it below (deselecting tests that need a network service, and settings that
+pytest-asyncio 1.5 requires and an older suite does not set). affidavit reaches that venv through a
+.pth file naming a directory that holds only its package and its dist-info (the pytest11 entry
+point), and the engine runs workers with that venv's interpreter (AFFIDAVIT_PYTHON).
+
+Per suite, three sessions of the same command, one after the other:
+  plain     python -m pytest ... -p no:affidavit
+  inactive  python -m pytest ...                 (the plugin installed, not asked for anything)
+  explore   python -m pytest ... --affidavit-explore=N
+Each writes a JUnit XML file; outcomes per test come from those files, never from parsing text. From
+the explore session also: the plugin's own summary lines (the lines starting with "affidavit:") and
+the explore documents it kept (.affidavit/explore/*.jsonl) for each test's verdict.
+
+Counted per suite: tests; passed plainly; of those, async or loop-driving tests the plugin explored or
+listed as not explored (with reasons); tests red under explore that passed plainly, split by verdict
+(`failure`, `timing_sensitive`) and by whether the failing schedule was the zero schedule (a red under
+zero delays on a test that passes plainly is a difference between our loop and stock asyncio, never a
+race); wall times as ratios to plain. Nothing asserts: the table is printed and written to
+bench/suites_results.json with the machine state beside it.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+import xml.etree.ElementTree as ET
+from typing import Any, Dict, List, Optional
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = os.path.join(ROOT, "build", "bench-env", "suites")
+SRC = os.path.join(ROOT, "build", "bench-env", "suites-src")
+LINK = os.path.join(ROOT, "build", "bench-env", "suites-affidavit")
+REQ = os.path.join(ROOT, "bench", "requirements-suites.txt")
+
+# name, sdist pin, test paths and the arguments the command line adds (why, beside each)
+SUITES: List[Dict[str, Any]] = [
+    {"name": "aiolimiter", "pin": "aiolimiter==1.3.0", "args": ["tests"]},
+    {"name": "async-timeout", "pin": "async-timeout==5.0.1", "args": ["tests"]},
+    # pytest-asyncio 1.5 errors (filterwarnings = error) on an unset fixture loop scope
+    {"name": "async-lru", "pin": "async-lru==2.4.0",
+     "args": ["tests", "-o", "asyncio_default_fixture_loop_scope=function"]},
+    {"name": "aiostream", "pin": "aiostream==0.8.1", "args": ["tests"]},
+    {"name": "janus", "pin": "janus==2.0.0", "args": ["tests"]},
+    {"name": "culsans", "pin": "culsans==0.11.0", "args": ["tests"]},
+    # the memory backend only: the redis and memcached tests need those servers
+    {"name": "aiocache", "pin": "aiocache==0.12.3",
+     "args": ["tests/ut", "--ignore=tests/ut/backends/test_redis.py",
+              "--ignore=tests/ut/backends/test_memcached.py", "-m", "not redis and not memcached",
+              "-o", "asyncio_default_fixture_loop_scope=function"]},
+]
+
+
+def log(msg: str) -> None:
+    print(f"suites: {msg}", file=sys.stderr, flush=True)
+
+
+def run(cmd: List[str], **kw: Any) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+def env_python(engine: str) -> str:
+    """The suites' venv, made once from the interpreter the engine's venv was made with."""
+    py = os.path.join(ENV, "bin", "python")
+    venv_py = os.path.join(os.path.dirname(engine), "python")
+    stamp = os.path.join(ENV, ".stamp")
+    want = open(REQ, encoding="utf-8").read() + json.dumps([s["pin"] for s in SUITES])
+    if not (os.path.exists(stamp) and open(stamp, encoding="utf-8").read() == want):
+        base = run([venv_py, "-c", "import sys; print(sys._base_executable)"]).stdout.strip()
+        shutil.rmtree(ENV, ignore_errors=True)
+        log(f"creating {ENV} with {base}")
+        run([base, "-m", "venv", ENV])
+        pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        run(pip + ["-r", REQ])
+        os.makedirs(SRC, exist_ok=True)
+        for s in SUITES:
+            run([py, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
+                 "--no-binary", ":all:", s["pin"], "-d", SRC])
+        for sdist in glob.glob(os.path.join(SRC, "*.tar.gz")):
+            with tarfile.open(sdist) as tf:
+                tf.extractall(SRC, filter="data") if sys.version_info >= (3, 12) else tf.extractall(SRC)
+        for s in SUITES:
+            log(f"installing {s['pin']}")
+            run(pip + [suite_dir(s)])
+        # A section with no settings: pytest's search for a configuration file stops here, not in
+        # this repository's own pyproject.toml, for a suite (culsans) that has none of its own.
+        with open(os.path.join(SRC, "pytest.ini"), "w", encoding="utf-8") as f:
+            f.write("[pytest]\n")
+        with open(stamp, "w", encoding="utf-8") as f:
+            f.write(want)
+    link_affidavit(py, venv_py, engine)
+    return py
+
+
+def suite_dir(s: Dict[str, Any]) -> str:
+    name, ver = s["pin"].split("==")
+    for cand in (name, name.replace("-", "_")):
+        d = os.path.join(SRC, f"{cand}-{ver}")
+        if os.path.isdir(d):
+            return d
+    raise SystemExit(f"suites: no source directory for {s['pin']} under {SRC}")
+
+
+def link_affidavit(py: str, venv_py: str, engine: str) -> None:
+    """The suites' venv sees only affidavit's package and dist-info from the engine's venv."""
+    site = run([venv_py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    shutil.rmtree(LINK, ignore_errors=True)
+    os.makedirs(LINK)
+    for entry in ["affidavit"] + [os.path.basename(p) for p in glob.glob(os.path.join(site, "affidavit-*.dist-info"))]:
+        os.symlink(os.path.join(site, entry), os.path.join(LINK, entry))
+    target = run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    with open(os.path.join(target, "affidavit-bench.pth"), "w", encoding="utf-8") as f:
+        f.write(LINK + "\n")
+    exe = os.path.join(ENV, "bin", "affidavit")
+    if os.path.lexists(exe):
+        os.remove(exe)
+    os.symlink(engine, exe)
+
+
+def junit(path: str) -> Dict[str, str]:
+    """nodeid-ish key -> outcome (passed, failed, error, skipped) from a JUnit XML file."""
+    out: Dict[str, str] = {}
+    if not os.path.exists(path):
+        return out
+    for case in ET.parse(path).getroot().iter("testcase"):
+        key = f"{case.get('classname')}::{case.get('name')}"
+        kinds = [child.tag for child in case]
+        outcome = "failed" if "failure" in kinds else "error" if "error" in kinds else \
+            "skipped" if "skipped" in kinds else "passed"
+        # a teardown error is reported as a second testcase element: the worse outcome stands
+        if out.get(key) in ("failed", "error"):
+            continue
+        out[key] = outcome
+    return out
+
+
+def failure_text(path: str) -> Dict[str, str]:
+    out: Dict[str, str] = {}
+    if not os.path.exists(path):
+        return out
+    for case in ET.parse(path).getroot().iter("testcase"):
+        for child in case:
+            if child.tag in ("failure", "error"):
+                out[f"{case.get('classname')}::{case.get('name')}"] = (child.get("message") or "")[:300]
+    return out
+
+
+def session(py: str, s: Dict[str, Any], mode: str, explore: int, tag: str) -> Dict[str, Any]:
+    cwd = suite_dir(s)
+    xml = os.path.join(ROOT, "build", "bench-env", f"junit-{s['name']}-{tag}.xml")
+    if os.path.exists(xml):
+        os.remove(xml)
+    for d in (cwd, SRC):
+        shutil.rmtree(os.path.join(d, ".affidavit"), ignore_errors=True)
+    cmd = [py, "-m", "pytest", *s["args"], f"--junitxml={xml}"]
+    if mode == "plain":
+        cmd += ["-p", "no:affidavit"]
+    elif mode == "explore":
+        cmd += [f"--affidavit-explore={explore}"]
+    env = dict(os.environ, AFFIDAVIT_PYTHON=py, PATH=os.path.join(ENV, "bin") + os.pathsep + os.environ["PATH"])
+    env.pop("PYTEST_ADDOPTS", None)
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
+    lines = p.stdout.splitlines()
+    docs: List[Dict[str, Any]] = []
+    for jl in glob.glob(os.path.join(cwd, ".affidavit", "explore", "*.jsonl")) + \
+            glob.glob(os.path.join(SRC, ".affidavit", "explore", "*.jsonl")):
+        with open(jl, encoding="utf-8") as f:
+            docs += [json.loads(l) for l in f if l.strip()]
+    return {"cmd": cmd[1:], "exit": p.returncode, "wall_s": wall, "outcomes": junit(xml),
+            "failures": failure_text(xml), "last_line": lines[-1] if lines else "",
+            "affidavit_lines": [l for l in lines if l.startswith("affidavit:") and " explored" in l],
+            "internal_error": "INTERNALERROR" in p.stdout + p.stderr, "explore_docs": docs}
+
+
+def key_of(nodeid: str) -> str:
+    """A node id in JUnit's classname::name spelling (path dots, no .py)."""
+    path, _, rest = nodeid.partition("::")
+    parts = rest.split("::")
+    cls = path[:-3].replace("/", ".") if path.endswith(".py") else path
+    return ".".join([cls] + parts[:-1]) + "::" + parts[-1]
+
+
+def tally(plain: Dict[str, Any], inactive: Dict[str, Any], exp: Dict[str, Any]) -> Dict[str, Any]:
+    passed = {k for k, v in plain["outcomes"].items() if v == "passed"}
+    red = sorted(k for k in passed if exp["outcomes"].get(k) in ("failed", "error"))
+    by_key = {key_of(d.get("nodeid", "")): d for d in exp["explore_docs"]}
+    kinds: Dict[str, int] = {}
+    zero_reds: List[str] = []
+    rows = []
+    for k in red:
+        d = by_key.get(k)
+        verdict = (d or {}).get("verdict") or ("failure" if d and d.get("found") else "not an explore result")
+        kinds[verdict] = kinds.get(verdict, 0) + 1
+        if d and d.get("failing_run") == 1:
+            zero_reds.append(k)
+        rows.append({"test": k, "verdict": verdict, "failing_run": (d or {}).get("failing_run"),
+                     "schedule": (d or {}).get("schedule"), "text": exp["failures"].get(k, "")})
+    lost = sorted(k for k in passed if k not in exp["outcomes"])
+    verdicts: Dict[str, int] = {}
+    for d in exp["explore_docs"]:
+        v = d.get("verdict") or ("failure" if d.get("found") else "no_failure")
+        verdicts[v] = verdicts.get(v, 0) + 1
+    not_explored = 0
+    for line in exp["affidavit_lines"]:
+        m = re.search(r"(\d+) not explored", line)
+        if m:
+            not_explored += int(m.group(1))
+    return {
+        "tests": len(plain["outcomes"]),
+        "passed_plain": len(passed),
+        "explored": sum(1 for d in exp["explore_docs"] if d.get("runs")),
+        "not_explored": not_explored,
+        "summary_lines": exp["affidavit_lines"],
+        "explore_verdicts": verdicts,
+        "red": len(red),
+        "red_by_verdict": kinds,
+        "red_under_zero_schedule": zero_reds,
+        "red_rows": rows,
+        "missing_under_explore": lost,
+        "internal_error": exp["internal_error"],
+        "inactive_over_plain": inactive["wall_s"] / plain["wall_s"],
+        "explore_over_plain": exp["wall_s"] / plain["wall_s"],
+        "plain_s": plain["wall_s"], "inactive_s": inactive["wall_s"], "explore_s": exp["wall_s"],
+        "runs": sum(int(d.get("runs") or 0) for d in exp["explore_docs"]),
+    }
+
+
+def machine() -> Dict[str, Any]:
+    load = open("/proc/loadavg").read().split()[:3]
+    thp = ""
+    try:
+        thp = open("/sys/kernel/mm/transparent_hugepage/enabled").read().strip()
+    except OSError:
+        pass
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    return {"loadavg": load, "thp": thp, "cpu": cpu, "cores": os.cpu_count()}
+
+
+def main(argv: List[str]) -> int:
+    explore = 30
+    only: Optional[List[str]] = None
+    engine = os.path.join(ROOT, ".venv", "bin", "affidavit")
+    it = iter(argv)
+    for a in it:
+        if a == "--explore":
+            explore = int(next(it))
+        elif a == "--only":
+            only = next(it).split(",")
+        elif a == "--affidavit":
+            engine = os.path.abspath(next(it))
+        else:
+            print(f"usage: suites.py [--explore N] [--only NAME,...] [--affidavit PATH] (not {a!r})", file=sys.stderr)
+            return 2
+    py = env_python(engine)
+    results: Dict[str, Any] = {"machine_before": machine(), "explore": explore, "suites": {}}
+    for s in SUITES:
+        if only and s["name"] not in only:
+            continue
+        log(f"{s['name']}: plain, inactive, explore={explore}")
+        plain = session(py, s, "plain", explore, "plain")
+        inactive = session(py, s, "inactive", explore, "inactive")
+        exp = session(py, s, "explore", explore, "explore")
+        t = tally(plain, inactive, exp)
+        t["pin"] = s["pin"]
+        t["args"] = s["args"]
+        results["suites"][s["name"]] = t
+        log(f"{s['name']}: {t['passed_plain']}/{t['tests']} pass plainly; explore: {t['red']} red "
+            f"{t['red_by_verdict']}, {len(t['red_under_zero_schedule'])} under zero delays; "
+            f"x{t['explore_over_plain']:.1f} plain")
+        for line in t["summary_lines"]:
+            log(f"  {line}")
+    results["machine_after"] = machine()
+    print(table(results))
+    with open(os.path.join(ROOT, "bench", "suites_results.json"), "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=2)
+        f.write("\n")
+    return 0
+
+
+def table(r: Dict[str, Any]) -> str:
+    head = f"{'suite':<14} {'tests':>5} {'pass':>5} {'explored':>8} {'not':>4} {'red':>4} {'race':>5} {'timing':>6} " \
+           f"{'zero':>5} {'inactive':>9} {'explore':>8}"
+    out = [head, "-" * len(head)]
+    for name, t in r["suites"].items():
+        k = t["red_by_verdict"]
+        out.append(f"{name:<14} {t['tests']:>5} {t['passed_plain']:>5} {t['explored']:>8} {t['not_explored']:>4} {t['red']:>4} "
+                   f"{k.get('failure', 0):>5} {k.get('timing_sensitive', 0):>6} "
+                   f"{len(t['red_under_zero_schedule']):>5} {t['inactive_over_plain']:>8.2f}x "
+                   f"{t['explore_over_plain']:>7.1f}x")
+    out.append("explored: tests with an explore result; not: the plugin's own count of tests not explored; "
+               "red: passed plainly, failed under explore; "
+               "race: red with verdict failure; timing: timing_sensitive; zero: red under the zero schedule "
+               "(a loop difference, never a race); ratios are wall time over the plain session (one each)")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
