@@ -913,6 +913,7 @@ typedef struct outcome {
     char *failure; /* Owned; may hold NUL bytes: failure_len is its length. */
     size_t failure_len;
     const char *abstain_reason;
+    int traces_differ; /* the failing replays all failed, but not with one trace */
     /* --fix */
     int fix_tried;
     const char *fix_kind;   /* "LOCK" or NULL */
@@ -1625,8 +1626,8 @@ static void json_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
         afd_json_str(&b, o->token);
     else
         afd_buf_printf(&b, "null");
-    afd_buf_printf(&b, ", \"replay\": {\"runs\": %" PRIu64 ", \"failed\": %" PRIu64 "}", o->replay_runs,
-                   o->replay_failed);
+    afd_buf_printf(&b, ", \"replay\": {\"runs\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"identical_traces\": %s}",
+                   o->replay_runs, o->replay_failed, !o->replay_runs ? "null" : o->traces_differ ? "false" : "true");
     afd_buf_printf(&b, ", \"passing_token\": ");
     if (o->pass_token)
         afd_json_str(&b, o->pass_token);
@@ -1816,7 +1817,8 @@ static void text_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
                        floor((double)o->win.lo / 100.0) / 10.0, ceil((double)o->win.hi / 100.0) / 10.0);
     }
     if (o->token) {
-        afd_buf_printf(&b, "  replayed: %" PRIu64 "/%" PRIu64 " failed", o->replay_failed, o->replay_runs);
+        afd_buf_printf(&b, "  replayed: %" PRIu64 "/%" PRIu64 " failed%s", o->replay_failed, o->replay_runs,
+                       o->traces_differ ? " (the traces differ between replays: see the evidence)" : "");
         if (o->pass_runs)
             afd_buf_printf(&b, "; nearest passing schedule %" PRIu64 "/%" PRIu64 " passed", o->pass_passed,
                            o->pass_runs);
@@ -2042,6 +2044,25 @@ static int fallback_one_delay(inv *v, delay_set *ds, window *w, char **pass_toke
     return 0;
 }
 
+/* Replays that all fail, but not with one trace: the failure is reproduced (that is what was
+ * measured), and what the schedule does not fix is said beside it as a qualification, once. */
+static void note_traces_differ(outcome *o, const tally *t, uint32_t flags)
+{
+    if (o->traces_differ)
+        return;
+    o->traces_differ = 1;
+    const char *why = uncontrolled_words(flags);
+    char buf[400];
+    snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " failed, not all with the same trace; %s%s", t->failed, t->runs,
+             why ? "recorded: " : "",
+             why ? why
+                 : "no thread, socket or real wait was recorded: likely a wall-clock read (time.time, "
+                   "time.monotonic) or unseeded entropy changes steps around the failure");
+    ev_add(&o->ev, "the schedule reproduces the failure every time, but something it does not control changes "
+                   "what else runs",
+           buf, "observed");
+}
+
 static int schedule_token(const delay_set *ds, char **token)
 {
     afd_schedule s;
@@ -2138,7 +2159,9 @@ int afd_cmd_investigate(const afd_cli *cli)
         goto fail;
     o.replay_runs = t.runs;
     o.replay_failed = t.failed;
-    if (t.failed != t.runs || t.digests_differ) {
+    if (t.failed == t.runs && t.digests_differ)
+        note_traces_differ(&o, &t, t.flags_union | v.failing_flags);
+    if (t.failed != t.runs) {
         o.verdict = "abstained";
         const char *why = uncontrolled_words(t.flags_union | v.failing_flags);
         o.abstain_reason = why ? why
@@ -2336,7 +2359,9 @@ explain_runs:
     kept_finish(&fail_run);
     fail_run = v.keep;
     memset(&v.keep, 0, sizeof v.keep);
-    if (t.failed != t.runs || t.digests_differ) {
+    if (t.failed == t.runs && t.digests_differ)
+        note_traces_differ(&o, &t, t.flags_union | v.failing_flags);
+    if (t.failed != t.runs) {
         o.verdict = "abstained";
         o.abstain_reason = "the minimized schedule does not replay deterministically";
         rc = AFD_EXIT_ABSTAIN;
