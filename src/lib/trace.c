@@ -590,7 +590,7 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
     case AFD_EV_OP_BEGIN:
     case AFD_EV_OP_END:
         afd_buf_printf(out, "%s %s by task ", (ev->flags & 1) ? "write" : "read",
-                       afd_trace_string(self, ev->b));
+                       afd_trace_known(self, ev->b) ? afd_trace_string(self, ev->b) : "unnamed state");
         put_task(out, self, ev->task);
         if (ev->kind == AFD_EV_OP_END)
             afd_buf_printf(out, " %s", (ev->flags & 2) ? "raised" : "ended");
@@ -599,7 +599,10 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
         break;
     case AFD_EV_ASSERT_BEGIN:
     case AFD_EV_ASSERT_END:
-        afd_buf_printf(out, "assertion on %s by task ", afd_trace_string(self, ev->b));
+        if (afd_trace_known(self, ev->b))
+            afd_buf_printf(out, "assertion on %s by task ", afd_trace_string(self, ev->b));
+        else
+            afd_buf_printf(out, "assertion by task ");
         put_task(out, self, ev->task);
         if (ev->kind == AFD_EV_ASSERT_END)
             afd_buf_printf(out, " %s", (ev->flags & 1) ? "passed" : "raised");
@@ -626,7 +629,8 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
             afd_buf_printf(out, " (timer)");
         break;
     case AFD_EV_SYNC:
-        afd_buf_printf(out, "%s %s by task ", afd_sync_kind_name(ev->flags), afd_trace_string(self, ev->b));
+        afd_buf_printf(out, "%s %s by task ", afd_sync_kind_name(ev->flags),
+                       afd_trace_known(self, ev->b) ? afd_trace_string(self, ev->b) : "an unnamed primitive");
         put_task(out, self, ev->task);
         break;
     case AFD_EV_BLOCK:

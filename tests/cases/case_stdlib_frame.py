@@ -1,5 +1,6 @@
 """A failure raised inside asyncio itself: a reply that arrives after its asyncio.timeout, so
-the TimeoutError's innermost frame is asyncio's own timeouts.py."""
+the TimeoutError's innermost frame is asyncio's own timeouts.py (tasks.py's wait_for on 3.10,
+which has no asyncio.timeout)."""
 
 import asyncio
 import random
@@ -16,7 +17,14 @@ async def reply(box: dict) -> None:
 async def test_reply_within_timeout() -> None:
     box: dict = {}
     task = asyncio.ensure_future(reply(box))
-    async with asyncio.timeout(0.002):
-        while "answer" not in box:
-            await asyncio.sleep(0.0005)
+    if hasattr(asyncio, "timeout"):
+        async with asyncio.timeout(0.002):
+            await poll(box)
+    else:
+        await asyncio.wait_for(poll(box), 0.002)
     await task
+
+
+async def poll(box: dict) -> None:
+    while "answer" not in box:
+        await asyncio.sleep(0.0005)
