@@ -262,7 +262,7 @@ static int target_ok(const afd_cli *cli, char *rel, size_t rel_cap)
         ok = 1; /* the method may come from the base outside the project: the harness's import decides */
     else if (!look->found)
         error_line("class %s has no method %s%s%s%s (it has: %s)", cls, method,
-                   m.bases[0] ? ", nor do its bases in the project (" : "", m.bases, m.bases[0] ? ")" : "",
+                   m.bases[0] ? ", nor do its bases (" : "", m.bases, m.bases[0] ? ")" : "",
                    m.methods[0] ? m.methods : "none");
     else if (!m.is_async)
         error_line("%s.%s (%s: %s, line %u) is a plain def: check calls a coroutine method (async def) concurrently",
