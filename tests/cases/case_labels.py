@@ -1,6 +1,7 @@
 """Lost updates whose tasks and callbacks are made the ways real code makes them: from
 functools.partial, from bound methods, through a class-based caching wrapper (the shape of
-async-lru's alru_cache), and as loop.call_soon(partial(...)) callbacks. Every label in a report
+async-lru's alru_cache), and as loop.call_later(partial(...)) callbacks of a function and of a
+bound method. Every label in a report
 must name the function written here, never functools.partial or the wrapper's __call__."""
 
 import asyncio
@@ -85,6 +86,6 @@ async def test_partial_callbacks() -> None:
     meter = Meter()
     task = asyncio.ensure_future(slow_add(meter, 1))
     loop.call_later(0.001, functools.partial(bump, meter, 10))
-    loop.call_later(0.001, meter.add, 100)
+    loop.call_later(0.001, functools.partial(meter.add, 100))
     await task
     assert meter.total == 111
