@@ -193,7 +193,7 @@ def test_check_reads_an_inherited_methods_own_definition(tmp_path: Path) -> None
     assert "needs arguments (key)" in proc.stderr, describe(proc)
     proc = check("store/backends/memory.py", "--cls", "SimpleMemoryCache", "--method", "plain", cwd=tmp_path)
     assert proc.returncode == 2, describe(proc)
-    assert "inherits from BaseCache" in proc.stderr and "store/base.py" in proc.stderr, describe(proc)
+    assert "SimpleMemoryCache inherits it from BaseCache: store/base.py, line 13" in proc.stderr, describe(proc)
 
 
 def test_check_names_the_bases_it_searched_and_leaves_installed_ones_to_python(tmp_path: Path) -> None:

@@ -246,9 +246,9 @@ static int target_ok(const afd_cli *cli, char *rel, size_t rel_cap)
             m = look->def; /* what the defining class says of the method: async, parameters, line */
     }
     const char *where = look && look->found ? look->def_file : file;
-    char owner[300];
-    snprintf(owner, sizeof owner, "%s%s%s", cls, look && look->found && strcmp(look->def_cls, cls) ? " inherits from " : "",
-             look && look->found && strcmp(look->def_cls, cls) ? look->def_cls : "");
+    char owner[200] = ""; /* "C inherits it from Base: " when another class defines the method */
+    if (look && look->found && strcmp(look->def_cls, cls) != 0)
+        snprintf(owner, sizeof owner, "%s inherits it from %.128s: ", cls, look->def_cls);
     int ok = 0;
     if (rc < 0)
         error_line("cannot parse %s", file);
@@ -265,7 +265,7 @@ static int target_ok(const afd_cli *cli, char *rel, size_t rel_cap)
                    m.bases[0] ? ", nor do its bases (" : "", m.bases, m.bases[0] ? ")" : "",
                    m.methods[0] ? m.methods : "none");
     else if (!m.is_async)
-        error_line("%s.%s (%s: %s, line %u) is a plain def: check calls a coroutine method (async def) concurrently",
+        error_line("%s.%s (%s%s, line %u) is a plain def: check calls a coroutine method (async def) concurrently",
                    cls, method, owner, where, (unsigned)m.line);
     else if (m.required[0] && !cli->check_args)
         error_line("%s.%s needs arguments (%s): give --args 'EXPR', a Python expression of i (the call's "

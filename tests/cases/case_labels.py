@@ -1,8 +1,8 @@
 """Lost updates whose tasks and callbacks are made the ways real code makes them: from
 functools.partial, from bound methods, through a class-based caching wrapper (the shape of
 async-lru's alru_cache), and as loop.call_later(partial(...)) callbacks of a function and of a
-bound method. Every label in a report
-must name the function written here, never functools.partial or the wrapper's __call__."""
+bound method. Every label in a report must name the function written here, never
+functools.partial or the wrapper's __call__."""
 
 import asyncio
 import functools
