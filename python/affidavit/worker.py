@@ -45,6 +45,12 @@ ACTIVE = False
 _WHOLE = 4000
 
 
+def _shown(path: str) -> str:
+    """A path as traces show it: a stdlib or site-packages file relative to its directory
+    (asyncio/timeouts.py), any other file relative to _BASE."""
+    return _runtime.library_path(os.path.abspath(path)) or os.path.relpath(path, _BASE)
+
+
 def _one_line(text: str, limit: int = 400) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -58,7 +64,7 @@ def _collect_error(longrepr: str) -> str:
         exc = next((l[1:].strip() for l in reversed(lines) if l.startswith("E")), lines[-1] if lines else "")
     where = next((m for m in (re.search(r'File "([^"]+)", line (\d+)', l) for l in lines) if m), None)
     if where and where.group(1) not in exc:
-        exc += f" ({os.path.relpath(where.group(1), _BASE)}, line {where.group(2)})"
+        exc += f" ({_shown(where.group(1))}, line {where.group(2)})"
     return _one_line(exc, _WHOLE)
 
 
@@ -69,7 +75,7 @@ def _summarize(reports: List[Any]) -> Tuple[int, str]:
             outcome = _runtime.OUT_FAIL if rep.when == "call" else _runtime.OUT_ERROR
             crash = getattr(rep.longrepr, "reprcrash", None)
             if crash is not None:
-                where = f"{os.path.relpath(crash.path, _BASE)}:{crash.lineno}"
+                where = f"{_shown(crash.path)}:{crash.lineno}"
                 if os.path.dirname(os.path.abspath(crash.path)) == _HERE:
                     where = "affidavit check"  # the harness's own oracle: its line says nothing
                 first = crash.message.strip().splitlines()[0] if crash.message.strip() else ""
@@ -90,7 +96,7 @@ def _escaped(exc: BaseException, path: str) -> str:
     import traceback
 
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
-    where = f"{os.path.relpath(frames[-1].filename, _BASE)}:{frames[-1].lineno}: " if frames else ""
+    where = f"{_shown(frames[-1].filename)}:{frames[-1].lineno}: " if frames else ""
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{where}{type(exc).__name__}{': ' + msg if msg else ''} (raised inside the test)"
 
@@ -166,7 +172,7 @@ def _loop_note(item: Any) -> str:
     if func is None or getattr(func, "__module__", "").startswith("pytest_asyncio"):
         return ""
     code = getattr(func, "__code__", None)
-    where = f" at {os.path.relpath(code.co_filename, _BASE)}:{code.co_firstlineno}" if code else ""
+    where = f" at {_shown(code.co_filename)}:{code.co_firstlineno}" if code else ""
     return f"the event_loop_policy fixture is overridden{where}"
 
 

@@ -2,7 +2,13 @@
  *
  * The target is checked from its source first (pydef: the file parses, the class is at module
  * level, the method is `async def`, arguments are given when it needs them), so a bad target is
- * one line and exit code 2 before any process starts. Then a two-line test module is written to
+ * one line and exit code 2 before any process starts. A method the class inherits is looked up
+ * through its bases: classes of the same file and of the project's modules it imports (relative
+ * or absolute imports that resolve to a file under the working directory), up to
+ * MAX_BASE_DEPTH classes deep. A base from outside the project (an installed package) is not
+ * read: when the method is not found in the project, the harness's import decides (Python's own
+ * attribute lookup, the MRO), and a missing method is still one line and exit code 2, after the
+ * worker started. Then a two-line test module is written to
  * .affidavit/check/ (or $AFFIDAVIT_DIR/check/) that hands the target to affidavit.check.harness,
  * and that test is investigated like any other: sampled, explored, replayed, shrunk, explained
  * and, with --fix, repaired and verified. The harness's oracle is serializability (see
@@ -68,6 +74,146 @@ static int project_relative(const char *file, char *out, size_t cap)
     return 0;
 }
 
+/* How many classes deep the base lookup goes before it gives up (a cycle ends there too). */
+#define MAX_BASE_DEPTH 8
+
+/* What the lookup of a method through a class and its bases found. */
+typedef struct method_lookup {
+    afd_pymethod own;          /* the class named on the command line, as its own file declares it */
+    afd_pymethod def;          /* the class that defines the method (valid when found) */
+    char def_file[PATH_MAX];   /* that class's file */
+    char def_cls[128];         /* that class's name */
+    int found;
+    char outside[256];         /* a base that lies outside the project (an installed package) or in
+                                  a module not found: whether it defines the method is for Python */
+} method_lookup;
+
+/* The file of `module` as imported from `from_file`, when it is a file of the project (under the
+ * working directory): a relative module against from_file's package, an absolute one against the
+ * directory above from_file's top package (where pytest's prepend import puts it) and then the
+ * working directory. -1 when it is neither: an installed package, or no such module. */
+static int module_file(const char *from_file, const char *module, char *out, size_t cap)
+{
+    char dir[PATH_MAX], rest[PATH_MAX], cand[2 * PATH_MAX + 32], here[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", from_file);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = 0;
+    else
+        snprintf(dir, sizeof dir, ".");
+    size_t dots = strspn(module, ".");
+    snprintf(rest, sizeof rest, "%s", module + dots);
+    for (char *p = rest; *p; p++)
+        if (*p == '.')
+            *p = '/';
+    const char *roots[2] = {dir, NULL};
+    char top[PATH_MAX];
+    if (dots) {
+        for (size_t i = 1; i < dots; i++) { /* each dot past the first climbs one package */
+            slash = strrchr(dir, '/');
+            if (!slash)
+                return -1;
+            *slash = 0;
+        }
+    } else {
+        /* the first directory above from_file without an __init__.py, as check.py imports it */
+        snprintf(top, sizeof top, "%s", dir);
+        for (;;) {
+            snprintf(cand, sizeof cand, "%s/__init__.py", top);
+            if (access(cand, R_OK) != 0 || !strcmp(top, "."))
+                break;
+            if ((slash = strrchr(top, '/')))
+                *slash = 0;
+            else
+                snprintf(top, sizeof top, ".");
+        }
+        roots[0] = top;
+        roots[1] = getcwd(here, sizeof here) ? here : NULL;
+    }
+    for (int r = 0; r < 2 && roots[r]; r++) {
+        const char *forms[2] = {"%s/%s.py", "%s/%s/__init__.py"};
+        for (int f = 0; f < 2; f++) {
+            if (!rest[0] && f == 0)
+                continue; /* `from . import x`: the package itself */
+            snprintf(cand, sizeof cand, forms[f], roots[r], rest);
+            if (!rest[0])
+                snprintf(cand, sizeof cand, "%s/__init__.py", roots[r]);
+            char rel[PATH_MAX];
+            if (access(cand, R_OK) == 0 && project_relative(cand, rel, sizeof rel) == 0) {
+                snprintf(out, cap, "%s", rel);
+                return 0;
+            }
+        }
+    }
+    return -1;
+}
+
+static void lookup_in(const char *file, const char *cls, const char *method, int depth, method_lookup *out);
+
+/* Follows one base expression of a class in file (its source src): a class of the same file, a
+ * name imported from a project module, or `mod.Base` of an imported module. */
+static void follow_base(const char *file, const char *src, size_t len, const char *base, const char *method,
+                        int depth, method_lookup *out)
+{
+    char head[256], module[512], attr[256], full[1024], path[PATH_MAX];
+    const char *dot = strchr(base, '.'), *last = strrchr(base, '.');
+    snprintf(head, sizeof head, "%.*s", dot ? (int)(dot - base) : (int)strlen(base), base);
+    if (!dot) {
+        afd_pymethod local;
+        if (afd_pydef_method(src, len, base, method, &local) == 0 && local.found_class) {
+            lookup_in(file, base, method, depth + 1, out);
+            return;
+        }
+    }
+    if (afd_pydef_import(src, len, head, module, sizeof module, attr, sizeof attr) != 1)
+        return; /* a builtin (object, dict, Exception): none has an async method to inherit */
+    const char *cls = dot ? last + 1 : attr;
+    if (!dot && !attr[0])
+        return; /* `import name`: a module, not a class */
+    if (!dot)
+        snprintf(full, sizeof full, "%s", module);
+    else if (attr[0]) /* `from P import mod` then mod.[sub.]Base */
+        snprintf(full, sizeof full, "%s%s%s%.*s", module, module[strlen(module) - 1] == '.' ? "" : ".", attr,
+                 (int)(last - dot), dot);
+    else /* `import a[.b]` (or `import x as head`) then head.[sub.]Base */
+        snprintf(full, sizeof full, "%s%.*s", module, (int)(last - dot), dot);
+    if (module_file(file, full, path, sizeof path) < 0) {
+        if (!out->outside[0])
+            snprintf(out->outside, sizeof out->outside, "%.120s (from %.120s)", base, full);
+        return;
+    }
+    lookup_in(path, cls, method, depth + 1, out);
+}
+
+/* Looks cls.method up in file and, when cls does not define it, in its bases in order (depth
+ * first, as Python's MRO does for single inheritance and for the first base of several). */
+static void lookup_in(const char *file, const char *cls, const char *method, int depth, method_lookup *out)
+{
+    if (out->found || depth > MAX_BASE_DEPTH)
+        return;
+    size_t len = 0;
+    char *src = afd_read_source_file(file, &len);
+    afd_pymethod m;
+    if (!src || afd_pydef_method(src, len, cls, method, &m) < 0 || !m.found_class) {
+        free(src);
+        return;
+    }
+    if (m.found_method) {
+        out->def = m;
+        snprintf(out->def_file, sizeof out->def_file, "%s", file);
+        snprintf(out->def_cls, sizeof out->def_cls, "%s", cls);
+        out->found = 1;
+        free(src);
+        return;
+    }
+    char bases[sizeof m.bases];
+    snprintf(bases, sizeof bases, "%s", m.bases);
+    for (char *save = NULL, *b = strtok_r(bases, ", ", &save); b && !out->found; b = strtok_r(NULL, ", ", &save))
+        if (strcmp(b, "...") != 0)
+            follow_base(file, src, len, b, method, depth, out);
+    free(src);
+}
+
 static int target_ok(const afd_cli *cli, char *rel, size_t rel_cap)
 {
     const char *file = cli->check_file, *cls = cli->check_cls, *method = cli->check_method;
@@ -93,24 +239,42 @@ static int target_ok(const afd_cli *cli, char *rel, size_t rel_cap)
     afd_pymethod m;
     int rc = afd_pydef_method(src, len, cls, method, &m);
     free(src);
+    method_lookup *look = rc == 0 && !m.error_line && m.found_class ? calloc(1, sizeof *look) : NULL;
+    if (look) {
+        lookup_in(rel, cls, method, 0, look);
+        if (look->found)
+            m = look->def; /* what the defining class says of the method: async, parameters, line */
+    }
+    const char *where = look && look->found ? look->def_file : file;
+    char owner[200] = ""; /* "C inherits it from Base: " when another class defines the method */
+    if (look && look->found && strcmp(look->def_cls, cls) != 0)
+        snprintf(owner, sizeof owner, "%s inherits it from %.128s: ", cls, look->def_cls);
+    int ok = 0;
     if (rc < 0)
         error_line("cannot parse %s", file);
     else if (m.error_line)
         error_line("%s does not parse: syntax error near line %u", file, (unsigned)m.error_line);
     else if (!m.found_class)
         error_line("%s has no class %s at module level", file, cls);
-    else if (!m.found_method)
-        error_line("class %s has no method %s (it has: %s)", cls, method, m.methods[0] ? m.methods : "none");
+    else if (!look)
+        error_line("out of memory");
+    else if (!look->found && look->outside[0])
+        ok = 1; /* the method may come from the base outside the project: the harness's import decides */
+    else if (!look->found)
+        error_line("class %s has no method %s%s%s%s (it has: %s)", cls, method,
+                   m.bases[0] ? ", nor do its bases (" : "", m.bases, m.bases[0] ? ")" : "",
+                   m.methods[0] ? m.methods : "none");
     else if (!m.is_async)
-        error_line("%s.%s (%s, line %u) is a plain def: check calls a coroutine method (async def) concurrently",
-                   cls, method, file, (unsigned)m.line);
+        error_line("%s.%s (%s%s, line %u) is a plain def: check calls a coroutine method (async def) concurrently",
+                   cls, method, owner, where, (unsigned)m.line);
     else if (m.required[0] && !cli->check_args)
         error_line("%s.%s needs arguments (%s): give --args 'EXPR', a Python expression of i (the call's "
                    "index) that is the argument, or a tuple of them",
                    cls, method, m.required);
     else
-        return 0;
-    return -1;
+        ok = 1;
+    free(look);
+    return ok ? 0 : -1;
 }
 
 /* Writes the harness test through a temporary file and a rename; its node id goes to node. */

@@ -567,8 +567,8 @@ int afd_cmd_explore(const afd_cli *cli)
         json_outcomes(&o, &t);
         afd_buf_printf(&o, "}\n");
     } else if (found) {
-        afd_buf_printf(&o, "%s: failing schedule found at run %" PRIu64 " of %" PRIu64 " (%s)\n", cli->nodeid,
-                       c.best_index + 1, t.runs, desc ? desc : "?");
+        afd_buf_printf(&o, "%s: failing schedule found at run %" PRIu64 " of %" PRIu64 "%s%s%s\n", cli->nodeid,
+                       c.best_index + 1, t.runs, desc ? " (" : "", desc ? desc : "", desc ? ")" : "");
         afd_buf_printf(&o, "  %s: ", afd_outcome_name(c.best_outcome));
         afd_term_strn(&o, c.best_failure, c.best_failure_len);
         afd_buf_printf(&o, "\n");

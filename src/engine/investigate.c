@@ -149,7 +149,8 @@ static int remember(inv *v, const afd_run_result *res, const afd_trace *tr)
             uint32_t site = is_block ? st->block_site : st->site;
             free(v->block_site);
             free(v->block_task);
-            v->block_site = strdup(afd_trace_string(tr, site));
+            const char *at = afd_trace_known(tr, site);
+            v->block_site = strdup(at ? at : ""); /* "": the step was outside the user's code */
             v->block_task = strdup(afd_trace_task_label(tr, st->task));
             v->block_ns = ns;
             if (!v->block_site || !v->block_task)
@@ -522,6 +523,39 @@ static uint32_t await_before(const afd_view *v, const afd_xaccess *x)
     return AFD_NOSTR;
 }
 
+/* Whether x's task ran a step before the one that made access x. */
+static int stepped_before(const afd_view *v, const afd_xaccess *x)
+{
+    for (uint32_t i = x->step; i-- > 0;)
+        if (v->steps[i].task == x->task)
+            return 1;
+    return 0;
+}
+
+/* The clause of an order violation that says where the early side went wrong, in what is known:
+ * the await x resumed from too early; else the await y had not yet resumed from (yv is the view y
+ * belongs to); else what x is, since there is no await to name: a loop callback, a task in its
+ * first step, or a task suspended only inside library code. The site named, if any, becomes the
+ * cause's await site. */
+static void order_await(cause *c, const afd_view *f, const afd_view *yv, const afd_xaccess *x, const afd_xaccess *y)
+{
+    const char *xs = afd_trace_known(f->tr, await_before(f, x));
+    const char *ys = xs ? NULL : afd_trace_known(yv->tr, await_before(yv, y));
+    if (xs || ys)
+        afd_buf_printf(&c->await_site, "%s", xs ? xs : ys);
+    if (xs)
+        afd_buf_printf(&c->sentence, "; %s resumed too early from the await at %s", x->label, xs);
+    else if (ys)
+        afd_buf_printf(&c->sentence, "; %s had not yet resumed from the await at %s", y->label, ys);
+    else if (afd_trace_task_is_callback(f->tr, x->task))
+        afd_buf_printf(&c->sentence, "; %s is a loop callback (call_soon or call_later), not a task: no await of "
+                                     "its own decides when it runs", x->label);
+    else if (!stepped_before(f, x))
+        afd_buf_printf(&c->sentence, "; %s ran it in its first step, before any await", x->label);
+    else
+        afd_buf_printf(&c->sentence, "; %s resumed too early from an await inside library code", x->label);
+}
+
 static const afd_xaccess *pair_y(const afd_view *fail, const afd_view *pass, const afd_xpair *p)
 {
     return p->y_pass ? &pass->acc[p->y] : &fail->acc[p->y];
@@ -614,7 +648,7 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
             for (uint32_t i = 0; i < tr->n_events && tr->events[i].kind != AFD_EV_WAITFOR; i++)
                 if (tr->events[i].kind == AFD_EV_STEP && tr->events[i].task == tasks[0])
                     site = tr->events[i].b;
-            if (site != AFD_NOSTR)
+            if (afd_trace_known(tr, site))
                 afd_buf_printf(&c->await_site, "%s", afd_trace_string(tr, site));
             ev_add(ev, "every task blocked; the wait-for graph has a cycle",
                    (snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " hung", k_fail, n_fail), buf),
@@ -665,10 +699,11 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
         const afd_xaccess *r = &f->acc[a->r], *u = &f->acc[a->u], *w = &f->acc[a->w];
         c->kind = n_atoms ? "lost_update" : "check_then_act";
         afd_buf_printf(&c->resource, "%s", r->resource);
-        afd_buf_printf(&c->await_site, "%s", afd_trace_string(tr, a->await_site));
-        afd_buf_printf(&c->sentence, "%s on %s: %s reads it, yields at %s, %s writes it, then %s %s",
-                       n_atoms ? "lost update" : "check-then-act", r->resource, r->label,
-                       afd_trace_string(tr, a->await_site), u->label, w->label,
+        const char *yield_at = afd_trace_known(tr, a->await_site); /* NULL: outside the user's code */
+        afd_buf_printf(&c->await_site, "%s", yield_at ? yield_at : "");
+        afd_buf_printf(&c->sentence, "%s on %s: %s reads it, yields%s%s, %s writes it, then %s %s",
+                       n_atoms ? "lost update" : "check-then-act", r->resource, r->label, yield_at ? " at " : "",
+                       yield_at ? yield_at : "", u->label, w->label,
                        n_atoms ? "writes back the stale value" : "acts on what it read and writes it");
         op_json(&c->ops, &n_ops, f, r, "failing");
         op_json(&c->ops, &n_ops, f, u, "failing");
@@ -676,15 +711,16 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
     } else if ((block_site != AFD_NOSTR && block_ns >= 1000000u) || (v->block_site && b_ochiai >= 0.8)) {
         /* a blocking call in the minimal failing run, or in the failing natural runs and strongly
          * associated with failure there */
-        const char *site = block_site != AFD_NOSTR ? afd_trace_string(tr, block_site) : v->block_site;
+        const char *site = block_site != AFD_NOSTR ? afd_trace_known(tr, block_site)
+                                                   : v->block_site[0] ? v->block_site : NULL;
         const char *task = block_site != AFD_NOSTR ? afd_trace_task_label(tr, block_step->task) : v->block_task;
         double ms = (double)(block_site != AFD_NOSTR ? block_ns : v->block_ns) / 1e6;
         c->kind = "starvation";
         afd_buf_printf(&c->resource, "event loop");
-        afd_buf_printf(&c->await_site, "%s", site);
-        afd_buf_printf(&c->sentence, "starvation: %s blocks the event loop for %.1f ms at %s (a blocking call inside "
+        afd_buf_printf(&c->await_site, "%s", site ? site : "");
+        afd_buf_printf(&c->sentence, "starvation: %s blocks the event loop for %.1f ms%s%s (a blocking call inside "
                                      "a coroutine: every other task waits)",
-                       task, ms, site);
+                       task, ms, site ? " at " : "", site ? site : "");
         afd_buf_printf(&c->ops, "{\"task\": ");
         afd_json_str(&c->ops, task);
         afd_buf_printf(&c->ops, ", \"operation\": \"blocking call\", \"resource\": \"event loop\", \"access\": \"block\", "
@@ -706,18 +742,13 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
         }
         snprintf(c->writer, sizeof c->writer, "%s", y->label);
         afd_buf_printf(&c->resource, "%s", x->resource);
-        uint32_t site = await_before(f, x);
-        if (site == AFD_NOSTR)
-            site = await_before(f, y);
-        afd_buf_printf(&c->await_site, "%s", afd_trace_string(tr, site));
         afd_buf_printf(&c->sentence, "order violation on %s: ", x->resource);
         acc_text(&c->sentence, x);
         afd_buf_printf(&c->sentence, " before ");
         acc_text(&c->sentence, y);
         if (inv_pairs[0].y_pass)
             afd_buf_printf(&c->sentence, " (which then never ran)");
-        afd_buf_printf(&c->sentence, "; %s resumed too early from the await at %s", x->label,
-                       afd_trace_string(tr, site));
+        order_await(c, f, inv_pairs[0].y_pass ? p : f, x, y);
         op_json(&c->ops, &n_ops, f, x, "failing");
         op_json(&c->ops, &n_ops, inv_pairs[0].y_pass ? p : f, y, inv_pairs[0].y_pass ? "passing" : "failing");
     } else {
@@ -762,7 +793,8 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
             }
             for (uint32_t i = step; task && i-- > 0;)
                 if (lv->steps[i].task == task) {
-                    afd_buf_printf(&c->await_site, "%s", afd_trace_string(ltr, lv->steps[i].site));
+                    const char *at = afd_trace_known(ltr, lv->steps[i].site);
+                    afd_buf_printf(&c->await_site, "%s", at ? at : "");
                     break;
                 }
         } else {
@@ -812,11 +844,13 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
                                  : "conflicting accesses unordered by happens-before exist",
                (snprintf(buf, sizeof buf, "%zu racing pair%s", n_races, n_races == 1 ? "" : "s"), buf), "observed");
     if (block_site != AFD_NOSTR) {
-        snprintf(buf, sizeof buf, "%.1f ms at %s", (double)block_ns / 1e6, afd_trace_string(tr, block_site));
+        const char *at = afd_trace_known(tr, block_site);
+        snprintf(buf, sizeof buf, "%.1f ms%s%.300s", (double)block_ns / 1e6, at ? " at " : "", at ? at : "");
         ev_add(ev, "blocking call (time.sleep) inside a coroutine, in the minimal failing run", buf, "observed");
     }
     if (v->block_site) {
-        snprintf(buf, sizeof buf, "%.1f ms at %.300s", (double)v->block_ns / 1e6, v->block_site);
+        snprintf(buf, sizeof buf, "%.1f ms%s%.300s", (double)v->block_ns / 1e6, v->block_site[0] ? " at " : "",
+                 v->block_site);
         ev_add(ev, "a blocking call or slow step in a failing natural run", buf, "observed");
         snprintf(buf, sizeof buf, "Ochiai %.2f (%" PRIu64 " failing, %" PRIu64 " passing natural runs)", b_ochiai, bfw,
                  bpw);
@@ -879,6 +913,7 @@ typedef struct outcome {
     char *failure; /* Owned; may hold NUL bytes: failure_len is its length. */
     size_t failure_len;
     const char *abstain_reason;
+    int traces_differ; /* the failing replays all failed, but not with one trace */
     /* --fix */
     int fix_tried;
     const char *fix_kind;   /* "LOCK" or NULL */
@@ -1093,7 +1128,8 @@ static void propose_await_task(const afd_view *f, outcome *o, const afd_cli *cli
             add_candidate(o, "EVENT_GATE", x->file, before, len, &after);
     }
     if (!o->n_cand)
-        snprintf(o->fix_why, sizeof o->fix_why, "AWAIT_TASK not possible: %.230s; %.230s", why, why2[0] ? why2 : "?");
+        snprintf(o->fix_why, sizeof o->fix_why, "AWAIT_TASK not possible: %.230s%s%.230s", why, why2[0] ? "; " : "",
+                 why2);
     afd_buf_finish(&after);
     free(before);
 }
@@ -1590,8 +1626,8 @@ static void json_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
         afd_json_str(&b, o->token);
     else
         afd_buf_printf(&b, "null");
-    afd_buf_printf(&b, ", \"replay\": {\"runs\": %" PRIu64 ", \"failed\": %" PRIu64 "}", o->replay_runs,
-                   o->replay_failed);
+    afd_buf_printf(&b, ", \"replay\": {\"runs\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"identical_traces\": %s}",
+                   o->replay_runs, o->replay_failed, !o->replay_runs ? "null" : o->traces_differ ? "false" : "true");
     afd_buf_printf(&b, ", \"passing_token\": ");
     if (o->pass_token)
         afd_json_str(&b, o->pass_token);
@@ -1781,7 +1817,8 @@ static void text_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
                        floor((double)o->win.lo / 100.0) / 10.0, ceil((double)o->win.hi / 100.0) / 10.0);
     }
     if (o->token) {
-        afd_buf_printf(&b, "  replayed: %" PRIu64 "/%" PRIu64 " failed", o->replay_failed, o->replay_runs);
+        afd_buf_printf(&b, "  replayed: %" PRIu64 "/%" PRIu64 " failed%s", o->replay_failed, o->replay_runs,
+                       o->traces_differ ? " (the traces differ between replays: see the evidence)" : "");
         if (o->pass_runs)
             afd_buf_printf(&b, "; nearest passing schedule %" PRIu64 "/%" PRIu64 " passed", o->pass_passed,
                            o->pass_runs);
@@ -2007,6 +2044,25 @@ static int fallback_one_delay(inv *v, delay_set *ds, window *w, char **pass_toke
     return 0;
 }
 
+/* Replays that all fail, but not with one trace: the failure is reproduced (that is what was
+ * measured), and what the schedule does not fix is said beside it as a qualification, once. */
+static void note_traces_differ(outcome *o, const tally *t, uint32_t flags)
+{
+    if (o->traces_differ)
+        return;
+    o->traces_differ = 1;
+    const char *why = uncontrolled_words(flags);
+    char buf[400];
+    snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " failed, not all with the same trace; %s%s", t->failed, t->runs,
+             why ? "recorded: " : "",
+             why ? why
+                 : "no thread, socket or real wait was recorded: likely a wall-clock read (time.time, "
+                   "time.monotonic) or unseeded entropy changes steps around the failure");
+    ev_add(&o->ev, "the schedule reproduces the failure every time, but something it does not control changes "
+                   "what else runs",
+           buf, "observed");
+}
+
 static int schedule_token(const delay_set *ds, char **token)
 {
     afd_schedule s;
@@ -2103,7 +2159,9 @@ int afd_cmd_investigate(const afd_cli *cli)
         goto fail;
     o.replay_runs = t.runs;
     o.replay_failed = t.failed;
-    if (t.failed != t.runs || t.digests_differ) {
+    if (t.failed == t.runs && t.digests_differ)
+        note_traces_differ(&o, &t, t.flags_union | v.failing_flags);
+    if (t.failed != t.runs) {
         o.verdict = "abstained";
         const char *why = uncontrolled_words(t.flags_union | v.failing_flags);
         o.abstain_reason = why ? why
@@ -2301,7 +2359,9 @@ explain_runs:
     kept_finish(&fail_run);
     fail_run = v.keep;
     memset(&v.keep, 0, sizeof v.keep);
-    if (t.failed != t.runs || t.digests_differ) {
+    if (t.failed == t.runs && t.digests_differ)
+        note_traces_differ(&o, &t, t.flags_union | v.failing_flags);
+    if (t.failed != t.runs) {
         o.verdict = "abstained";
         o.abstain_reason = "the minimized schedule does not replay deterministically";
         rc = AFD_EXIT_ABSTAIN;

@@ -53,7 +53,7 @@ static void date_text(int64_t t, char *buf, size_t len)
     time_t tt = (time_t)t;
     struct tm tm;
     if (!gmtime_r(&tt, &tm) || !strftime(buf, len, "%Y-%m-%d %H:%M UTC", &tm))
-        snprintf(buf, len, "?");
+        snprintf(buf, len, "an unknown date");
 }
 
 /* An incident's report in one of the formats, rendered from the store. */

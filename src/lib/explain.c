@@ -114,7 +114,9 @@ static int add_access(afd_view *v, ctab *occ, const char **labels, uint32_t n_la
 {
     if (v->n_acc >= AFD_EXPLAIN_MAX_ACCESSES)
         return AFD_EFULL;
-    const char *label = task < n_labels && labels[task] ? labels[task] : "?";
+    const char *label = task < n_labels && labels[task] ? labels[task]
+                        : task ? "an unlabelled task" /* the trace holds no creation event for it */
+                               : "code outside any loop step";
     uint64_t h = hash_str(hash_str(hash_str(AFD_FNV_INIT, label), name), resource);
     uint32_t n;
     int rc = ctab_bump(occ, h, &n);

@@ -105,6 +105,18 @@ static uint32_t first_error_line(TSNode root)
     return ts_node_start_point(root).row + 1;
 }
 
+/* The bases of class c that are a name or a dotted name, into out->bases. */
+static void class_bases(TSNode c, const char *src, afd_pymethod *out)
+{
+    TSNode args = ts_node_child_by_field_name(c, "superclasses", 12);
+    uint32_t k = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
+    for (uint32_t i = 0; i < k; i++) {
+        TSNode b = ts_node_named_child(args, i);
+        if (is_type(b, "identifier") || is_type(b, "attribute"))
+            list_add(out->bases, sizeof out->bases, src, ts_node_start_byte(b), ts_node_end_byte(b));
+    }
+}
+
 int afd_pydef_method(const char *src, size_t len, const char *cls, const char *method, afd_pymethod *out)
 {
     if (!src || !cls || !method || !out)
@@ -130,6 +142,7 @@ int afd_pydef_method(const char *src, size_t len, const char *cls, const char *m
             continue;
         out->found_class = 1;
         out->line = ts_node_start_point(c).row + 1;
+        class_bases(c, text, out);
         TSNode body = ts_node_child_by_field_name(c, "body", 4);
         uint32_t m = ts_node_named_child_count(body);
         for (uint32_t j = 0; j < m; j++) {
@@ -155,4 +168,90 @@ int afd_pydef_method(const char *src, size_t len, const char *cls, const char *m
     }
     afd_pysrc_finish(&p);
     return 0;
+}
+
+static int text_is(TSNode n, const char *src, const char *want)
+{
+    uint32_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
+    return strlen(want) == b - a && memcmp(src + a, want, b - a) == 0;
+}
+
+static void copy_text(TSNode n, const char *src, char *dst, size_t cap)
+{
+    uint32_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
+    snprintf(dst, cap, "%.*s", (int)(b - a), src + a);
+}
+
+/* Whether `import M` binds name: M's first dotted part is name. */
+static int first_part_is(TSNode dotted, const char *src, const char *name)
+{
+    TSNode first = ts_node_named_child(dotted, 0);
+    return !ts_node_is_null(first) && text_is(first, src, name);
+}
+
+/* One import statement: fills module and attr and returns 1 when it binds name. */
+static int import_binds(TSNode st, const char *src, const char *name, char *module, size_t module_cap, char *attr,
+                        size_t attr_cap)
+{
+    int from = is_type(st, "import_from_statement");
+    TSNode mod;
+    memset(&mod, 0, sizeof mod);
+    if (from)
+        mod = ts_node_child_by_field_name(st, "module_name", 11);
+    int found = 0;
+    uint32_t k = ts_node_named_child_count(st);
+    for (uint32_t i = 0; i < k; i++) {
+        TSNode n = ts_node_named_child(st, i);
+        if (from && !ts_node_is_null(mod) && ts_node_eq(n, mod))
+            continue;
+        TSNode target = n, bound = n;
+        if (is_type(n, "aliased_import")) {
+            target = ts_node_child_by_field_name(n, "name", 4);
+            bound = ts_node_child_by_field_name(n, "alias", 5);
+        }
+        if (ts_node_is_null(target) || ts_node_is_null(bound) || !is_type(target, "dotted_name"))
+            continue;
+        int plain = ts_node_eq(bound, target); /* no `as` */
+        int binds = plain && !from ? first_part_is(target, src, name) : text_is(bound, src, name);
+        if (!binds)
+            continue;
+        if (from) {
+            copy_text(mod, src, module, module_cap);
+            copy_text(target, src, attr, attr_cap);
+        } else {
+            if (plain) /* `import a.b` binds a: the module a */
+                copy_text(ts_node_named_child(target, 0), src, module, module_cap);
+            else
+                copy_text(target, src, module, module_cap);
+            attr[0] = 0;
+        }
+        found = 1;
+    }
+    return found;
+}
+
+int afd_pydef_import(const char *src, size_t len, const char *name, char *module, size_t module_cap, char *attr,
+                     size_t attr_cap)
+{
+    if (!src || !name || !module || !attr || !module_cap || !attr_cap)
+        return AFD_EINVAL;
+    module[0] = attr[0] = 0;
+    if (len > AFD_PYSCAN_MAX_SOURCE)
+        return AFD_EFULL;
+    afd_pysrc p;
+    int rc = afd_pysrc_parse(&p, src, len, NULL, NULL);
+    if (rc < 0) {
+        afd_pysrc_finish(&p);
+        return rc;
+    }
+    TSNode root = ts_tree_root_node(p.tree);
+    uint32_t k = ts_node_named_child_count(root);
+    int found = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        TSNode st = ts_node_named_child(root, i);
+        if (is_type(st, "import_statement") || is_type(st, "import_from_statement"))
+            found |= import_binds(st, p.text, name, module, module_cap, attr, attr_cap);
+    }
+    afd_pysrc_finish(&p);
+    return found;
 }

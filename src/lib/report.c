@@ -2062,7 +2062,7 @@ static int chrome_events(afd_buf *out, const run_view *v, const char *which)
         if (e->kind != AFD_EV_STEP)
             continue;
         const task_ref *r = view_task(v, e->task);
-        json_t *ev = step_event(&bad, t, e, r ? task_name(r) : "?");
+        json_t *ev = step_event(&bad, t, e, r ? task_name(r) : "task");
         if (bad) {
             json_decref(ev);
             return AFD_ENOMEM;

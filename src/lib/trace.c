@@ -173,6 +173,12 @@ const char *afd_trace_string(const afd_trace *self, uint32_t id)
     return self->strings[id];
 }
 
+const char *afd_trace_known(const afd_trace *self, uint32_t id)
+{
+    const char *s = afd_trace_string(self, id);
+    return s == unknown || !s[0] ? NULL : s;
+}
+
 static bool str_ref_ok(const afd_trace *self, uint32_t id)
 {
     return id == AFD_NOSTR || id < self->n_strings;
@@ -488,6 +494,16 @@ const char *afd_trace_task_label(const afd_trace *self, uint32_t task)
     return unknown;
 }
 
+int afd_trace_task_is_callback(const afd_trace *self, uint32_t task)
+{
+    for (uint32_t i = 0; i < self->n_events; i++) {
+        const afd_event *ev = &self->events[i];
+        if (ev->kind == AFD_EV_TASK && ev->task == task)
+            return ev->flags & 1;
+    }
+    return 0;
+}
+
 /* Milliseconds with three decimals, rounded to the nearest microsecond in integers so the text is
  * exact and identical on every platform. */
 static void put_ms(afd_buf *out, uint64_t ns)
@@ -557,7 +573,7 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
         put_ms(out, ev->vtime);
         afd_buf_printf(out, " cost ");
         put_ms(out, ev->cost);
-        if (ev->b != AFD_NOSTR)
+        if (afd_trace_known(self, ev->b))
             afd_buf_printf(out, " (suspended at %s)", afd_trace_string(self, ev->b));
         break;
     case AFD_EV_IDLE:
@@ -574,7 +590,7 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
     case AFD_EV_OP_BEGIN:
     case AFD_EV_OP_END:
         afd_buf_printf(out, "%s %s by task ", (ev->flags & 1) ? "write" : "read",
-                       afd_trace_string(self, ev->b));
+                       afd_trace_known(self, ev->b) ? afd_trace_string(self, ev->b) : "unnamed state");
         put_task(out, self, ev->task);
         if (ev->kind == AFD_EV_OP_END)
             afd_buf_printf(out, " %s", (ev->flags & 2) ? "raised" : "ended");
@@ -583,7 +599,10 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
         break;
     case AFD_EV_ASSERT_BEGIN:
     case AFD_EV_ASSERT_END:
-        afd_buf_printf(out, "assertion on %s by task ", afd_trace_string(self, ev->b));
+        if (afd_trace_known(self, ev->b))
+            afd_buf_printf(out, "assertion on %s by task ", afd_trace_string(self, ev->b));
+        else
+            afd_buf_printf(out, "assertion by task ");
         put_task(out, self, ev->task);
         if (ev->kind == AFD_EV_ASSERT_END)
             afd_buf_printf(out, " %s", (ev->flags & 1) ? "passed" : "raised");
@@ -610,7 +629,8 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
             afd_buf_printf(out, " (timer)");
         break;
     case AFD_EV_SYNC:
-        afd_buf_printf(out, "%s %s by task ", afd_sync_kind_name(ev->flags), afd_trace_string(self, ev->b));
+        afd_buf_printf(out, "%s %s by task ", afd_sync_kind_name(ev->flags),
+                       afd_trace_known(self, ev->b) ? afd_trace_string(self, ev->b) : "an unnamed primitive");
         put_task(out, self, ev->task);
         break;
     case AFD_EV_BLOCK:
@@ -618,7 +638,8 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
         put_ms(out, ev->cost);
         afd_buf_printf(out, ") in task ");
         put_task(out, self, ev->task);
-        afd_buf_printf(out, " at %s", afd_trace_string(self, ev->b));
+        if (afd_trace_known(self, ev->b))
+            afd_buf_printf(out, " at %s", afd_trace_string(self, ev->b));
         break;
     case AFD_EV_LINE:
         afd_buf_printf(out, "line %s:%" PRIu32 " in task ", afd_trace_string(self, ev->a), ev->b);
@@ -627,8 +648,12 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
             afd_buf_printf(out, " (self: %s)", afd_trace_string(self, (uint32_t)ev->cost));
         break;
     case AFD_EV_LOCAL:
-        afd_buf_printf(out, "local %s at line %" PRIu32 " holds %s", afd_trace_string(self, ev->a), ev->b,
-                       ev->cost != AFD_NOSTR ? afd_trace_string(self, (uint32_t)ev->cost) : "?");
+        if (ev->cost != AFD_NOSTR)
+            afd_buf_printf(out, "local %s at line %" PRIu32 " holds %s", afd_trace_string(self, ev->a), ev->b,
+                           afd_trace_string(self, (uint32_t)ev->cost));
+        else
+            afd_buf_printf(out, "local %s at line %" PRIu32 " holds an unnamed object", afd_trace_string(self, ev->a),
+                           ev->b);
         break;
     case AFD_EV_WAITFOR:
         afd_buf_printf(out, "deadlock: task ");

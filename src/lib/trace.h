@@ -159,6 +159,9 @@ int afd_trace_add_string(afd_trace *self, const char *s, size_t len, uint32_t *i
 int afd_trace_add_events(afd_trace *self, const afd_event *ev, uint32_t n);
 /* The string with index id, or "?" for AFD_NOSTR or an index out of range (never NULL). */
 const char *afd_trace_string(const afd_trace *self, uint32_t id);
+/* The string with index id when there is one and it is not empty, else NULL (borrowed): for a
+ * place ("file:line") that a sentence names only when it is known. */
+const char *afd_trace_known(const afd_trace *self, uint32_t id);
 
 int afd_trace_encode(const afd_trace *self, afd_buf *out);
 /* Decodes into self (initialized here; on error self is finished and empty). */
@@ -172,5 +175,8 @@ uint64_t afd_trace_digest(const afd_trace *self);
 void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf *out);
 /* The label of a task id (from its AFD_EV_TASK event), or "?" (never NULL, borrowed). */
 const char *afd_trace_task_label(const afd_trace *self, uint32_t task);
+/* Whether task is a plain callback (call_soon, call_later) rather than an asyncio Task: its
+ * AFD_EV_TASK event says so. */
+int afd_trace_task_is_callback(const afd_trace *self, uint32_t task);
 
 #endif

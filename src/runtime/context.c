@@ -3,7 +3,11 @@
  *
  * Paths in a trace are relative to one base directory, fixed by the worker before its first fork
  * (set_context): the directory the engine and the worker were started in, which is also where
- * the engine reads the user's files from. A test that changes the working directory (os.chdir,
+ * the engine reads the user's files from. Files of the standard library and of site-packages
+ * (sysconfig's directories) are shown relative to their directory instead, as
+ * asyncio/timeouts.py or aiocache/base.py: they are never the user's files, and a path that climbs
+ * out of the project (../../root/.pyenv/...) reads as noise. Other paths outside the base stay
+ * absolute. A test that changes the working directory (os.chdir,
  * monkeypatch.chdir) therefore changes nothing in its trace.
  *
  * An event loop that is not a ControlledLoop (a conftest's event_loop_policy fixture or a loop
@@ -26,8 +30,67 @@ static int base_set; /* 0 until the worker sets the base */
 /* What the worker knows of who chose the event loop policy, e.g. a conftest's fixture. */
 static char loop_note[1024];
 
+/* sysconfig's stdlib, platstdlib, purelib and platlib directories, without trailing slashes:
+ * a frame in a file under one of them is shown relative to it (asyncio/timeouts.py:115), the way
+ * a reader knows library files, instead of as a walk up from the start directory. */
+#define N_LIB_DIRS 4
+static char lib_dirs[N_LIB_DIRS][1024];
+static size_t lib_lens[N_LIB_DIRS];
+
+int afd_rt_set_library_dirs(PyObject *paths)
+{
+    static const char *const keys[N_LIB_DIRS] = {"stdlib", "platstdlib", "purelib", "platlib"};
+    for (int i = 0; i < N_LIB_DIRS; i++) {
+        lib_lens[i] = 0;
+        PyObject *v = PyDict_GetItemString(paths, keys[i]); /* Borrowed. */
+        const char *u = v && PyUnicode_Check(v) ? PyUnicode_AsUTF8(v) : NULL;
+        if (!u) {
+            PyErr_Clear();
+            continue;
+        }
+        size_t n = strlen(u);
+        while (n > 1 && u[n - 1] == '/')
+            n--;
+        if (u[0] != '/' || n >= sizeof lib_dirs[i])
+            continue; /* a relative or very long entry is never a prefix of a code path we show */
+        memcpy(lib_dirs[i], u, n);
+        lib_dirs[i][n] = '\0';
+        lib_lens[i] = n;
+    }
+    return 0;
+}
+
+const char *afd_rt_library_relative(const char *path)
+{
+    size_t best = 0;
+    for (int i = 0; i < N_LIB_DIRS; i++) {
+        size_t n = lib_lens[i]; /* the longest match wins: site-packages lies inside the stdlib dir */
+        if (n > best && strncmp(path, lib_dirs[i], n) == 0 && path[n] == '/' && path[n + 1])
+            best = n;
+    }
+    return best ? path + best + 1 : NULL;
+}
+
+PyObject *afd_rt_library_path(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    const char *u = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
+    if (!u) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "library_path: expected a str");
+        return NULL;
+    }
+    const char *r = afd_rt_library_relative(u);
+    if (!r)
+        Py_RETURN_NONE;
+    return PyUnicode_FromString(r);
+}
+
 const char *afd_rt_relative(const char *path, char *scratch, size_t len)
 {
+    const char *lib = afd_rt_library_relative(path);
+    if (lib) /* first: a virtual environment often lies inside the project */
+        return lib;
     const char *base = base_dir;
     size_t bl = base_len;
     if (!base_set) {

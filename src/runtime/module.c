@@ -331,6 +331,8 @@ static PyMethodDef rt_methods[] = {
     {"token_delays", rt_token_delays, METH_O, "token_delays(token): [(task label, step ordinal, cost ns)]."},
     {"install_hooks", afd_rt_install_hooks, METH_NOARGS,
      "install_hooks(): record asyncio Lock/Event/Semaphore/Queue transitions and time.sleep (idempotent)."},
+    {"library_path", afd_rt_library_path, METH_O,
+     "library_path(path): path relative to its stdlib or site-packages directory, or None."},
     {"set_context", afd_rt_set_context, METH_VARARGS,
      "set_context(base_dir, loop_note): where trace paths are relative to; who chose the loop policy."},
     {"serve", afd_rt_serve, METH_VARARGS, "serve(in_fd, out_fd, run_child, python, hash_seed): the fork server."},
@@ -395,6 +397,7 @@ static int rt_exec(PyObject *m)
         PyObject *v = PyDict_GetItemString(paths, keys[i]); /* Borrowed. */
         PyTuple_SET_ITEM(st->stdlib_prefix, i, v ? Py_NewRef(v) : PyUnicode_FromString("<none>"));
     }
+    afd_rt_set_library_dirs(paths);
     Py_DECREF(paths);
     if (!st->stdlib_prefix)
         return -1;
@@ -406,6 +409,7 @@ static int rt_exec(PyObject *m)
     INTERN(str_cr_frame, "cr_frame");
     INTERN(str_cr_await, "cr_await");
     INTERN(str_qualname, "__qualname__");
+    INTERN(str_dunder_call, ".__call__");
     INTERN(str_self, "__self__");
     INTERN(str_stopping, "_stopping");
     INTERN(str_selector, "_selector");

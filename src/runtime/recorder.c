@@ -368,11 +368,9 @@ static uint32_t identify_task(afd_rt_state *st, PyObject *task, uint32_t creator
     PyObject *qual = NULL, *label = NULL;
     uint32_t id = 0;
     if (coro) {
-        qual = coro != Py_None ? PyObject_GetAttr(coro, st->str_qualname) : NULL;
-        if (!qual) {
-            PyErr_Clear();
+        qual = coro != Py_None ? afd_rt_coro_qualname(st, coro) : NULL;
+        if (!qual)
             qual = PyUnicode_FromString("task");
-        }
         label = qual ? task_label(qual) : NULL;
         if (label) {
             id = new_task(label, weak, coro != Py_None ? coro : NULL, creator, 0);
@@ -393,13 +391,13 @@ static uint32_t identify_task(afd_rt_state *st, PyObject *task, uint32_t creator
     return id;
 }
 
-/* A plain callback is keyed by what stays the same across calls: the code of a function or
- * method, the method table entry of a builtin, or else the callable's type. */
-static uint32_t identify_callback(afd_rt_state *st, PyObject *cb, uint32_t creator)
+/* A plain callback (f, with partials and bound methods already taken off) is keyed by what stays
+ * the same across calls: the code of a function, the method table entry of a builtin, or else
+ * the callable's type. */
+static uint32_t identify_target(afd_rt_state *st, PyObject *f, uint32_t creator)
 {
     PyObject *keyobj = NULL;
     const void *key;
-    PyObject *f = PyMethod_Check(cb) ? PyMethod_GET_FUNCTION(cb) : cb;
     if (PyFunction_Check(f)) {
         keyobj = PyFunction_GET_CODE(f);
         key = keyobj;
@@ -438,6 +436,14 @@ static uint32_t identify_callback(afd_rt_state *st, PyObject *cb, uint32_t creat
     e->aux = 1;
     e->value = id;
     rec.task_map.used++;
+    return id;
+}
+
+static uint32_t identify_callback(afd_rt_state *st, PyObject *cb, uint32_t creator)
+{
+    PyObject *target = afd_rt_callback_target(cb); /* what the user wrote, behind partials */
+    uint32_t id = identify_target(st, target, creator);
+    Py_DECREF(target);
     return id;
 }
 

@@ -32,6 +32,7 @@ typedef struct afd_rt_state {
     PyObject *str_cr_frame;
     PyObject *str_cr_await;
     PyObject *str_qualname;
+    PyObject *str_dunder_call; /* ".__call__": a wrapper object's coroutine (labels.c). */
     PyObject *str_self;
     PyObject *str_stopping;
     PyObject *str_selector;
@@ -235,9 +236,26 @@ const afd_code_info *afd_rec_code_info(afd_rt_state *st, PyCodeObject *code);
 uint32_t afd_rec_receiver(afd_rt_state *st, PyObject *obj, int is_cls, uint32_t *label);
 
 /* ---- Where a run happens (context.c) ------------------------------------------------------ */
-/* path relative to the trace's base directory (a pointer into path), or path itself when it is
- * not under it. scratch (len bytes, the caller's) is used when no base was set. */
+/* path as a trace shows it (a pointer into path): relative to its library directory when it is
+ * a standard-library or site-packages file, else relative to the trace's base directory, else
+ * path itself. scratch (len bytes, the caller's) is used when no base was set. */
 const char *afd_rt_relative(const char *path, char *scratch, size_t len);
+/* Takes the library directories from sysconfig.get_paths()'s dict (borrowed); 0. */
+int afd_rt_set_library_dirs(PyObject *paths);
+/* path relative to the library directory it lies in (a pointer into path), or NULL. */
+const char *afd_rt_library_relative(const char *path);
+/* library_path(path): the same for Python (the worker's failure texts), None outside them. */
+PyObject *afd_rt_library_path(PyObject *self, PyObject *arg);
+
+/* ---- Labels of the functions a user wrote (labels.c) ------------------------------------- */
+
+/* The callable behind cb with functools.partial layers and bound methods taken off (a new
+ * reference; cb itself, with a new reference, when there is nothing to take off). */
+PyObject *afd_rt_callback_target(PyObject *cb);
+/* The qualname a task of coro is labelled by: the coroutine's own, or, for a coroutine of an
+ * async __call__ on an object that carries __wrapped__ (a caching decorator's wrapper), the
+ * wrapped function's. A new reference, or NULL without an exception when coro has none. */
+PyObject *afd_rt_coro_qualname(afd_rt_state *st, PyObject *coro);
 /* set_context(base_dir, loop_note): the base directory of trace paths and what the worker knows
  * of who chose the event loop policy (may be ""). */
 PyObject *afd_rt_set_context(PyObject *self, PyObject *args);

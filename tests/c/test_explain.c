@@ -205,7 +205,7 @@ TEST(view_accesses)
         {3, 2, "waiter#0", "check", "Event@bank.py:3", 0, 1, 1},
         {3, 2, "waiter#0", "check", "Queue@bank.py:4", 0, 1, 0},
         {3, 2, "waiter#0", "get", "Queue@bank.py:4", 1, 1, 0},
-        {3, 3, "?", "write", "BALANCE", 1, 0, 0},
+        {3, 3, "an unlabelled task", "write", "BALANCE", 1, 0, 0}, /* never "?" */
     };
     for (uint32_t i = 0; i < 12; i++) {
         const afd_xaccess *a = &v.acc[i];

@@ -127,9 +127,76 @@ TEST(long_method_lists_are_cut)
     CHECK(strstr(m.methods, "...") != NULL);
 }
 
+TEST(bases_are_names_and_dotted_names_in_order)
+{
+    const char *src = "import typing\n"
+                      "class C(Base, mod.sub.Other, typing.Generic[T], metaclass=Meta):\n"
+                      "    pass\n"
+                      "class D:\n"
+                      "    pass\n";
+    afd_pymethod m = look(src, "C", "increment");
+    CHECK_EQ_INT(m.found_class, 1);
+    CHECK_EQ_INT(m.found_method, 0);
+    CHECK_EQ_STR(m.bases, "Base, mod.sub.Other");
+    m = look(src, "D", "increment");
+    CHECK_EQ_STR(m.bases, "");
+}
+
+static int import_of(const char *src, const char *name, char *module, char *attr)
+{
+    return afd_pydef_import(src, strlen(src), name, module, 128, attr, 128);
+}
+
+TEST(where_an_imported_name_comes_from)
+{
+    const char *src = "import json\n"
+                      "import os.path\n"
+                      "import collections.abc as cabc\n"
+                      "from aiocache.base import BaseCache\n"
+                      "from .backends import memory as mem, redis\n"
+                      "from . import base\n"
+                      "from x import *\n"
+                      "def f():\n"
+                      "    from y import Hidden\n";
+    char module[128], attr[128];
+    CHECK_EQ_INT(import_of(src, "BaseCache", module, attr), 1);
+    CHECK_EQ_STR(module, "aiocache.base");
+    CHECK_EQ_STR(attr, "BaseCache");
+    CHECK_EQ_INT(import_of(src, "mem", module, attr), 1);
+    CHECK_EQ_STR(module, ".backends");
+    CHECK_EQ_STR(attr, "memory");
+    CHECK_EQ_INT(import_of(src, "redis", module, attr), 1);
+    CHECK_EQ_STR(attr, "redis");
+    CHECK_EQ_INT(import_of(src, "base", module, attr), 1);
+    CHECK_EQ_STR(module, ".");
+    CHECK_EQ_STR(attr, "base");
+    CHECK_EQ_INT(import_of(src, "json", module, attr), 1);
+    CHECK_EQ_STR(module, "json");
+    CHECK_EQ_STR(attr, "");
+    CHECK_EQ_INT(import_of(src, "os", module, attr), 1); /* import os.path binds os */
+    CHECK_EQ_STR(module, "os");
+    CHECK_EQ_INT(import_of(src, "cabc", module, attr), 1);
+    CHECK_EQ_STR(module, "collections.abc");
+    CHECK_EQ_INT(import_of(src, "path", module, attr), 0);
+    CHECK_EQ_INT(import_of(src, "Hidden", module, attr), 0); /* not at module level */
+    CHECK_EQ_INT(import_of(src, "Nope", module, attr), 0);
+    CHECK_EQ_STR(module, "");
+    CHECK_EQ_INT(afd_pydef_import(NULL, 0, "x", module, 128, attr, 128), AFD_EINVAL);
+}
+
+TEST(a_later_import_wins)
+{
+    const char *src = "from a import Base\nfrom b import Other as Base\n";
+    char module[128], attr[128];
+    CHECK_EQ_INT(import_of(src, "Base", module, attr), 1);
+    CHECK_EQ_STR(module, "b");
+    CHECK_EQ_STR(attr, "Other");
+}
+
 int main(void)
 {
     RUN_TESTS("pydef", T(finds_an_async_method_and_its_required_parameters), T(sync_static_class_and_decorated),
               T(missing_class_and_method), T(later_def_replaces_earlier), T(syntax_errors_and_bad_arguments),
-              T(long_method_lists_are_cut));
+              T(long_method_lists_are_cut), T(bases_are_names_and_dotted_names_in_order),
+              T(where_an_imported_name_comes_from), T(a_later_import_wins));
 }

@@ -224,6 +224,12 @@ TEST(strings_and_labels)
     CHECK_EQ_STR(afd_trace_task_label(&t, 2), "finalize_report#0");
     CHECK_EQ_STR(afd_trace_task_label(&t, 1), "test_x#0");
     CHECK_EQ_STR(afd_trace_task_label(&t, 42), "?");
+    /* a place is named only when known */
+    CHECK(afd_trace_known(&t, AFD_NOSTR) == NULL);
+    CHECK(afd_trace_known(&t, S__COUNT) == NULL);
+    CHECK_EQ_STR(afd_trace_known(&t, S_SITE), "test_x.py:14");
+    CHECK_EQ_INT(afd_trace_task_is_callback(&t, 2), 0);
+    CHECK_EQ_INT(afd_trace_task_is_callback(&t, 42), 0);
     CHECK_EQ_STR(afd_outcome_name(AFD_OUT_PASS), "pass");
     CHECK_EQ_STR(afd_outcome_name(AFD_OUT_FAIL), "fail");
     CHECK_EQ_STR(afd_outcome_name(AFD_OUT_ERROR), "error");
@@ -776,7 +782,11 @@ TEST(format_event_lines)
     ev = ev_make(AFD_EV_IDLE, 0, 0, 0, 0, 0, 499, 0);
     check_line(&t, &ev, "idle: clock jumps 0.000ms to t=0.000ms");
     ev = ev_make(AFD_EV_ASSERT_END, 1, 2, 0, AFD_NOSTR, 0, 0, 0);
-    check_line(&t, &ev, "assertion on ? by task finalize_report#0 passed");
+    check_line(&t, &ev, "assertion by task finalize_report#0 passed"); /* no "?" for a missing name */
+    ev = ev_make(AFD_EV_STEP, 0, 2, 3, AFD_NOSTR, 0, 0, 0);
+    check_line(&t, &ev, "step finalize_report#0 #3 at t=0.000ms cost 0.000ms");
+    ev = ev_make(AFD_EV_BLOCK, 0, 2, 0, AFD_NOSTR, 0, 2000000, 0);
+    check_line(&t, &ev, "blocking time.sleep(2.000ms) in task finalize_report#0");
     ev = ev_make(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_FOREIGN_LOOP, 0, 0, 0, 0);
     check_line(&t, &ev, "uncontrolled at t=0.000ms: an event loop affidavit does not control ran");
     ev = ev_make(AFD_EV_UNCONTROLLED, 0, 0, 1u << 10, 0, 0, 0, 0);

@@ -75,3 +75,36 @@ class Broken:
 class Plain:
     def total(self) -> int:
         return 0
+
+
+class StampedCounter:
+    """A lost update that fails every time, in a method whose path also depends on the wall
+    clock: on an odd microsecond it takes one more step. The failure replays; the trace does not."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    async def bump(self) -> None:
+        seen = self.count
+        await asyncio.sleep(0)
+        self.count = seen + 1
+        import time  # here, not at the top: the line numbers above are part of test_check's messages
+
+        if int(time.monotonic() * 1e6) % 2:
+            await asyncio.sleep(0)
+
+
+class CounterBase:
+    """A base whose coroutine method subclasses inherit (check must find it through the bases)."""
+
+    def __init__(self) -> None:
+        self.hits = 0
+
+    async def increment(self) -> None:
+        seen = self.hits
+        await asyncio.sleep(0)
+        self.hits = seen + 1
+
+
+class MemoryCounter(CounterBase):
+    pass
