@@ -251,6 +251,7 @@ static PyObject *schedule_at(afd_loop *self, double when, PyObject *cb, PyObject
     if (!h)
         return NULL;
     h->seq = self->seq++;
+    afd_deadline_note(st, h, loop_now(self));
     if (heap_push(self, h) < 0) {
         Py_DECREF(h);
         return NULL;
@@ -530,15 +531,17 @@ static int natural_wait(afd_loop *self, int stopping)
     return poll_selector(self, timeout, &had);
 }
 
-/* The horizon for pct: how far the latest pending timer lies beyond now. */
-static uint64_t timer_horizon(afd_loop *self)
+/* The pending timers for the schedule (deadlines.c): only a schedule that can delay a step needs
+ * them, so the zero schedule's steps skip the pass over the heap. */
+static int timer_horizon(afd_loop *self, afd_horizon *h, uint32_t *earliest)
 {
-    double latest = 0;
-    for (size_t i = 0; i < self->hn; i++)
-        if (!self->heap[i]->cancelled && self->heap[i]->when > latest)
-            latest = self->heap[i]->when;
-    uint64_t l = ceil_ns(latest);
-    return l > self->clock_ns ? l - self->clock_ns : 0;
+    const afd_schedule *s = &afd_rt_config.schedule;
+    *h = (afd_horizon){.deadline_ns = AFD_NO_DEADLINE};
+    *earliest = 0;
+    if (s->strategy == AFD_STRAT_ZERO && !s->n_delays)
+        return 0;
+    afd_deadline_horizon(self->heap, self->hn, self->clock_ns, h, earliest);
+    return 1;
 }
 
 static int run_generic(afd_rt_state *st, PyObject *h)
@@ -746,8 +749,12 @@ static PyObject *run_once(afd_loop *self)
                 .ordinal = ordinal,
                 .index = step_index,
             };
-            uint64_t horizon = afd_rt_config.schedule.strategy == AFD_STRAT_PCT ? timer_horizon(self) : 0;
-            cost = afd_sched_step_cost(&afd_rt_config.schedule, &sid, horizon) + afd_rec_extra_cost;
+            afd_horizon hz;
+            uint32_t earliest;
+            int timed = timer_horizon(self, &hz, &earliest);
+            cost = afd_sched_step_cost_within(&afd_rt_config.schedule, &sid, &hz) + afd_rec_extra_cost;
+            if (timed)
+                afd_deadline_step_end(id, vstart, cost, &hz, earliest);
             self->clock_ns += cost;
         }
         /* The recorder may call into Python; an exception from the step (SystemExit, say) must
