@@ -277,7 +277,7 @@ static const char DASHBOARD_HEAD[] =
                       "max-width:1200px}a{color:inherit}.wrap{overflow-x:auto}table{border-collapse:collapse;"
                       "width:100%}th,td{text-align:left;padding:.4rem .6rem;border-bottom:1px solid var(--line)}"
                       "th{color:var(--mute);font-weight:600}.reproduced,.deterministic{color:var(--bad)}"
-                      ".no_failure{color:var(--ok)}</style></head><body><h1>affidavit incidents</h1>";
+                      ".no_failure{color:var(--ok)}.timing_sensitive{color:#a15c00}</style></head><body><h1>affidavit incidents</h1>";
 
 static void dashboard(afd_buf *b)
 {
@@ -475,11 +475,15 @@ static int merge_one(afd_store *st, json_t *doc, const char *text, int64_t *id, 
                      jstr(doc, "shard"));
         inc.summary = summary;
         inc.cause_kind = "";
+        if (!strcmp(jstr(doc, "verdict"), "timing_sensitive")) { /* a threshold, not a race (timing.h) */
+            inc.verdict = "explored: timing-sensitive";
+            inc.summary = jstr(json_object_get(doc, "timing"), "summary");
+        }
     } else {
         json_t *nat = json_object_get(doc, "natural"), *cause = json_object_get(doc, "cause");
         inc.verdict = jstr(doc, "verdict");
         inc.cause_kind = jstr(cause, "kind");
-        inc.summary = jstr(cause, "summary");
+        inc.summary = json_is_object(cause) ? jstr(cause, "summary") : jstr(json_object_get(doc, "timing"), "summary");
         inc.natural_runs = (uint64_t)json_integer_value(json_object_get(nat, "runs"));
         inc.natural_failed = (uint64_t)json_integer_value(json_object_get(nat, "failed"));
         inc.rate = inc.natural_runs ? (double)inc.natural_failed / (double)inc.natural_runs : 0;
