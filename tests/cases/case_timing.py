@@ -106,3 +106,18 @@ async def test_guarded_lost_update() -> None:
     BALANCE["amount"] = 0
     await asyncio.wait_for(asyncio.gather(deposit(10, 0), deposit(20, 0.002)), 1.0)
     assert BALANCE["amount"] == 30
+
+
+@pytest.mark.asyncio
+async def test_sleep_then_assert_background_done() -> None:
+    """A real order race with no deadline at all: a sleep's timer is a wake-up, not a guard."""
+    done: List[int] = []
+
+    async def background() -> None:
+        await asyncio.sleep(0.001)
+        done.append(1)
+
+    task = asyncio.ensure_future(background())
+    await asyncio.sleep(0.002)  # "surely long enough" for the background work
+    assert done == [1], "the background task had not finished"
+    await task
