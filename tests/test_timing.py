@@ -74,7 +74,8 @@ def test_plain_pytest_passes_every_case() -> None:
     proc = subprocess.run([sys.executable, "-m", "pytest", CASE, "-q", "-p", "no:cacheprovider"], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, describe(proc)
-    assert re.search(r"\b6 passed\b", proc.stdout), describe(proc)
+    expected = "6 passed" if sys.version_info >= (3, 11) else "5 passed, 1 skipped"
+    assert re.search(rf"\b{expected}\b", proc.stdout), describe(proc)
 
 
 def test_ttl_cache_is_not_a_race() -> None:
@@ -135,7 +136,9 @@ def test_investigate_timing_sensitive_has_no_cause_and_no_fix() -> None:
     assert "TIMING-SENSITIVE" in report and "a slow machine, not a race" in report, data["report"]
     assert "order violation" not in report and "lost update" not in report
     show = run("show", str(data["incident"]), workers=False)
-    assert show.returncode == 0 and "timing_sensitive" in show.stdout, describe(show)
+    assert show.returncode == 0 and "verdict:  timing_sensitive" in show.stdout, describe(show)
+    assert f"timing:   fails only when one step takes longer than the 0.3 s timer armed at {site}" in show.stdout
+    assert "cause:" not in show.stdout, describe(show)
 
 
 def test_investigate_names_the_race_behind_a_timeout_guard() -> None:

@@ -9,6 +9,11 @@
  * written by hand. A test that sleeps and then asserts that a background task has finished is a
  * real order race, so sleeps must stay ordinary timers that pct's delay may outlast.
  *
+ * Under a schedule flagged AFD_SCHED_BELOW_DEADLINES (schedule.h) neither a step's cost nor an idle
+ * wake-up's lateness may carry the clock past a pending deadline; under any schedule, a step that
+ * does is recorded (AFD_EV_DEADLINE_LATE), which is what the engine's timing_sensitive verdict
+ * starts from.
+ *
  * Main invariant: classification depends only on the callback object, and numbering only on the
  * order in which the run arms its deadlines, so both are the same in every replay of a token.
  * Workload: one identity comparison per timer armed; a frame walk for each deadline (few per
@@ -118,6 +123,21 @@ void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, af
     out->plain_ns = plain > now_ns ? plain - now_ns : 0;
     out->deadline_ns = first == UINT64_MAX ? AFD_NO_DEADLINE : first > now_ns ? first - now_ns : 0;
     *earliest = which;
+}
+
+uint64_t afd_deadline_cap_lateness(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late)
+{
+    if (!(afd_rt_config.schedule.flags & AFD_SCHED_BELOW_DEADLINES) || !late)
+        return late;
+    afd_horizon h;
+    uint32_t earliest;
+    afd_deadline_horizon(heap, n, wake_ns, &h, &earliest);
+    /* A deadline due at the wake-up itself fires then whatever the lateness; only one still ahead
+     * could be overtaken by waking late. */
+    if (h.deadline_ns == AFD_NO_DEADLINE || h.deadline_ns == 0)
+        return late;
+    uint64_t cap = afd_sched_below(h.deadline_ns);
+    return late < cap ? late : cap;
 }
 
 void afd_deadline_step_end(uint32_t task, uint64_t vstart, uint64_t cost, const afd_horizon *h,

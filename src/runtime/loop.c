@@ -472,6 +472,7 @@ static int controlled_wait(afd_loop *self, int stopping)
         if (deadline < self->clock_ns)
             deadline = self->clock_ns;
         uint64_t late = afd_sched_lateness(&afd_rt_config.schedule, self->idle_wakes++, self->clock_ns, deadline);
+        late = afd_deadline_cap_lateness(self->heap, self->hn, deadline, late);
         uint64_t jump = deadline - self->clock_ns + late;
         afd_rec_event(AFD_EV_IDLE, 0, 0, late > UINT32_MAX ? UINT32_MAX : (uint32_t)late, 0,
                       self->clock_ns, jump);

@@ -8,6 +8,7 @@ work in asyncio.wait_for.
 
 import asyncio
 import functools
+import sys
 from typing import Any, Awaitable, Callable, Dict, List
 
 import pytest
@@ -85,6 +86,7 @@ async def test_wait_for_guard() -> None:
     assert await asyncio.wait_for(two_steps(), 0.2) == 1
 
 
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="asyncio.timeout is new in Python 3.11")
 @pytest.mark.asyncio
 async def test_timeout_guard() -> None:
     async with asyncio.timeout(0.2):
