@@ -36,12 +36,20 @@ static deadline_info *deadlines; /* Owned (PyMem_Raw). */
 static uint32_t n_deadlines, cap_deadlines;
 static PyObject *sleep_wakeup; /* Owned: asyncio.futures._set_result_unless_cancelled, or NULL. */
 
+/* A loop time in ns, rounded as loop.c's ceil_ns rounds deadlines (up, then until the loop's own
+ * readiness test holds), so that pct's horizon over every timer is to the nanosecond what it was
+ * before deadlines were told apart, and a version-1 token replays exactly as it did. */
 static uint64_t ns_of(double seconds)
 {
     if (!(seconds > 0))
         return 0;
     double ns = ceil(seconds * 1e9);
-    return ns < 1.8e19 ? (uint64_t)ns : UINT64_MAX;
+    if (!(ns < 1.8e19))
+        return UINT64_MAX;
+    uint64_t c = (uint64_t)ns;
+    while (!(seconds < (double)c / 1e9 + 1e-9))
+        c++;
+    return c;
 }
 
 /* Whether callback wakes a sleeping task: asyncio.sleep's own timer callback, or a future's bound
