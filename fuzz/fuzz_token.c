@@ -39,12 +39,18 @@ static int b32_value(char c)
 /* The payload model: whether body[0..len) (CRC excluded) is a payload decode must accept. */
 static int model_body_ok(const uint8_t *body, size_t len)
 {
-    if (len < 22 || body[0] != AFD_TOKEN_VERSION || body[1] >= AFD_STRAT__COUNT)
+    if (len < 22 || body[0] < 1 || body[0] > AFD_TOKEN_VERSION || body[1] >= AFD_STRAT__COUNT)
         return 0;
-    uint32_t n = fuzz_le32(body + 18);
+    /* Version 2 has a flags byte after pct_steps: known bits only, and at least one set. */
+    size_t fixed = body[0] == 2 ? 23 : 22;
+    if (len < fixed)
+        return 0;
+    if (body[0] == 2 && (body[18] == 0 || (body[18] & ~AFD_SCHED_FLAGS_KNOWN)))
+        return 0;
+    uint32_t n = fuzz_le32(body + fixed - 4);
     if (n > AFD_TOKEN_MAX_DELAYS)
         return 0;
-    size_t pos = 22;
+    size_t pos = fixed;
     for (uint32_t i = 0; i < n; i++) {
         if (len - pos < 4)
             return 0;

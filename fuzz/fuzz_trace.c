@@ -96,6 +96,8 @@ static int model_body_ok(const uint8_t *body, size_t len)
         case AFD_EV_ASSERT_BEGIN:
         case AFD_EV_ASSERT_END:
         case AFD_EV_BLOCK:
+        case AFD_EV_DEADLINE:
+        case AFD_EV_DEADLINE_LATE:
             ok = ref_ok(b, n_strings);
             break;
         case AFD_EV_SYNC:

@@ -5,6 +5,7 @@
  * or a run stopped at the step limit is neither a pass nor a failure and is reported separately. */
 #include "cmds.h"
 #include "runs.h"
+#include "timing.h"
 #include "afd.h"
 #include "delays.h"
 #include "out.h"
@@ -452,6 +453,14 @@ typedef struct explore_ctx {
     char *best_failure;     /* Owned; may hold NUL bytes: best_failure_len is its length. */
     size_t best_failure_len;
     int best_outcome;
+    /* The lowest failing run that outlasted a deadline: kept aside while the search goes on for a
+     * failure that needs no deadline outlasted, and named only if none is found. */
+    uint64_t cand_index; /* UINT64_MAX if none */
+    char *cand_token;
+    char *cand_failure; /* Owned; may hold NUL bytes. */
+    size_t cand_failure_len;
+    int cand_outcome;
+    afd_timing timing; /* the candidate's deadline, then the check below it */
     char *last_error;
 } explore_ctx;
 
@@ -474,6 +483,20 @@ static int take_explore(void *vctx, uint64_t i, afd_run_result *res, afd_trace *
         c->est_steps = tr->steps > 0 ? (uint32_t)(tr->steps > UINT32_MAX ? UINT32_MAX : tr->steps) : 1;
     if (!is_failure(res->outcome))
         return 0;
+    afd_timing tm;
+    afd_timing_from_trace(&tm, tr);
+    if (tm.crossed) {
+        if (i < c->cand_index && tr) {
+            c->cand_index = i;
+            free(c->cand_token);
+            free(c->cand_failure);
+            c->cand_token = strdup(tr->token);
+            c->cand_failure = text_dup(res->failure, res->failure_len, &c->cand_failure_len);
+            c->cand_outcome = res->outcome;
+            c->timing = tm;
+        }
+        return 0;
+    }
     if (i < c->best_index && tr) {
         c->best_index = i;
         free(c->best_token);
@@ -487,7 +510,7 @@ static int take_explore(void *vctx, uint64_t i, afd_run_result *res, afd_trace *
 
 int afd_cmd_explore(const afd_cli *cli)
 {
-    explore_ctx c = {.seed = cli->seed, .only = -1, .est_steps = 1, .best_index = UINT64_MAX,
+    explore_ctx c = {.seed = cli->seed, .only = -1, .est_steps = 1, .best_index = UINT64_MAX, .cand_index = UINT64_MAX,
                      .shard_k = cli->shard_n ? cli->shard_k - 1 : 0, .shard_n = cli->shard_n ? cli->shard_n : 1};
     if (cli->strategy && strcmp(cli->strategy, "portfolio") != 0) {
         c.only = afd_strategy_parse(cli->strategy);
@@ -507,6 +530,19 @@ int afd_cmd_explore(const afd_cli *cli)
     rc = run_batch(pool, 0, 1, 0, make_portfolio, take_explore, &c, &prog, &t);
     if (rc == 0 && c.best_index == UINT64_MAX && cli->n > 1 && !(t.no_loop == t.runs))
         rc = run_batch(pool, 1, cli->n - 1, cli->seconds, make_portfolio, take_explore, &c, &prog, &t);
+    /* Only when nothing failed without outlasting a deadline is such a failure named, after the
+     * same schedule has run below the deadline. */
+    if (rc == 0 && c.best_index == UINT64_MAX && c.cand_index != UINT64_MAX && c.cand_token) {
+        c.best_index = c.cand_index;
+        c.best_token = c.cand_token;
+        c.best_failure = c.cand_failure;
+        c.best_failure_len = c.cand_failure_len;
+        c.best_outcome = c.cand_outcome;
+        c.cand_token = c.cand_failure = NULL;
+        rc = afd_timing_check(&c.timing, pool, c.best_token, &prog);
+    } else {
+        c.timing.crossed = 0;
+    }
     afd_progress_done(&prog);
     afd_pool_free(pool);
     if (rc == AFD_EIO) {
@@ -565,7 +601,24 @@ int afd_cmd_explore(const afd_cli *cli)
             afd_buf_printf(&o, "%s%" PRIu64, k ? ", " : "", c.indices[k]);
         afd_buf_printf(&o, "], ");
         json_outcomes(&o, &t);
+        afd_buf_printf(&o, ", \"verdict\": \"%s\", \"timing\": ",
+                       !found ? "no_failure" : c.timing.sensitive ? "timing_sensitive" : "failure");
+        afd_timing_json(&c.timing, &o);
         afd_buf_printf(&o, "}\n");
+    } else if (found && c.timing.sensitive) {
+        afd_buf_printf(&o, "%s: timing-sensitive: a failing schedule found at run %" PRIu64 " of %" PRIu64 " (%s)\n",
+                       cli->nodeid, c.best_index + 1, t.runs, desc ? desc : "?");
+        afd_buf_printf(&o, "  ");
+        afd_timing_summary(&c.timing, &o);
+        afd_buf_printf(&o, "\n  checked: the same schedule kept below the deadline passed %" PRIu64 "/%" PRIu64
+                           " runs\n", c.timing.check_passed, c.timing.check_runs);
+        afd_buf_printf(&o, "  %s: ", afd_outcome_name(c.best_outcome));
+        afd_term_strn(&o, c.best_failure, c.best_failure_len);
+        afd_buf_printf(&o, "\n");
+        afd_buf_printf(&o, "  token:  %s\n", c.best_token);
+        afd_buf_printf(&o, "  replay: ");
+        afd_shell_replay_command(&o, c.best_token, cli->nodeid);
+        afd_buf_put_u8(&o, '\n');
     } else if (found) {
         afd_buf_printf(&o, "%s: failing schedule found at run %" PRIu64 " of %" PRIu64 "%s%s%s\n", cli->nodeid,
                        c.best_index + 1, t.runs, desc ? " (" : "", desc ? desc : "", desc ? ")" : "");
@@ -594,6 +647,8 @@ out:
     free(c.indices);
     free(c.best_token);
     free(c.best_failure);
+    free(c.cand_token);
+    free(c.cand_failure);
     tally_finish(&t);
     return rc;
 }

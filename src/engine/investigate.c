@@ -27,6 +27,7 @@
 #include "schedule.h"
 #include "shell.h"
 #include "stats.h"
+#include "timing.h"
 #include "token.h"
 #include "trace.h"
 #include "udiff.h"
@@ -93,6 +94,12 @@ typedef struct inv {
     uint32_t est_steps;
     uint64_t found_index;
     char *found_token;
+    /* the lowest failing search run that outlasted a deadline, kept aside (timing.h) */
+    uint64_t cand_index;
+    char *cand_token;
+    char *cand_failure; /* Owned; may hold NUL bytes. */
+    size_t cand_failure_len;
+    afd_timing timing;
     /* a batch's kept run (first failing, or first of a replay) */
     kept_run keep;
     int keep_failing_only;
@@ -213,6 +220,22 @@ static int take_search(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr
         v->error = AFD_ENOMEM;
     if (i == 0 && tr)
         v->est_steps = tr->steps ? (uint32_t)(tr->steps > UINT32_MAX ? UINT32_MAX : tr->steps) : 1;
+    afd_timing tm;
+    afd_timing_from_trace(&tm, is_failure(res->outcome) ? tr : NULL);
+    if (tm.crossed) {
+        /* A failure that outlasted a deadline is named only if nothing fails without doing so. */
+        if (i < v->cand_index) {
+            v->cand_index = i;
+            free(v->cand_token);
+            free(v->cand_failure);
+            v->cand_token = strdup(tr->token);
+            v->cand_failure = text_dup(res->failure, res->failure_len, &v->cand_failure_len);
+            v->timing = tm;
+            if (!v->cand_token)
+                v->error = AFD_ENOMEM;
+        }
+        return v->error != 0;
+    }
     if (is_failure(res->outcome) && tr && i < v->found_index) {
         v->found_index = i;
         free(v->found_token);
@@ -254,6 +277,27 @@ static int replay(inv *v, const char *token, uint64_t n, tally *t)
     replay_ctx r = {v, token};
     int rc = run_batch(v->pool, 0, n, 0, make_token, take_replay, &r, &v->prog, t);
     return rc < 0 ? rc : v->error;
+}
+
+/* Replays the found token with its costs capped below the deadlines, AFD_TIMING_CHECK_RUNS times,
+ * and gives *out the outlasted deadline and the verdict (timing.h). */
+static int check_timing(inv *v, afd_timing *out)
+{
+    *out = v->timing;
+    out->sensitive = 0;
+    char *capped = NULL;
+    int rc = afd_timing_capped_token(v->found_token, &capped);
+    if (rc < 0)
+        return rc;
+    tally t;
+    rc = replay(v, capped, AFD_TIMING_CHECK_RUNS, &t);
+    free(capped);
+    kept_finish(&v->keep);
+    out->check_runs = t.runs;
+    out->check_passed = t.by_outcome[AFD_OUT_PASS];
+    out->sensitive = rc == 0 && t.runs == AFD_TIMING_CHECK_RUNS && t.by_outcome[AFD_OUT_PASS] == t.runs;
+    tally_finish(&t);
+    return rc;
 }
 
 /* One run of one schedule: 1 when it failed, 0 when it passed, negative on error. */
@@ -901,7 +945,8 @@ static void cause_finish(cause *c)
 
 
 typedef struct outcome {
-    const char *verdict; /* reproduced | no_failure | abstained | deterministic */
+    const char *verdict; /* reproduced | no_failure | abstained | deterministic | timing_sensitive */
+    afd_timing timing;   /* set for timing_sensitive */
     tally natural;
     double lo, hi;
     char *token;         /* the minimal failing token (or the searched one) */
@@ -1615,9 +1660,10 @@ static void json_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
         afd_json_str(&b, cli->check_method);
         afd_buf_printf(&b, ", \"calls\": %" PRIu64 "}", cli->check_calls);
     }
-    afd_buf_printf(&b, ", \"verdict\": \"%s\", \"natural\": {\"runs\": %" PRIu64 ", \"failed\": %" PRIu64
-                       ", \"ci95\": [",
-                   o->verdict, o->natural.runs, o->natural.failed);
+    afd_buf_printf(&b, ", \"verdict\": \"%s\", \"timing\": ", o->verdict);
+    afd_timing_json(&o->timing, &b);
+    afd_buf_printf(&b, ", \"natural\": {\"runs\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"ci95\": [",
+                   o->natural.runs, o->natural.failed);
     afd_json_num(&b, o->lo);
     afd_buf_printf(&b, ", ");
     afd_json_num(&b, o->hi);
@@ -1777,6 +1823,7 @@ static void text_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
                        : !strcmp(o->verdict, "no_failure")    ? "NO FAILURE FOUND"
                        : !strcmp(o->verdict, "deterministic") ? "FAILS UNDER EVERY SCHEDULE TRIED: NOT TIMING-DEPENDENT"
                        : !strcmp(o->verdict, "interrupted")   ? "INTERRUPTED (the runs so far)"
+                       : !strcmp(o->verdict, "timing_sensitive") ? "TIMING-SENSITIVE: A THRESHOLD, NOT A RACE"
                                                               : "ABSTAINED";
     if (cli->check_file)
         afd_buf_printf(&b, "check %s %s.%s, %" PRIu64 " concurrent calls: %s\n  harness:  %s\n", cli->check_file,
@@ -1789,6 +1836,13 @@ static void text_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
                    100 * o->lo, 100 * o->hi);
     if (o->abstain_reason)
         afd_buf_printf(&b, "  why:      %s\n", o->abstain_reason);
+    if (o->timing.sensitive) {
+        afd_buf_printf(&b, "  timing:   ");
+        afd_timing_summary(&o->timing, &b);
+        afd_buf_printf(&b, "\n  checked:  the same schedule kept below the deadline passed %" PRIu64 "/%" PRIu64
+                           " runs; no race cause, no fix\n",
+                       o->timing.check_passed, o->timing.check_runs);
+    }
     if (o->failure && o->failure_len) {
         /* At most 300 bytes, cut back to a character boundary; NUL bytes and escape sequences
          * are shown, never passed to the terminal. */
@@ -1893,6 +1947,11 @@ static int64_t record_incident(const afd_cli *cli, outcome *o, const afd_buf *js
     afd_buf_init(&pb);
     afd_store_trace traces[2];
     size_t n_traces = 0;
+    afd_buf tb;
+    afd_buf_init(&tb);
+    if (o->timing.sensitive)
+        afd_timing_summary(&o->timing, &tb);
+    const char *timing_text = tb.err || !tb.data ? "" : (const char *)tb.data;
     if (fail_run->have_trace && afd_trace_encode(&fail_run->tr, &fb) == 0)
         traces[n_traces++] = (afd_store_trace){"failing", fb.data, fb.len};
     if (pass_run->have_trace && afd_trace_encode(&pass_run->tr, &pb) == 0)
@@ -1901,7 +1960,7 @@ static int64_t record_incident(const afd_cli *cli, outcome *o, const afd_buf *js
         .nodeid = cli->nodeid,
         .verdict = o->verdict ? o->verdict : "",
         .cause_kind = o->c.kind ? o->c.kind : "",
-        .summary = bstr(&o->c.sentence),
+        .summary = o->timing.sensitive ? timing_text : bstr(&o->c.sentence),
         .token = o->token ? o->token : "",
         .rate = o->natural.runs ? (double)o->natural.failed / (double)o->natural.runs : 0,
         .natural_runs = o->natural.runs,
@@ -1932,6 +1991,7 @@ static int64_t record_incident(const afd_cli *cli, outcome *o, const afd_buf *js
     }
     afd_buf_finish(&fb);
     afd_buf_finish(&pb);
+    afd_buf_finish(&tb);
     return id;
 }
 
@@ -2090,7 +2150,7 @@ int afd_cmd_investigate(const afd_cli *cli)
 {
     uint64_t t0 = now_ns();
     int interrupted = 0;
-    inv v = {.cli = cli, .seed = cli->seed, .est_steps = 1, .found_index = UINT64_MAX};
+    inv v = {.cli = cli, .seed = cli->seed, .est_steps = 1, .found_index = UINT64_MAX, .cand_index = UINT64_MAX};
     outcome o;
     memset(&o, 0, sizeof o);
     cause_init(&o.c);
@@ -2134,6 +2194,19 @@ int afd_cmd_investigate(const afd_cli *cli)
         rc = run_batch(v.pool, 1, cli->n - 1, cli->seconds, make_portfolio_inv, take_search, &v, &v.prog, &search);
     if (rc < 0 || v.error)
         goto fail;
+    if (v.found_index == UINT64_MAX && v.cand_index != UINT64_MAX) {
+        /* Nothing failed without outlasting a deadline: the failure that did is reproduced and
+         * then checked below the deadline (step 3). */
+        v.found_index = v.cand_index;
+        v.found_token = v.cand_token;
+        v.cand_token = NULL;
+        kept_finish(&v.keep);
+        v.keep.failure = v.cand_failure;
+        v.keep.failure_len = v.cand_failure_len;
+        v.cand_failure = NULL;
+    } else {
+        v.timing.crossed = 0;
+    }
     if (v.found_index == UINT64_MAX) {
         if (o.natural.failed) {
             o.verdict = "abstained";
@@ -2175,6 +2248,21 @@ int afd_cmd_investigate(const afd_cli *cli)
     memset(&v.keep, 0, sizeof v.keep);
     tally_finish(&t);
     memset(&t, 0, sizeof t);
+
+    /* A failure that needs one step to outlast a deadline: no race to explain, no fix to make. */
+    if (v.timing.crossed) {
+        rc = check_timing(&v, &o.timing);
+        if (rc < 0)
+            goto fail;
+        if (o.timing.sensitive) {
+            o.verdict = "timing_sensitive";
+            o.token = strdup(v.found_token);
+            rc = o.token ? AFD_EXIT_FAILURE : AFD_ENOMEM;
+            if (rc < 0)
+                goto fail;
+            goto report;
+        }
+    }
 
     /* deterministic failure: every natural run failed and so does the zero schedule */
     if (o.natural.runs >= 5 && o.natural.failed == o.natural.runs && v.found_index == 0) {
@@ -2522,6 +2610,8 @@ done_early:
     free(v.block_site);
     free(v.block_task);
     free(v.found_token);
+    free(v.cand_token);
+    free(v.cand_failure);
     free(o.token);
     free(o.pass_token);
     free(o.failure);

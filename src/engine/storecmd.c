@@ -191,8 +191,8 @@ static int cmd_show(int64_t id, int json)
                        f.row.verdict);
         afd_buf_printf(&b, "  natural:  %" PRIu64 "/%" PRIu64 " failed (%.1f%%)\n", f.row.natural_failed,
                        f.row.natural_runs, 100 * f.row.rate);
-        if (f.summary && *f.summary)
-            afd_buf_printf(&b, "  cause:    %s\n", f.summary);
+        if (f.summary && *f.summary) /* a timing threshold's sentence is no cause (timing.h) */
+            afd_buf_printf(&b, "  %s%s\n", strstr(f.row.verdict, "timing") ? "timing:   " : "cause:    ", f.summary);
         if (f.token && *f.token) {
             afd_buf_printf(&b, "  replay:   ");
             afd_shell_replay_command(&b, f.token, f.row.nodeid);
@@ -277,7 +277,7 @@ static const char DASHBOARD_HEAD[] =
                       "max-width:1200px}a{color:inherit}.wrap{overflow-x:auto}table{border-collapse:collapse;"
                       "width:100%}th,td{text-align:left;padding:.4rem .6rem;border-bottom:1px solid var(--line)}"
                       "th{color:var(--mute);font-weight:600}.reproduced,.deterministic{color:var(--bad)}"
-                      ".no_failure{color:var(--ok)}</style></head><body><h1>affidavit incidents</h1>";
+                      ".no_failure{color:var(--ok)}.timing_sensitive{color:#a15c00}</style></head><body><h1>affidavit incidents</h1>";
 
 static void dashboard(afd_buf *b)
 {
@@ -485,11 +485,15 @@ static int merge_one(afd_store *st, json_t *doc, const char *text, int64_t *id, 
                      jstr(doc, "shard"));
         inc.summary = summary;
         inc.cause_kind = "";
+        if (!strcmp(jstr(doc, "verdict"), "timing_sensitive")) { /* a threshold, not a race (timing.h) */
+            inc.verdict = "explored: timing-sensitive";
+            inc.summary = jstr(json_object_get(doc, "timing"), "summary");
+        }
     } else {
         json_t *nat = json_object_get(doc, "natural"), *cause = json_object_get(doc, "cause");
         inc.verdict = jstr(doc, "verdict");
         inc.cause_kind = jstr(cause, "kind");
-        inc.summary = jstr(cause, "summary");
+        inc.summary = json_is_object(cause) ? jstr(cause, "summary") : jstr(json_object_get(doc, "timing"), "summary");
         inc.natural_runs = (uint64_t)json_integer_value(json_object_get(nat, "runs"));
         inc.natural_failed = (uint64_t)json_integer_value(json_object_get(nat, "failed"));
         inc.rate = inc.natural_runs ? (double)inc.natural_failed / (double)inc.natural_runs : 0;

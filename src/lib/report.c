@@ -552,6 +552,7 @@ static const char CSS[] =
     ".verdict-word{font-weight:700;letter-spacing:.03em}\n"
     ".reproduced .verdict-word,.deterministic .verdict-word{color:var(--fail)}\n"
     ".no-failure .verdict-word{color:var(--pass)}\n"
+    ".timing-sensitive .verdict-word{color:var(--warn,#a15c00)}\n"
     ".facts{padding-left:1.2em}\n"
     ".table-wrap,.svg-wrap{overflow-x:auto;-webkit-overflow-scrolling:touch}\n"
     "table{border-collapse:collapse;width:100%;min-width:520px}\n"
@@ -627,6 +628,7 @@ static const verdict_info VERDICTS[] = {
     {"no_failure", "NO FAILURE", "no-failure"},
     {"abstained", "ABSTAINED", "abstained"},
     {"deterministic", "DETERMINISTIC", "deterministic"},
+    {"timing_sensitive", "TIMING-SENSITIVE", "timing-sensitive"},
 };
 
 static const verdict_info *verdict_of(const char *v)
@@ -675,6 +677,14 @@ static void verdict_line(page *pg)
         }
     } else if (vi && strcmp(vi->name, "deterministic") == 0) {
         put(out, ": the test fails on every run; it is not flaky");
+    } else if (vi && strcmp(vi->name, "timing_sensitive") == 0) {
+        /* The engine's sentence names the threshold and where it was armed; no race is claimed. */
+        const char *summary = jstr(json_object_get(pg->doc, "timing"), "summary");
+        put(out, ": ");
+        if (summary)
+            esc(out, summary);
+        else
+            put(out, "fails only when one step outlasts a deadline the test armed: a slow machine, not a race");
     } else if (vi && strcmp(vi->name, "no_failure") == 0) {
         put(out, ": the test did not fail");
     } else if (!vi && !v) {

@@ -28,11 +28,34 @@ typedef struct afd_step_id {
     uint64_t index;      /* The step's position among all steps of the run, from 0. */
 } afd_step_id;
 
+/* The pending timers as a step that has just run sees them, each distance from the current virtual
+ * time in ns. A deadline is a timer the program armed to guard something (a timeout, a TTL, a
+ * lease: any timer that is not a sleeping task's wake-up). */
+typedef struct afd_horizon {
+    uint64_t latest_ns;   /* the latest pending timer of any kind (0 if none) */
+    uint64_t plain_ns;    /* the latest pending timer that is not a deadline (0 if none) */
+    uint64_t deadline_ns; /* the earliest pending deadline; AFD_NO_DEADLINE if none */
+} afd_horizon;
+#define AFD_NO_DEADLINE UINT64_MAX
+
 /* The virtual cost of a step that has just run.
  * horizon_ns: how far the latest pending timer lies beyond the current virtual time (0 if none);
  * pct uses it so that its delay outlasts every pending timer.
- * An explicit delay for (label, ordinal) overrides the base strategy. */
+ * An explicit delay for (label, ordinal) overrides the base strategy.
+ * This is afd_sched_step_cost_within with no deadline known. */
 uint64_t afd_sched_step_cost(const afd_schedule *self, const afd_step_id *step, uint64_t horizon_ns);
+
+/* The virtual cost of a step that has just run, given the pending timers. Without
+ * AFD_SCHED_BELOW_DEADLINES pct's delay outlasts every pending timer (h->latest_ns), deadlines
+ * included, as version-1 tokens always meant. With it pct's delay outlasts the pending timers that
+ * are not deadlines, and every cost (jitter's, pct's, an explicit delay's) is capped just below the
+ * earliest pending deadline: afd_sched_below(h->deadline_ns). */
+uint64_t afd_sched_step_cost_within(const afd_schedule *self, const afd_step_id *step,
+                                    const afd_horizon *h);
+
+/* The largest cost that keeps a step short of a deadline deadline_ns away: deadline_ns less a
+ * tenth of it, at most AFD_PCT_MARGIN_NS and at least 1 ns (0 for a deadline due now). */
+uint64_t afd_sched_below(uint64_t deadline_ns);
 
 /* The lateness of the wake_index-th idle wake-up (from 0): nothing was ready, the loop went idle at
  * now_ns and the earliest deadline is deadline_ns (>= now_ns). The clock then jumps to
@@ -45,8 +68,15 @@ uint64_t afd_sched_lateness(const afd_schedule *self, uint64_t wake_index, uint6
 /* The seed for the program's `random` module under this schedule. */
 uint64_t afd_sched_random_seed(const afd_schedule *self);
 
+/* How many of the portfolio's first schedules keep below the pending deadlines
+ * (AFD_SCHED_BELOW_DEADLINES); after them every other jitter and pct schedule goes beyond. */
+#define AFD_PORTFOLIO_BELOW_SHARE 16
+
 /* The portfolio: the i-th schedule of a search, for a master seed. i == 0 is `zero`; then jitter
- * and pct (d cycling through 2, 3, 4) alternate with seeds derived from (master_seed, i).
+ * and pct (d cycling through 2, 3, 4) alternate with seeds derived from (master_seed, i). The
+ * first AFD_PORTFOLIO_BELOW_SHARE schedules stay below every pending deadline, so a failure that
+ * needs no step to outlast a timeout, a TTL or a lease is searched for first; after them the pct
+ * and jitter schedules with an odd i / 2 go beyond (no flag: the old meaning).
  * est_steps is the step count of a baseline run (pct's horizon of change points; at least 1).
  * `only` restricts the portfolio to one strategy, or is -1 for the mix. With AFD_STRAT_ZERO every
  * schedule has zero costs and only the seed (and so the program's `random`) varies: master_seed for

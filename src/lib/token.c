@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The fixed part of a payload: version, strategy, seed, pct_depth, pct_steps, n_delays. */
+/* The fixed part of a version-1 payload: version, strategy, seed, pct_depth, pct_steps, n_delays
+ * (version 2 adds one flags byte). */
 #define FIXED_LEN (1 + 1 + 8 + 4 + 4 + 4)
 /* The smallest encoded delay: an empty label's length, the ordinal and the cost. */
 #define MIN_DELAY_LEN (4 + 4 + 8)
@@ -75,6 +76,7 @@ int afd_schedule_copy(afd_schedule *dst, const afd_schedule *src)
     dst->seed = src->seed;
     dst->pct_depth = src->pct_depth;
     dst->pct_steps = src->pct_steps;
+    dst->flags = src->flags;
     if (!src->n_delays)
         return 0;
     dst->delays = calloc(src->n_delays, sizeof *dst->delays);
@@ -144,6 +146,8 @@ char *afd_schedule_describe(const afd_schedule *self)
     if (self->n_delays)
         afd_buf_printf(&b, " + %lu delay%s", (unsigned long)self->n_delays,
                        self->n_delays == 1 ? "" : "s");
+    if (self->flags & AFD_SCHED_BELOW_DEADLINES)
+        afd_buf_printf(&b, ", below deadlines");
     if (b.err) {
         afd_buf_finish(&b);
         return NULL;
@@ -216,6 +220,8 @@ static int schedule_encodable(const afd_schedule *self)
         return AFD_EINVAL;
     if (self->n_delays && !self->delays)
         return AFD_EINVAL;
+    if (self->flags & ~AFD_SCHED_FLAGS_KNOWN)
+        return AFD_EINVAL;
     for (uint32_t i = 0; i < self->n_delays; i++) {
         const char *label = self->delays[i].label;
         if (label && strlen(label) > AFD_TOKEN_MAX_LABEL)
@@ -237,11 +243,16 @@ int afd_token_encode(const afd_schedule *self, char **out)
 
     afd_buf b;
     afd_buf_init(&b);
-    afd_buf_put_u8(&b, AFD_TOKEN_VERSION);
+    /* Version 1 whenever no flag is set: such a schedule runs as it always did, and its token
+     * text must stay what it was. */
+    uint8_t version = self->flags ? 2 : 1;
+    afd_buf_put_u8(&b, version);
     afd_buf_put_u8(&b, self->strategy);
     afd_buf_put_u64(&b, self->seed);
     afd_buf_put_u32(&b, self->pct_depth);
     afd_buf_put_u32(&b, self->pct_steps);
+    if (version == 2)
+        afd_buf_put_u8(&b, self->flags);
     afd_buf_put_u32(&b, self->n_delays);
     for (uint32_t i = 0; i < self->n_delays; i++) {
         const afd_delay *d = &self->delays[i];
@@ -289,7 +300,7 @@ static int parse_prefix(const char *text, size_t len, size_t *prefix_len)
         return AFD_ETOKEN_PREFIX;
     /* The digits are compared as text, not as a number: "afd01:" is not canonical and a long digit
      * run cannot overflow anything. */
-    if (i - 3 != 1 || text[3] != '0' + AFD_TOKEN_VERSION)
+    if (i - 3 != 1 || text[3] != '0' + AFD_TOKEN_TEXT_VERSION)
         return AFD_ETOKEN_VERSION;
     *prefix_len = i + 1;
     return 0;
@@ -305,9 +316,14 @@ static int parse_payload(afd_schedule *self, const uint8_t *p, size_t len)
     self->seed = afd_reader_u64(&r);
     self->pct_depth = afd_reader_u32(&r);
     self->pct_steps = afd_reader_u32(&r);
+    uint8_t flags = version == 2 ? afd_reader_u8(&r) : 0;
     uint32_t n = afd_reader_u32(&r);
-    if (afd_reader_error(&r) || version != AFD_TOKEN_VERSION || strategy >= AFD_STRAT__COUNT)
+    if (afd_reader_error(&r) || version < 1 || version > AFD_TOKEN_VERSION || strategy >= AFD_STRAT__COUNT)
         return AFD_ETOKEN_CORRUPT;
+    /* A version-2 payload without a flag would have been written as version 1. */
+    if (version == 2 && (flags == 0 || (flags & ~AFD_SCHED_FLAGS_KNOWN)))
+        return AFD_ETOKEN_CORRUPT;
+    self->flags = flags;
     self->strategy = strategy;
     /* The byte count bounds n before anything is allocated for it. */
     if (n > AFD_TOKEN_MAX_DELAYS || n > afd_reader_left(&r) / MIN_DELAY_LEN)

@@ -6,18 +6,30 @@
  *
  * Token text: "afd1:" followed by the payload in lowercase RFC 4648 base32 without padding
  * (selectable by double-click, safe in shells and URLs). The payload is
- *   u8 version (1) | u8 strategy | u64 seed | u32 pct_depth | u32 pct_steps | u32 n_delays |
- *   n_delays x (u32 label_len | label bytes | u32 ordinal | u64 cost_ns) | u32 crc32
- * little-endian, where crc32 covers every payload byte before it. Decoding is bounds-checked: a
- * foreign prefix, another version, a bad checksum or trailing garbage is an error, never a crash. */
+ *   u8 version (1 or 2) | u8 strategy | u64 seed | u32 pct_depth | u32 pct_steps | [u8 flags] |
+ *   u32 n_delays | n_delays x (u32 label_len | label bytes | u32 ordinal | u64 cost_ns) | u32 crc32
+ * little-endian, where crc32 covers every payload byte before it. Version 1 has no flags byte and
+ * means exactly what it meant before deadlines were known: every token printed before keeps its
+ * run. Version 2 carries the flags byte (AFD_SCHED_BELOW_DEADLINES) and is written only when a flag
+ * is set, so a schedule without flags still encodes as the same text; a version-2 payload with no
+ * flag set is not canonical and is refused. The "1" of the prefix names the text form (prefix,
+ * base32, checksum), which both payload versions share. Decoding is bounds-checked: a foreign prefix,
+ * another version, a bad checksum or trailing garbage is an error, never a crash. */
 #ifndef AFD_TOKEN_H
 #define AFD_TOKEN_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define AFD_TOKEN_VERSION 1
+#define AFD_TOKEN_VERSION 2      /* the newest payload version; version 1 is decoded too */
+#define AFD_TOKEN_TEXT_VERSION 1 /* the digit of the prefix */
 #define AFD_TOKEN_PREFIX "afd1:"
+
+/* Schedule flags (version-2 tokens). BELOW_DEADLINES: every step's cost is capped just below the
+ * earliest pending deadline (a timer that guards something: a timeout, a TTL, a lease), and pct's
+ * large delay outlasts the pending timers that are not deadlines rather than all of them. */
+#define AFD_SCHED_BELOW_DEADLINES 0x01u
+#define AFD_SCHED_FLAGS_KNOWN 0x01u
 #define AFD_TOKEN_MAX_DELAYS 4096
 #define AFD_TOKEN_MAX_LABEL 512
 
@@ -39,6 +51,7 @@ typedef struct afd_schedule {
     uint64_t seed;    /* Seeds the strategy's randomness and the program's `random` module. */
     uint32_t pct_depth;
     uint32_t pct_steps;
+    uint8_t flags;     /* AFD_SCHED_* bits; 0 in every version-1 token. */
     uint32_t n_delays;
     afd_delay *delays; /* Owned array of n_delays. */
 } afd_schedule;

@@ -26,7 +26,7 @@
  * the most delays with the longest labels. AFD_TRACE_MAX_STRING alone would make valid tokens of a
  * few hundred delays unrepresentable, so the header's ambiguity is read as: this bound applies to
  * the token field, AFD_TRACE_MAX_STRING to python, hash_seed and the string table. */
-#define TOKEN_PAYLOAD_MAX (26u + AFD_TOKEN_MAX_DELAYS * (16u + AFD_TOKEN_MAX_LABEL))
+#define TOKEN_PAYLOAD_MAX (27u + AFD_TOKEN_MAX_DELAYS * (16u + AFD_TOKEN_MAX_LABEL))
 #define TOKEN_TEXT_MAX (sizeof AFD_TOKEN_PREFIX - 1 + (TOKEN_PAYLOAD_MAX * 8u + 4u) / 5u)
 
 /* Returned for unknown strings and tasks; format_event compares against its address to tell a
@@ -196,6 +196,8 @@ static bool event_ok(const afd_trace *self, const afd_event *ev)
     case AFD_EV_ASSERT_BEGIN:
     case AFD_EV_ASSERT_END:
     case AFD_EV_BLOCK:
+    case AFD_EV_DEADLINE:
+    case AFD_EV_DEADLINE_LATE:
         return str_ref_ok(self, ev->b);
     case AFD_EV_SYNC:
         return ev->flags < AFD_SYNC__COUNT && str_ref_ok(self, ev->b);
@@ -654,6 +656,20 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
         else
             afd_buf_printf(out, "local %s at line %" PRIu32 " holds an unnamed object", afd_trace_string(self, ev->a),
                            ev->b);
+        break;
+    case AFD_EV_DEADLINE:
+    case AFD_EV_DEADLINE_LATE:
+        afd_buf_printf(out, ev->kind == AFD_EV_DEADLINE ? "deadline #%" PRIu32 " of " : "task ", ev->a);
+        if (ev->kind == AFD_EV_DEADLINE) {
+            put_ms(out, ev->cost);
+            afd_buf_printf(out, " armed at %s by task ", ev->b == AFD_NOSTR ? "?" : afd_trace_string(self, ev->b));
+            put_task(out, self, ev->task);
+        } else {
+            put_task(out, self, ev->task);
+            afd_buf_printf(out, " outlasted deadline #%" PRIu32 " (", ev->a);
+            put_ms(out, ev->cost);
+            afd_buf_printf(out, ", armed at %s)", ev->b == AFD_NOSTR ? "?" : afd_trace_string(self, ev->b));
+        }
         break;
     case AFD_EV_WAITFOR:
         afd_buf_printf(out, "deadlock: task ");

@@ -90,6 +90,14 @@ enum afd_event_kind {
     AFD_EV_LOCAL = 15,       /* right after a LINE event: which object a local variable the line
                                 reaches into holds: task, a = the variable's name (string id),
                                 b = line, vtime = object number, cost = its label ("dict#0") */
+    AFD_EV_DEADLINE = 16,    /* the program armed a deadline (a timer that is not a sleeping task's
+                                wake-up: a timeout, a TTL, a lease): task = the step's task,
+                                a = deadline number in the run (from 1), b = the user's site that
+                                armed it "file:line" or AFD_NOSTR, vtime = now, cost = duration ns */
+    AFD_EV_DEADLINE_LATE = 17, /* a step's cost carried the clock past the earliest pending
+                                deadline: task = the step's task, a = the deadline's number,
+                                b = its site or AFD_NOSTR, vtime = the step's start, cost = the
+                                deadline's duration ns */
     AFD_EV__COUNT
 };
 

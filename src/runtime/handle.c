@@ -117,6 +117,7 @@ afd_handle *afd_handle_new(afd_rt_state *st, PyObject *callback, PyObject *args,
     afd_handle_ext *x = afd_handle_ext_of((afd_handle *)h);
     x->when = when;
     x->seq = 0;
+    x->deadline = 0;
     x->creator = afd_rec_current;
     x->origin = afd_rec_step_no;
     x->is_timer = (uint8_t)is_timer;

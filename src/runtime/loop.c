@@ -257,6 +257,7 @@ static PyObject *schedule_at(afd_loop *self, double when, PyObject *cb, PyObject
     if (!h)
         return NULL;
     afd_handle_ext_of(h)->seq = self->seq++;
+    afd_deadline_note(st, h, loop_now(self));
     if (heap_push(self, h) < 0) {
         Py_DECREF(h);
         return NULL;
@@ -477,6 +478,7 @@ static int controlled_wait(afd_loop *self, int stopping)
         if (deadline < self->clock_ns)
             deadline = self->clock_ns;
         uint64_t late = afd_sched_lateness(&afd_rt_config.schedule, self->idle_wakes++, self->clock_ns, deadline);
+        late = afd_deadline_cap_lateness(self->heap, self->hn, deadline, late);
         uint64_t jump = deadline - self->clock_ns + late;
         afd_rec_event(AFD_EV_IDLE, 0, 0, late > UINT32_MAX ? UINT32_MAX : (uint32_t)late, 0,
                       self->clock_ns, jump);
@@ -536,15 +538,17 @@ static int natural_wait(afd_loop *self, int stopping)
     return poll_selector(self, timeout, &had);
 }
 
-/* The horizon for pct: how far the latest pending timer lies beyond now. */
-static uint64_t timer_horizon(afd_loop *self)
+/* The pending timers for the schedule (deadlines.c): only a schedule that can delay a step needs
+ * them, so the zero schedule's steps skip the pass over the heap. */
+static int timer_horizon(afd_loop *self, afd_horizon *h, uint32_t *earliest)
 {
-    double latest = 0;
-    for (size_t i = 0; i < self->hn; i++)
-        if (!afd_handle_cancelled(self->heap[i]) && heap_when(self, i) > latest)
-            latest = heap_when(self, i);
-    uint64_t l = ceil_ns(latest);
-    return l > self->clock_ns ? l - self->clock_ns : 0;
+    const afd_schedule *s = &afd_rt_config.schedule;
+    *h = (afd_horizon){.deadline_ns = AFD_NO_DEADLINE};
+    *earliest = 0;
+    if (s->strategy == AFD_STRAT_ZERO && !s->n_delays)
+        return 0;
+    afd_deadline_horizon(self->heap, self->hn, self->clock_ns, h, earliest);
+    return 1;
 }
 
 static int run_generic(afd_rt_state *st, PyObject *h)
@@ -753,11 +757,15 @@ static PyObject *run_once(afd_loop *self)
                 .ordinal = ordinal,
                 .index = step_index,
             };
-            uint64_t horizon = afd_rt_config.schedule.strategy == AFD_STRAT_PCT ? timer_horizon(self) : 0;
-            cost = afd_sched_step_cost(&afd_rt_config.schedule, &sid, horizon);
+            afd_horizon hz;
+            uint32_t earliest;
+            int timed = timer_horizon(self, &hz, &earliest);
+            cost = afd_sched_step_cost_within(&afd_rt_config.schedule, &sid, &hz);
             if (cost < AFD_STEP_FLOOR_NS)
                 cost = AFD_STEP_FLOOR_NS;
             cost += afd_rec_extra_cost;
+            if (timed)
+                afd_deadline_step_end(id, vstart, cost, &hz, earliest);
             self->clock_ns += cost;
         }
         /* The recorder may call into Python; an exception from the step (SystemExit, say) must

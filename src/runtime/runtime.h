@@ -73,6 +73,7 @@ typedef struct afd_handle_ext {
     uint64_t seq;     /* Timers: creation order, the tie-breaker of equal deadlines. */
     uint32_t creator; /* The recorder's id of the task whose step created this handle (0 none). */
     uint32_t origin;  /* 1 + the index of the step that created this handle (0 none). */
+    uint32_t deadline; /* Timers: the deadline's number in the run (deadlines.c), 0 if not one. */
     uint8_t is_timer;
 } afd_handle_ext;
 
@@ -113,6 +114,26 @@ afd_handle *afd_handle_new(afd_rt_state *st, PyObject *callback, PyObject *args,
  * KeyboardInterrupt propagate (returns -1), any other exception goes to the loop's exception
  * handler (returns 0 unless that handler itself fails). */
 int afd_handle_run(afd_rt_state *st, afd_handle *h);
+
+/* ---- Deadlines (deadlines.c) ------------------------------------------------------------ */
+
+/* Classifies a timer just armed at loop time `now`: unless its callback wakes a sleeping task, it
+ * is a deadline, numbered in h->deadline and recorded (AFD_EV_DEADLINE) with its duration and the
+ * user's site that armed it. Never raises. */
+void afd_deadline_note(afd_rt_state *st, afd_handle *h, double now);
+/* The pending timers of a heap of n (borrowed) as seen at now_ns: the latest of any kind, the
+ * latest that is not a deadline, the earliest deadline and its number in *earliest (0: none). */
+void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, afd_horizon *out,
+                          uint32_t *earliest);
+/* Records AFD_EV_DEADLINE_LATE when a step of `task` that started at vstart and cost `cost` carried
+ * the clock past the earliest pending deadline of h (number `earliest`). */
+void afd_deadline_step_end(uint32_t task, uint64_t vstart, uint64_t cost, const afd_horizon *h,
+                           uint32_t earliest);
+/* The lateness of an idle wake-up at wake_ns under a schedule that keeps below deadlines: capped
+ * just short of the earliest deadline still ahead of the wake-up (late unchanged otherwise). */
+uint64_t afd_deadline_cap_lateness(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late);
+/* Forgets the deadlines numbered so far: a new recording numbers its own from 1. */
+void afd_deadline_reset(void);
 
 /* ---- Recorder (recorder.c) -------------------------------------------------------------- */
 

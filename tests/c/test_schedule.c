@@ -377,9 +377,99 @@ TEST(portfolio_only)
         CHECK(seeds[i - 1] != seeds[i]);
 }
 
+static uint64_t cost_within(const afd_schedule *s, const char *label, uint32_t ordinal, uint64_t index,
+                            uint64_t latest, uint64_t plain, uint64_t deadline)
+{
+    afd_step_id id = step_of(label, ordinal, index);
+    afd_horizon h = {.latest_ns = latest, .plain_ns = plain, .deadline_ns = deadline};
+    return afd_sched_step_cost_within(s, &id, &h);
+}
+
+TEST(below_is_just_short_of_the_deadline)
+{
+    CHECK_EQ_U64(afd_sched_below(0), 0);
+    CHECK_EQ_U64(afd_sched_below(1), 0);
+    CHECK_EQ_U64(afd_sched_below(5), 4);
+    CHECK_EQ_U64(afd_sched_below(100 * US), 90 * US);
+    CHECK_EQ_U64(afd_sched_below(300 * MS), 299 * MS);
+    CHECK_EQ_U64(afd_sched_below(UINT64_MAX - 1), UINT64_MAX - 1 - MS);
+}
+
+/* The point of the flag: pct's delay outlasts the sleeps' timers, not the timeout's. */
+TEST(pct_below_deadlines_outlasts_only_plain_timers)
+{
+    afd_schedule s;
+    pct_schedule(&s, 9, 2, 1);
+    /* Step 0 is the only index of a one-step range, so it is the change point. */
+    CHECK_EQ_U64(cost_within(&s, "t#0", 0, 0, 300 * MS, 20 * MS, 300 * MS), 301 * MS); /* old meaning */
+    s.flags = AFD_SCHED_BELOW_DEADLINES;
+    CHECK_EQ_U64(cost_within(&s, "t#0", 0, 0, 300 * MS, 20 * MS, 300 * MS), 21 * MS);
+    /* No room: a sleep beyond the deadline is not outlasted; the step stays just short of it. */
+    CHECK_EQ_U64(cost_within(&s, "t#0", 0, 0, 300 * MS, 200 * MS, 15 * MS), 14 * MS);
+    /* The floor applies below the cap, and no deadline means no cap. */
+    CHECK_EQ_U64(cost_within(&s, "t#0", 0, 0, 0, 0, 300 * MS), AFD_PCT_MIN_NS);
+    CHECK_EQ_U64(cost_within(&s, "t#0", 0, 0, 0, 0, AFD_NO_DEADLINE), AFD_PCT_MIN_NS);
+    CHECK_EQ_U64(cost_within(&s, "t#0", 0, 0, 40 * MS, 40 * MS, AFD_NO_DEADLINE), 41 * MS);
+    /* A deadline due now admits no cost at all. */
+    CHECK_EQ_U64(cost_within(&s, "t#0", 0, 0, 40 * MS, 40 * MS, 0), 0);
+    afd_schedule_finish(&s);
+}
+
+TEST(jitter_and_explicit_delays_capped_below_deadlines)
+{
+    afd_schedule s;
+    jitter_schedule(&s, 77);
+    uint64_t over = 0;
+    for (uint32_t i = 0; i < 2000; i++)
+        over += cost_within(&s, "w#0", i, i, 0, 0, AFD_NO_DEADLINE) > 50 * US;
+    CHECK(over > 0); /* the tail does reach past 50 us uncapped */
+    s.flags = AFD_SCHED_BELOW_DEADLINES;
+    for (uint32_t i = 0; i < 2000; i++) {
+        uint64_t plain = cost_within(&s, "w#0", i, i, 0, 0, AFD_NO_DEADLINE);
+        uint64_t capped = cost_within(&s, "w#0", i, i, 0, 0, 50 * US);
+        CHECK(capped <= afd_sched_below(50 * US));
+        CHECK_EQ_U64(capped, plain < afd_sched_below(50 * US) ? plain : afd_sched_below(50 * US));
+    }
+    CHECK_EQ_INT(afd_schedule_add_delay(&s, "w#0", 3, 2 * MS), 0);
+    CHECK_EQ_U64(cost_within(&s, "w#0", 3, 3, 0, 0, 1 * MS), afd_sched_below(1 * MS));
+    s.flags = 0;
+    CHECK_EQ_U64(cost_within(&s, "w#0", 3, 3, 0, 0, 1 * MS), 2 * MS);
+    afd_schedule_finish(&s);
+}
+
+TEST(portfolio_below_deadlines_first)
+{
+    const uint64_t master = 0x5151;
+    afd_schedule s;
+    CHECK_EQ_INT(afd_sched_portfolio(&s, master, 0, 50, -1), 0);
+    CHECK_EQ_INT(s.flags, 0); /* zero has nothing to cap */
+    for (uint64_t i = 1; i < AFD_PORTFOLIO_BELOW_SHARE; i++) {
+        CHECK_EQ_INT(afd_sched_portfolio(&s, master, i, 50, -1), 0);
+        CHECK_EQ_INT(s.flags, AFD_SCHED_BELOW_DEADLINES);
+    }
+    /* After the share, each strategy alternates: below, beyond, below... */
+    uint32_t beyond_jitter = 0, beyond_pct = 0, below = 0;
+    for (uint64_t i = AFD_PORTFOLIO_BELOW_SHARE; i < AFD_PORTFOLIO_BELOW_SHARE + 40; i++) {
+        CHECK_EQ_INT(afd_sched_portfolio(&s, master, i, 50, -1), 0);
+        int flagged = s.flags == AFD_SCHED_BELOW_DEADLINES;
+        CHECK_EQ_INT(flagged, (i / 2) % 2 == 0);
+        below += flagged;
+        beyond_jitter += !flagged && s.strategy == AFD_STRAT_JITTER;
+        beyond_pct += !flagged && s.strategy == AFD_STRAT_PCT;
+    }
+    CHECK_EQ_U64(below, 20);
+    CHECK_EQ_U64(beyond_jitter, 10);
+    CHECK_EQ_U64(beyond_pct, 10);
+    for (uint64_t i = 0; i < 40; i++) {
+        CHECK_EQ_INT(afd_sched_portfolio(&s, master, i, 50, AFD_STRAT_ZERO), 0);
+        CHECK_EQ_INT(s.flags, 0);
+    }
+}
+
 int main(void)
 {
-    RUN_TESTS("sched", T(zero_is_zero), T(explicit_delay_overrides_exact_step),
+    RUN_TESTS("sched", T(below_is_just_short_of_the_deadline), T(pct_below_deadlines_outlasts_only_plain_timers),
+              T(jitter_and_explicit_delays_capped_below_deadlines), T(portfolio_below_deadlines_first), T(zero_is_zero), T(explicit_delay_overrides_exact_step),
               T(jitter_is_deterministic_and_seeded), T(jitter_distribution),
               T(jitter_lateness_rounds_to_whole_ms), T(jitter_lateness_latency),
               T(pct_change_points), T(pct_cost_and_determinism), T(pct_points_spread_uniformly),

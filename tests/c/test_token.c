@@ -776,9 +776,85 @@ TEST(fuzz_payloads_with_valid_checksum)
     afd_buf_finish(&base);
 }
 
+/* Version 2 carries the flags; a schedule without them keeps its version-1 text. */
+TEST(flags_roundtrip_and_version_one_unchanged)
+{
+    afd_schedule s, d;
+    afd_schedule_init(&s);
+    s.strategy = AFD_STRAT_PCT;
+    s.seed = 42;
+    s.pct_depth = 3;
+    s.pct_steps = 100;
+    CHECK_EQ_INT(afd_schedule_add_delay(&s, "main#0", 2, 5000000), 0);
+    char *v1 = NULL, *v2 = NULL, *again = NULL;
+    CHECK_EQ_INT(afd_token_encode(&s, &v1), 0);
+    s.flags = AFD_SCHED_BELOW_DEADLINES;
+    CHECK_EQ_INT(afd_token_encode(&s, &v2), 0);
+    CHECK(strncmp(v2, AFD_TOKEN_PREFIX, 5) == 0);
+    CHECK(strcmp(v1, v2) != 0);
+    CHECK_EQ_INT(afd_token_decode(&d, v2), 0);
+    CHECK_EQ_INT(d.flags, AFD_SCHED_BELOW_DEADLINES);
+    CHECK_EQ_INT(d.strategy, AFD_STRAT_PCT);
+    CHECK_EQ_U64(d.n_delays, 1);
+    CHECK_EQ_U64(d.delays[0].cost_ns, 5000000);
+    CHECK_EQ_INT(afd_token_encode(&d, &again), 0);
+    CHECK_EQ_STR(again, v2);
+    char *desc = afd_schedule_describe(&d);
+    CHECK_EQ_STR(desc, "pct(seed=42, d=3) + 1 delay, below deadlines");
+    free(desc);
+    afd_schedule copy;
+    CHECK_EQ_INT(afd_schedule_copy(&copy, &d), 0);
+    CHECK_EQ_INT(copy.flags, AFD_SCHED_BELOW_DEADLINES);
+    afd_schedule_finish(&copy);
+    afd_schedule_finish(&d);
+    CHECK_EQ_INT(afd_token_decode(&d, v1), 0);
+    CHECK_EQ_INT(d.flags, 0);
+    afd_schedule_finish(&d);
+    /* An unknown flag cannot be encoded. */
+    s.flags = 0x80;
+    char *bad = NULL;
+    CHECK_EQ_INT(afd_token_encode(&s, &bad), AFD_EINVAL);
+    CHECK(bad == NULL);
+    afd_schedule_finish(&s);
+    free(v1);
+    free(v2);
+    free(again);
+}
+
+static void put_v2_header(afd_buf *b, uint8_t flags)
+{
+    afd_buf_put_u8(b, 2);
+    afd_buf_put_u8(b, AFD_STRAT_JITTER);
+    afd_buf_put_u64(b, 42);
+    afd_buf_put_u32(b, 3);
+    afd_buf_put_u32(b, 100);
+    afd_buf_put_u8(b, flags);
+    afd_buf_put_u32(b, 0);
+}
+
+TEST(decode_version_two_fields)
+{
+    afd_buf b;
+    afd_buf_init(&b);
+    put_v2_header(&b, AFD_SCHED_BELOW_DEADLINES);
+    CHECK_EQ_INT(decode_buf(&b), 0);
+    afd_buf_init(&b);
+    put_v2_header(&b, 0); /* would have been written as version 1: not canonical */
+    CHECK_EQ_INT(decode_buf(&b), AFD_ETOKEN_CORRUPT);
+    afd_buf_init(&b);
+    put_v2_header(&b, 0x81); /* an unknown bit */
+    CHECK_EQ_INT(decode_buf(&b), AFD_ETOKEN_CORRUPT);
+    afd_buf_init(&b);
+    put_header(&b, 2, AFD_STRAT_JITTER, 0); /* no flags byte: one byte short */
+    CHECK_EQ_INT(decode_buf(&b), AFD_ETOKEN_CORRUPT);
+    afd_buf_init(&b);
+    put_header(&b, 3, AFD_STRAT_JITTER, 0);
+    CHECK_EQ_INT(decode_buf(&b), AFD_ETOKEN_CORRUPT);
+}
+
 int main(void)
 {
-    RUN_TESTS("token", T(schedule_init_add_finish), T(schedule_copy_is_deep), T(strategy_names),
+    RUN_TESTS("token", T(flags_roundtrip_and_version_one_unchanged), T(decode_version_two_fields), T(schedule_init_add_finish), T(schedule_copy_is_deep), T(strategy_names),
               T(describe), T(roundtrip_every_strategy_no_delays), T(roundtrip_one_and_many_delays),
               T(golden_token), T(encode_refuses_what_decode_would), T(decode_prefix_errors),
               T(decode_version_errors), T(decode_checksum_errors), T(decode_truncation),

@@ -54,6 +54,8 @@ static void sample(afd_trace *t)
         ev_make(AFD_EV_WAITFOR, 0, 2, 1, 1, 7000000, 0, 25),
         ev_make(AFD_EV_LINE, 0, 2, S_SITE, 14, 3, S_TEST, 26),
         ev_make(AFD_EV_LOCAL, 0, 2, S_OPNAME, 14, 4, S_RESOURCE, 27),
+        ev_make(AFD_EV_DEADLINE, 0, 2, 1, S_SITE, 7000000, 100000000, 28),
+        ev_make(AFD_EV_DEADLINE_LATE, 0, 2, 1, AFD_NOSTR, 8000000, 100000000, 29),
     };
     CHECK_EQ_INT(afd_trace_add_events(t, evs, (uint32_t)(sizeof evs / sizeof evs[0])), 0);
 }

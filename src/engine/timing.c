@@ -1,0 +1,124 @@
+/* timing.c -- the timing_sensitive verdict: a failure that needs one step to outlast a deadline.
+ *
+ * Main invariant: the verdict is given only on measured runs: the failing trace's own record of
+ * the outlasted deadline, and AFD_TIMING_CHECK_RUNS runs of the same schedule kept below the
+ * deadlines, every one of which passed. Workload: once per failing search; a few runs. */
+#include "timing.h"
+#include "afd.h"
+#include "token.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+void afd_timing_from_trace(afd_timing *self, const afd_trace *tr)
+{
+    memset(self, 0, sizeof *self);
+    if (!tr)
+        return;
+    for (uint32_t i = 0; i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind != AFD_EV_DEADLINE_LATE)
+            continue;
+        self->crossed = 1;
+        self->duration_ns = e->cost;
+        if (e->b != AFD_NOSTR)
+            snprintf(self->site, sizeof self->site, "%s", afd_trace_string(tr, e->b));
+        return;
+    }
+}
+
+int afd_timing_capped_token(const char *token, char **out)
+{
+    *out = NULL;
+    afd_schedule s;
+    int rc = afd_token_decode(&s, token);
+    if (rc < 0)
+        return rc;
+    s.flags |= AFD_SCHED_BELOW_DEADLINES;
+    rc = afd_token_encode(&s, out);
+    afd_schedule_finish(&s);
+    return rc;
+}
+
+typedef struct check_ctx {
+    const char *token; /* Borrowed: the capped token. */
+} check_ctx;
+
+static int make_capped(void *vctx, uint64_t i, uint8_t *mode, char **token)
+{
+    check_ctx *c = vctx;
+    *mode = AFD_MODE_CONTROLLED;
+    *token = strdup(c->token);
+    return *token ? 0 : AFD_ENOMEM;
+}
+
+int afd_timing_check(afd_timing *self, afd_pool *pool, const char *token, afd_progress *prog)
+{
+    self->sensitive = 0;
+    if (!self->crossed)
+        return 0;
+    char *capped = NULL;
+    int rc = afd_timing_capped_token(token, &capped);
+    if (rc < 0)
+        return rc;
+    tally t = {0};
+    check_ctx c = {capped};
+    rc = run_batch(pool, 0, AFD_TIMING_CHECK_RUNS, 0, make_capped, take_none, &c, prog, &t);
+    self->check_runs = t.runs;
+    self->check_passed = t.by_outcome[AFD_OUT_PASS];
+    /* Every run must have run and passed: an interrupted or partial check proves nothing. */
+    self->sensitive = rc == 0 && t.runs == AFD_TIMING_CHECK_RUNS && t.by_outcome[AFD_OUT_PASS] == t.runs;
+    tally_finish(&t);
+    free(capped);
+    return rc;
+}
+
+/* A duration as a person says it: "0.1 s", "250 ms", "1.5 ms", "40 us". */
+static void put_duration(afd_buf *out, uint64_t ns)
+{
+    uint64_t us = ns / 1000 + (ns % 1000 >= 500);
+    if (us >= 100000)
+        afd_buf_printf(out, "%g s", (double)us / 1e6);
+    else if (us >= 1000)
+        afd_buf_printf(out, "%g ms", (double)us / 1e3);
+    else
+        afd_buf_printf(out, "%" PRIu64 " us", us);
+}
+
+void afd_timing_summary(const afd_timing *self, afd_buf *out)
+{
+    afd_buf_printf(out, "fails only when one step takes longer than ");
+    if (self->duration_ns) {
+        afd_buf_printf(out, "the ");
+        put_duration(out, self->duration_ns);
+        afd_buf_printf(out, " timer");
+    } else {
+        afd_buf_printf(out, "a timer");
+    }
+    if (self->site[0])
+        afd_buf_printf(out, " armed at %s", self->site);
+    afd_buf_printf(out, ": a slow machine, not a race");
+}
+
+void afd_timing_json(const afd_timing *self, afd_buf *out)
+{
+    if (!self->sensitive) {
+        afd_buf_printf(out, "null");
+        return;
+    }
+    afd_buf summary;
+    afd_buf_init(&summary);
+    afd_timing_summary(self, &summary);
+    afd_buf_printf(out, "{\"summary\": ");
+    afd_json_strn(out, summary.err ? "" : (const char *)summary.data, summary.err ? 0 : summary.len);
+    afd_buf_finish(&summary);
+    afd_buf_printf(out, ", \"duration_us\": %" PRIu64 ", \"site\": ",
+                   self->duration_ns / 1000 + (self->duration_ns % 1000 >= 500));
+    if (self->site[0])
+        afd_json_str(out, self->site);
+    else
+        afd_buf_printf(out, "null");
+    afd_buf_printf(out, ", \"check_runs\": %" PRIu64 ", \"check_passed\": %" PRIu64 "}", self->check_runs,
+                   self->check_passed);
+}

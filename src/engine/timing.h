@@ -1,0 +1,44 @@
+/* timing.h -- whether a failure is only a timing threshold: one step outlasting a deadline the
+ * program armed (a timeout, a TTL, a lease), which a slow machine can do and no order of events
+ * explains.
+ *
+ * The verdict `timing_sensitive` needs two measured facts: the failing run's trace shows a step
+ * whose cost carried the clock past a pending deadline (AFD_EV_DEADLINE_LATE, recorded by the
+ * runtime), and the very same schedule with every cost capped just below the earliest pending
+ * deadline (AFD_SCHED_BELOW_DEADLINES) passes in every one of AFD_TIMING_CHECK_RUNS runs. A
+ * failure that still shows below the deadline is a failure like any other. */
+#ifndef AFD_ENGINE_TIMING_H
+#define AFD_ENGINE_TIMING_H
+
+#include "runs.h"
+
+#include <stdint.h>
+
+/* Runs of the capped schedule. A controlled run replays exactly, so one would decide; three show
+ * that it does not vary. */
+#define AFD_TIMING_CHECK_RUNS 3
+
+typedef struct afd_timing {
+    int crossed;          /* the failing run outlasted a pending deadline */
+    uint64_t duration_ns; /* that deadline's duration (0: unknown) */
+    char site[512];       /* the user's site that armed it, "" when unknown */
+    uint64_t check_runs, check_passed;
+    int sensitive;        /* the verdict: crossed, and every capped run passed */
+} afd_timing;
+
+/* Reads the first outlasted deadline of a failing run's trace (tr may be NULL) into self,
+ * which is reset first. */
+void afd_timing_from_trace(afd_timing *self, const afd_trace *tr);
+/* The failing token with its costs capped below the deadlines (the caller frees *out). */
+int afd_timing_capped_token(const char *token, char **out);
+/* Runs the capped schedule AFD_TIMING_CHECK_RUNS times on pool when self->crossed, and sets
+ * self->sensitive. Returns 0, or a negative AFD_E* code (AFD_EIO when interrupted). */
+int afd_timing_check(afd_timing *self, afd_pool *pool, const char *token, afd_progress *prog);
+/* "fails only when one step takes longer than the 0.1 s timer armed at cache.py:40: a slow
+ * machine, not a race" into out. */
+void afd_timing_summary(const afd_timing *self, afd_buf *out);
+/* The JSON value of "timing": null unless self->sensitive, else
+ * {"summary": ..., "duration_us": N, "site": "..." or null, "check_runs": N, "check_passed": N}. */
+void afd_timing_json(const afd_timing *self, afd_buf *out);
+
+#endif

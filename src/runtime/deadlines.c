@@ -1,0 +1,168 @@
+/* deadlines.c -- which of the loop's timers are deadlines, and when a step outlasts one.
+ *
+ * A deadline is a timer the program armed with a duration that guards something: asyncio's own
+ * timeouts (Timeout.reschedule's call_at in 3.11+, wait_for's and wait()'s _release_waiter timer,
+ * as_completed's _on_timeout / _handle_timeout), a cache's call_later(ttl, invalidate), a lock
+ * lease. The one timer that is not a deadline is a sleeping task's wake-up: asyncio.sleep arms
+ * call_later(delay, futures._set_result_unless_cancelled, future, result) in every Python from
+ * 3.10 to 3.13, and a timer whose callback is a future's bound set_result is the same wake-up
+ * written by hand. A test that sleeps and then asserts that a background task has finished is a
+ * real order race, so sleeps must stay ordinary timers that pct's delay may outlast.
+ *
+ * Under a schedule flagged AFD_SCHED_BELOW_DEADLINES (schedule.h) neither a step's cost nor an idle
+ * wake-up's lateness may carry the clock past a pending deadline; under any schedule, a step that
+ * does is recorded (AFD_EV_DEADLINE_LATE), which is what the engine's timing_sensitive verdict
+ * starts from.
+ *
+ * Main invariant: classification depends only on the callback object, and numbering only on the
+ * order in which the run arms its deadlines, so both are the same in every replay of a token.
+ * Workload: one identity comparison per timer armed; a frame walk for each deadline (few per
+ * test); one pass over the timer heap per step of a schedule that can delay (the heap holds a
+ * handful of timers in tests). */
+#include "runtime.h"
+
+#include <math.h>
+
+/* The deadlines armed in this process: their duration and site, by number - 1. Numbering is per
+ * process, and a run is one process forked from the same zygote, so it is stable across replays. */
+typedef struct deadline_info {
+    uint64_t duration_ns;
+    uint32_t site; /* string id in the run's recording, or AFD_NOSTR */
+} deadline_info;
+
+#define MAX_DEADLINES (1u << 20) /* past this many, further timers are treated as deadlines without a record */
+
+static deadline_info *deadlines; /* Owned (PyMem_Raw). */
+static uint32_t n_deadlines, cap_deadlines;
+static PyObject *sleep_wakeup; /* Owned: asyncio.futures._set_result_unless_cancelled, or NULL. */
+
+/* A loop time in ns, rounded as loop.c's ceil_ns rounds deadlines (up, then until the loop's own
+ * readiness test holds), so that pct's horizon over every timer is to the nanosecond what it was
+ * before deadlines were told apart, and a version-1 token replays exactly as it did. */
+static uint64_t ns_of(double seconds)
+{
+    if (!(seconds > 0))
+        return 0;
+    double ns = ceil(seconds * 1e9);
+    if (!(ns < 1.8e19))
+        return UINT64_MAX;
+    uint64_t c = (uint64_t)ns;
+    while (!(seconds < (double)c / 1e9 + 1e-9))
+        c++;
+    return c;
+}
+
+/* Whether callback wakes a sleeping task: asyncio.sleep's own timer callback, or a future's bound
+ * set_result. Any error while asking is cleared and answers "no": a timer of unknown kind is
+ * treated as a deadline, which only makes the search more careful. */
+static int is_sleep_wakeup(PyObject *callback)
+{
+    if (!sleep_wakeup) {
+        PyObject *futures = PyImport_ImportModule("asyncio.futures");
+        sleep_wakeup = futures ? PyObject_GetAttrString(futures, "_set_result_unless_cancelled") : NULL;
+        Py_XDECREF(futures);
+        PyErr_Clear();
+    }
+    if (sleep_wakeup && callback == sleep_wakeup)
+        return 1;
+    if (!PyMethod_Check(callback))
+        return 0;
+    PyObject *fn = PyMethod_GET_FUNCTION(callback); /* Borrowed. */
+    PyObject *name = PyObject_GetAttrString(fn, "__name__");
+    int wake = name && PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "set_result") == 0;
+    Py_XDECREF(name);
+    PyErr_Clear();
+    return wake;
+}
+
+void afd_deadline_reset(void)
+{
+    n_deadlines = 0;
+}
+
+void afd_deadline_note(afd_rt_state *st, afd_handle *h, double now)
+{
+    afd_handle_ext *x = afd_handle_ext_of(h);
+    PyObject *callback = afd_handle_callback(h); /* borrowed; None once cancelled */
+    x->deadline = 0;
+    if (!x->is_timer || !callback || callback == Py_None || is_sleep_wakeup(callback))
+        return;
+    if (n_deadlines >= MAX_DEADLINES) {
+        x->deadline = UINT32_MAX;
+        return;
+    }
+    if (n_deadlines == cap_deadlines) {
+        uint32_t ncap = cap_deadlines ? cap_deadlines * 2 : 32;
+        deadline_info *nd = PyMem_RawRealloc(deadlines, ncap * sizeof *nd);
+        if (!nd) {
+            x->deadline = UINT32_MAX; /* still a deadline; only its record is lost */
+            return;
+        }
+        deadlines = nd;
+        cap_deadlines = ncap;
+    }
+    uint64_t duration = ns_of(x->when - now);
+    uint32_t site = afd_rec_active() ? afd_rec_caller_site(st) : AFD_NOSTR;
+    PyErr_Clear();
+    deadlines[n_deadlines] = (deadline_info){.duration_ns = duration, .site = site};
+    x->deadline = ++n_deadlines;
+    afd_rec_event(AFD_EV_DEADLINE, 0, afd_rec_current, x->deadline, site, afd_rec_now, duration);
+}
+
+void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, afd_horizon *out,
+                          uint32_t *earliest)
+{
+    uint64_t latest = 0, plain = 0, first = UINT64_MAX;
+    uint32_t which = 0;
+    for (size_t i = 0; i < n; i++) {
+        afd_handle *t = heap[i];
+        if (afd_handle_cancelled(t))
+            continue;
+        const afd_handle_ext *x = afd_handle_ext_of(t);
+        uint64_t when = ns_of(x->when);
+        if (when > latest)
+            latest = when;
+        if (!x->deadline) {
+            if (when > plain)
+                plain = when;
+        } else if (when < first) {
+            first = when;
+            which = x->deadline;
+        }
+    }
+    out->latest_ns = latest > now_ns ? latest - now_ns : 0;
+    out->plain_ns = plain > now_ns ? plain - now_ns : 0;
+    out->deadline_ns = first == UINT64_MAX ? AFD_NO_DEADLINE : first > now_ns ? first - now_ns : 0;
+    *earliest = which;
+}
+
+uint64_t afd_deadline_cap_lateness(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late)
+{
+    if (!(afd_rt_config.schedule.flags & AFD_SCHED_BELOW_DEADLINES) || !late)
+        return late;
+    afd_horizon h;
+    uint32_t earliest;
+    afd_deadline_horizon(heap, n, wake_ns, &h, &earliest);
+    /* A deadline due at the wake-up itself fires then whatever the lateness; only one still ahead
+     * could be overtaken by waking late. */
+    if (h.deadline_ns == AFD_NO_DEADLINE || h.deadline_ns == 0)
+        return late;
+    uint64_t cap = afd_sched_below(h.deadline_ns);
+    return late < cap ? late : cap;
+}
+
+void afd_deadline_step_end(uint32_t task, uint64_t vstart, uint64_t cost, const afd_horizon *h,
+                           uint32_t earliest)
+{
+    /* A deadline due exactly at the step's end fires in the next iteration either way; only one the
+     * step's cost carried the clock strictly past was outlasted. */
+    if (h->deadline_ns == AFD_NO_DEADLINE || cost <= h->deadline_ns || !earliest)
+        return;
+    uint32_t site = AFD_NOSTR;
+    uint64_t duration = 0;
+    if (earliest != UINT32_MAX && earliest <= n_deadlines) {
+        site = deadlines[earliest - 1].site;
+        duration = deadlines[earliest - 1].duration_ns;
+    }
+    afd_rec_event(AFD_EV_DEADLINE_LATE, 0, task, earliest == UINT32_MAX ? 0 : earliest, site, vstart, duration);
+}
