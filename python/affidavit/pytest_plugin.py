@@ -570,12 +570,17 @@ def _block(f: Finding) -> List[str]:
         return [f"not investigated: {f.error}"]
     d = f.data
     verdict = {"reproduced": "REPRODUCED", "no_failure": "no failure found", "abstained": "ABSTAINED",
-               "deterministic": "fails every time (not a race)"}.get(d.get("verdict", ""), d.get("verdict", "?"))
+               "deterministic": "fails every time (not a race)",
+               "timing_sensitive": "timing-sensitive: a threshold, not a race",
+               "interrupted": "interrupted"}.get(d.get("verdict", ""), d.get("verdict") or "no verdict")
     nat = d.get("natural") or {}
     lines = [f"verdict:  {verdict}", f"rate:     {nat.get('failed', 0)}/{nat.get('runs', 0)} natural runs failed"]
     cause = d.get("cause") or {}
+    timing = d.get("timing") or {}
     if cause.get("summary"):
         lines.append(f"cause:    {cause['summary']}")
+    elif timing.get("summary"):
+        lines.append(f"timing:   {timing['summary']}")
     if d.get("token"):
         lines.append(f"token:    {d['token']}")
     fix = d.get("fix") or {}
