@@ -476,6 +476,22 @@ static int make_portfolio(void *vctx, uint64_t i, uint8_t *mode, char **token)
     return portfolio_token(c->seed, index, c->est_steps, c->only, mode, token);
 }
 
+/* Keeps run i's token, failure text and outcome when it is earlier than the run kept so far (*index,
+ * UINT64_MAX if none); returns whether it did. The strings are owned by the caller's context. */
+static int keep_earliest(uint64_t i, const afd_run_result *res, const afd_trace *tr, uint64_t *index, char **token,
+                         char **failure, size_t *failure_len, int *outcome)
+{
+    if (i >= *index || !tr)
+        return 0;
+    *index = i;
+    free(*token);
+    free(*failure);
+    *token = strdup(tr->token);
+    *failure = text_dup(res->failure, res->failure_len, failure_len);
+    *outcome = res->outcome;
+    return 1;
+}
+
 static int take_explore(void *vctx, uint64_t i, afd_run_result *res, afd_trace *tr)
 {
     explore_ctx *c = vctx;
@@ -486,25 +502,13 @@ static int take_explore(void *vctx, uint64_t i, afd_run_result *res, afd_trace *
     afd_timing tm;
     afd_timing_from_trace(&tm, tr);
     if (tm.crossed) {
-        if (i < c->cand_index && tr) {
-            c->cand_index = i;
-            free(c->cand_token);
-            free(c->cand_failure);
-            c->cand_token = strdup(tr->token);
-            c->cand_failure = text_dup(res->failure, res->failure_len, &c->cand_failure_len);
-            c->cand_outcome = res->outcome;
+        if (keep_earliest(i, res, tr, &c->cand_index, &c->cand_token, &c->cand_failure, &c->cand_failure_len,
+                          &c->cand_outcome))
             c->timing = tm;
-        }
         return 0;
     }
-    if (i < c->best_index && tr) {
-        c->best_index = i;
-        free(c->best_token);
-        free(c->best_failure);
-        c->best_token = strdup(tr->token);
-        c->best_failure = text_dup(res->failure, res->failure_len, &c->best_failure_len);
-        c->best_outcome = res->outcome;
-    }
+    keep_earliest(i, res, tr, &c->best_index, &c->best_token, &c->best_failure, &c->best_failure_len,
+                  &c->best_outcome);
     return 1;
 }
 
