@@ -188,6 +188,16 @@ def session(py: str, s: Dict[str, Any], mode: str, explore: int, tag: str) -> Di
             "internal_error": "INTERNALERROR" in p.stdout + p.stderr, "explore_docs": docs}
 
 
+def async_tests(py: str, s: Dict[str, Any]) -> List[str]:
+    """The suite's async tests, from a collect-only session with bench/suites_probe.py loaded."""
+    out = os.path.join(ROOT, "build", "bench-env", f"async-{s['name']}.txt")
+    env = dict(os.environ, SUITES_PROBE_OUT=out, PYTHONPATH=os.path.join(ROOT, "bench"))
+    subprocess.run([py, "-m", "pytest", *s["args"], "--collect-only", "-q", "-p", "suites_probe", "-p", "no:affidavit"],
+                   cwd=suite_dir(s), capture_output=True, text=True, env=env)
+    with open(out, encoding="utf-8") as f:
+        return [l.strip() for l in f if l.strip()]
+
+
 def key_of(nodeid: str) -> str:
     """A node id in JUnit's classname::name spelling (path dots, no .py)."""
     path, _, rest = nodeid.partition("::")
@@ -196,8 +206,10 @@ def key_of(nodeid: str) -> str:
     return ".".join([cls] + parts[:-1]) + "::" + parts[-1]
 
 
-def tally(plain: Dict[str, Any], inactive: Dict[str, Any], exp: Dict[str, Any]) -> Dict[str, Any]:
+def tally(plain: Dict[str, Any], inactive: Dict[str, Any], exp: Dict[str, Any], asyncs: List[str]) -> Dict[str, Any]:
     passed = {k for k, v in plain["outcomes"].items() if v == "passed"}
+    async_passed = {key_of(n) for n in asyncs} & passed
+    explored_keys = {key_of(d.get("nodeid", "")) for d in exp["explore_docs"] if d.get("runs")}
     red = sorted(k for k in passed if exp["outcomes"].get(k) in ("failed", "error"))
     by_key = {key_of(d.get("nodeid", "")): d for d in exp["explore_docs"]}
     kinds: Dict[str, int] = {}
@@ -226,6 +238,10 @@ def tally(plain: Dict[str, Any], inactive: Dict[str, Any], exp: Dict[str, Any]) 
         "passed_plain": len(passed),
         "explored": sum(1 for d in exp["explore_docs"] if d.get("runs")),
         "not_explored": not_explored,
+        "async_passed_plain": len(async_passed),
+        # async tests that passed plainly with no explore result: each must be among the plugin's
+        # not-explored count, so this number must not exceed it
+        "async_passed_without_result": len(async_passed - explored_keys),
         "summary_lines": exp["affidavit_lines"],
         "explore_verdicts": verdicts,
         "red": len(red),
@@ -276,7 +292,7 @@ def main(argv: List[str]) -> int:
         plain = session(py, s, "plain", explore, "plain")
         inactive = session(py, s, "inactive", explore, "inactive")
         exp = session(py, s, "explore", explore, "explore")
-        t = tally(plain, inactive, exp)
+        t = tally(plain, inactive, exp, async_tests(py, s))
         t["pin"] = s["pin"]
         t["args"] = s["args"]
         results["suites"][s["name"]] = t
@@ -294,16 +310,16 @@ def main(argv: List[str]) -> int:
 
 
 def table(r: Dict[str, Any]) -> str:
-    head = f"{'suite':<14} {'tests':>5} {'pass':>5} {'explored':>8} {'not':>4} {'red':>4} {'race':>5} {'timing':>6} " \
+    head = f"{'suite':<14} {'tests':>5} {'pass':>5} {'async':>5} {'explored':>8} {'not':>4} {'red':>4} {'race':>5} {'timing':>6} " \
            f"{'zero':>5} {'inactive':>9} {'explore':>8}"
     out = [head, "-" * len(head)]
     for name, t in r["suites"].items():
         k = t["red_by_verdict"]
-        out.append(f"{name:<14} {t['tests']:>5} {t['passed_plain']:>5} {t['explored']:>8} {t['not_explored']:>4} {t['red']:>4} "
+        out.append(f"{name:<14} {t['tests']:>5} {t['passed_plain']:>5} {t['async_passed_plain']:>5} {t['explored']:>8} {t['not_explored']:>4} {t['red']:>4} "
                    f"{k.get('failure', 0):>5} {k.get('timing_sensitive', 0):>6} "
                    f"{len(t['red_under_zero_schedule']):>5} {t['inactive_over_plain']:>8.2f}x "
                    f"{t['explore_over_plain']:>7.1f}x")
-    out.append("explored: tests with an explore result; not: the plugin's own count of tests not explored; "
+    out.append("pass: passed plainly; async: of those, async tests; explored: tests with an explore result; not: the plugin's own count of tests not explored; "
                "red: passed plainly, failed under explore; "
                "race: red with verdict failure; timing: timing_sensitive; zero: red under the zero schedule "
                "(a loop difference, never a race); ratios are wall time over the plain session (one each)")

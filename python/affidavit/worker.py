@@ -410,7 +410,13 @@ class _Server:
             gc.collect()
             gc.freeze()
             _runtime.serve(self.req_fd, self.res_fd, run_child, PYTHON, HASH_SEED)
-        return True
+        # Serving is over: the engine closed the pipe and may stop this process at any moment. The
+        # session's end is not this process's to run: pytest's cache plugin would write its files
+        # (into cache_dir, which a stop mid-write leaves behind), a coverage plugin its data, a
+        # conftest's pytest_sessionfinish its effects once per worker, none of which a pytest
+        # session of the user's does. The runs are done; the worker leaves now.
+        sys.stdout.flush()
+        os._exit(0)
 
 
 def _error_from_log(path_fd: int) -> Optional[str]:
@@ -485,9 +491,13 @@ def main(argv: List[str]) -> int:
     sys.modules.setdefault("affidavit.worker", sys.modules[__name__])
     # The user's arguments (extra) come from the engine's --pytest-arg. The cache plugin stays
     # loaded, so that options it adds (--cache-clear in addopts, --lf) mean what they mean under
-    # pytest, but writes to a directory of its own, removed at the end: a worker never changes the
-    # project's .pytest_cache. Given last, that cache_dir wins over the user's.
+    # pytest, but writes to a directory of its own: a worker never changes the project's
+    # .pytest_cache. Given last, that cache_dir wins over the user's. The directory is named, not
+    # made: a worker that serves runs is stopped by the engine's SIGTERM before pytest's session
+    # ends, so nothing writes the cache and nothing is left behind; one that does not serve ends
+    # its session, whose cache writes are removed below.
     cache_dir = tempfile.mkdtemp(prefix="affidavit-cache-")
+    os.rmdir(cache_dir)
     args = [nodeid, "-q", "--no-header", *extra, "-o", f"cache_dir={cache_dir}"]
     try:
         code = pytest.main(args, plugins=[server])
