@@ -1,6 +1,7 @@
 """Real asyncio libraries' own test suites under `pytest --affidavit-explore=N`.
 
 Usage: .venv/bin/python bench/suites.py [--explore N] [--only NAME,...] [--affidavit PATH]
+       .venv/bin/python bench/suites.py --table    (the table of the committed results again)
 
 Each library below is built from its PyPI sdist (which ships its tests) into build/bench-env/suites,
 a venv of the interpreter .venv was made with, together with what its suite needs
@@ -274,6 +275,10 @@ def main(argv: List[str]) -> int:
     engine = os.path.join(ROOT, ".venv", "bin", "affidavit")
     it = iter(argv)
     for a in it:
+        if a == "--table":
+            with open(os.path.join(ROOT, "bench", "suites_results.json"), encoding="utf-8") as f:
+                print(table(json.load(f)))
+            return 0
         if a == "--explore":
             explore = int(next(it))
         elif a == "--only":
@@ -311,18 +316,20 @@ def main(argv: List[str]) -> int:
 
 def table(r: Dict[str, Any]) -> str:
     head = f"{'suite':<14} {'tests':>5} {'pass':>5} {'async':>5} {'explored':>8} {'not':>4} {'red':>4} {'race':>5} {'timing':>6} " \
-           f"{'zero':>5} {'inactive':>9} {'explore':>8}"
+           f"{'zero':>5} {'listed':>6} {'inactive':>9} {'explore':>8}"
     out = [head, "-" * len(head)]
     for name, t in r["suites"].items():
         k = t["red_by_verdict"]
         out.append(f"{name:<14} {t['tests']:>5} {t['passed_plain']:>5} {t['async_passed_plain']:>5} {t['explored']:>8} {t['not_explored']:>4} {t['red']:>4} "
                    f"{k.get('failure', 0):>5} {k.get('timing_sensitive', 0):>6} "
-                   f"{len(t['red_under_zero_schedule']):>5} {t['inactive_over_plain']:>8.2f}x "
+                   f"{len(t['red_under_zero_schedule']):>5} {t['explore_verdicts'].get('timing_sensitive', 0):>6} "
+                   f"{t['inactive_over_plain']:>8.2f}x "
                    f"{t['explore_over_plain']:>7.1f}x")
     out.append("pass: passed plainly; async: of those, async tests; explored: tests with an explore result; not: the plugin's own count of tests not explored; "
                "red: passed plainly, failed under explore; "
-               "race: red with verdict failure; timing: timing_sensitive; zero: red under the zero schedule "
-               "(a loop difference, never a race); ratios are wall time over the plain session (one each)")
+               "race: red with verdict failure; timing: red with verdict timing_sensitive (only under --affidavit-strict-timing); zero: red under "
+               "the zero schedule (a loop difference, never a race); listed: timing_sensitive results listed apart, "
+               "not red; ratios are wall time over the plain session (one each)")
     return "\n".join(out)
 
 
