@@ -201,7 +201,8 @@ int afd_sched_portfolio(afd_schedule *out, uint64_t master_seed, uint64_t i, uin
     out->seed = derived;
     if (only == AFD_STRAT_ZERO) {
         /* zero has one timing, but its seed also seeds the program's `random`: varying it explores
-         * the data nondeterminism that `random` brings, at the zero schedule's timing (every step the floor cost). */
+         * the data nondeterminism that `random` brings, at the zero schedule's timing (every step
+         * costs the floor). */
         return 0;
     }
     /* The first share stays below every pending deadline; after it, every other schedule of each
