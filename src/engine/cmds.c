@@ -512,6 +512,16 @@ static int take_explore(void *vctx, uint64_t i, afd_run_result *res, afd_trace *
     return 1;
 }
 
+/* The lines every failing explore result ends with: the failure, its token, the replay command. */
+static void failing_lines(afd_buf *o, const explore_ctx *c, const char *nodeid)
+{
+    afd_buf_printf(o, "  %s: ", afd_outcome_name(c->best_outcome));
+    afd_term_strn(o, c->best_failure, c->best_failure_len);
+    afd_buf_printf(o, "\n  token:  %s\n  replay: ", c->best_token);
+    afd_shell_replay_command(o, c->best_token, nodeid);
+    afd_buf_put_u8(o, '\n');
+}
+
 int afd_cmd_explore(const afd_cli *cli)
 {
     explore_ctx c = {.seed = cli->seed, .only = -1, .est_steps = 1, .best_index = UINT64_MAX, .cand_index = UINT64_MAX,
@@ -610,29 +620,17 @@ int afd_cmd_explore(const afd_cli *cli)
         afd_timing_json(&c.timing, &o);
         afd_buf_printf(&o, "}\n");
     } else if (found && c.timing.sensitive) {
-        afd_buf_printf(&o, "%s: timing-sensitive: a failing schedule found at run %" PRIu64 " of %" PRIu64 " (%s)\n",
-                       cli->nodeid, c.best_index + 1, t.runs, desc ? desc : "?");
+        afd_buf_printf(&o, "%s: timing-sensitive: a failing schedule found at run %" PRIu64 " of %" PRIu64 "%s%s%s\n",
+                       cli->nodeid, c.best_index + 1, t.runs, desc ? " (" : "", desc ? desc : "", desc ? ")" : "");
         afd_buf_printf(&o, "  ");
         afd_timing_summary(&c.timing, &o);
         afd_buf_printf(&o, "\n  checked: the same schedule kept below the deadline passed %" PRIu64 "/%" PRIu64
                            " runs\n", c.timing.check_passed, c.timing.check_runs);
-        afd_buf_printf(&o, "  %s: ", afd_outcome_name(c.best_outcome));
-        afd_term_strn(&o, c.best_failure, c.best_failure_len);
-        afd_buf_printf(&o, "\n");
-        afd_buf_printf(&o, "  token:  %s\n", c.best_token);
-        afd_buf_printf(&o, "  replay: ");
-        afd_shell_replay_command(&o, c.best_token, cli->nodeid);
-        afd_buf_put_u8(&o, '\n');
+        failing_lines(&o, &c, cli->nodeid);
     } else if (found) {
         afd_buf_printf(&o, "%s: failing schedule found at run %" PRIu64 " of %" PRIu64 "%s%s%s\n", cli->nodeid,
                        c.best_index + 1, t.runs, desc ? " (" : "", desc ? desc : "", desc ? ")" : "");
-        afd_buf_printf(&o, "  %s: ", afd_outcome_name(c.best_outcome));
-        afd_term_strn(&o, c.best_failure, c.best_failure_len);
-        afd_buf_printf(&o, "\n");
-        afd_buf_printf(&o, "  token:  %s\n", c.best_token);
-        afd_buf_printf(&o, "  replay: ");
-        afd_shell_replay_command(&o, c.best_token, cli->nodeid);
-        afd_buf_put_u8(&o, '\n');
+        failing_lines(&o, &c, cli->nodeid);
     } else {
         afd_buf_printf(&o, "%s: no failing schedule in %" PRIu64 " runs\n", cli->nodeid, t.runs);
     }

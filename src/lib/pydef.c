@@ -117,19 +117,26 @@ static void class_bases(TSNode c, const char *src, afd_pymethod *out)
     }
 }
 
+/* Parses src within the analysis's size bound; on failure nothing is left allocated. */
+static int parse_bounded(afd_pysrc *p, const char *src, size_t len)
+{
+    if (len > AFD_PYSCAN_MAX_SOURCE)
+        return AFD_EFULL;
+    int rc = afd_pysrc_parse(p, src, len, NULL, NULL);
+    if (rc < 0)
+        afd_pysrc_finish(p);
+    return rc;
+}
+
 int afd_pydef_method(const char *src, size_t len, const char *cls, const char *method, afd_pymethod *out)
 {
     if (!src || !cls || !method || !out)
         return AFD_EINVAL;
     memset(out, 0, sizeof *out);
-    if (len > AFD_PYSCAN_MAX_SOURCE)
-        return AFD_EFULL;
     afd_pysrc p;
-    int rc = afd_pysrc_parse(&p, src, len, NULL, NULL);
-    if (rc < 0) {
-        afd_pysrc_finish(&p);
+    int rc = parse_bounded(&p, src, len);
+    if (rc < 0)
         return rc;
-    }
     const char *text = p.text;
     TSNode root = ts_tree_root_node(p.tree);
     if (ts_node_has_error(root))
@@ -236,14 +243,10 @@ int afd_pydef_import(const char *src, size_t len, const char *name, char *module
     if (!src || !name || !module || !attr || !module_cap || !attr_cap)
         return AFD_EINVAL;
     module[0] = attr[0] = 0;
-    if (len > AFD_PYSCAN_MAX_SOURCE)
-        return AFD_EFULL;
     afd_pysrc p;
-    int rc = afd_pysrc_parse(&p, src, len, NULL, NULL);
-    if (rc < 0) {
-        afd_pysrc_finish(&p);
+    int rc = parse_bounded(&p, src, len);
+    if (rc < 0)
         return rc;
-    }
     TSNode root = ts_tree_root_node(p.tree);
     uint32_t k = ts_node_named_child_count(root);
     int found = 0;
