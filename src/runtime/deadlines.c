@@ -36,10 +36,10 @@ static deadline_info *deadlines; /* Owned (PyMem_Raw). */
 static uint32_t n_deadlines, cap_deadlines;
 static PyObject *sleep_wakeup; /* Owned: asyncio.futures._set_result_unless_cancelled, or NULL. */
 
-/* A loop time in ns, rounded as loop.c's ceil_ns rounds deadlines (up, then until the loop's own
- * readiness test holds), so that pct's horizon over every timer is to the nanosecond what it was
- * before deadlines were told apart, and a version-1 token replays exactly as it did. */
-static uint64_t ns_of(double seconds)
+/* The one rounding of loop time to nanoseconds, for the loop's idle jumps and for the horizons
+ * here alike (up, then until the loop's own readiness test holds): pct's horizon over every timer
+ * is to the nanosecond the jump the loop would make, so a version-1 token replays as it did. */
+uint64_t afd_rt_ceil_ns(double seconds)
 {
     if (!(seconds > 0))
         return 0;
@@ -101,7 +101,7 @@ void afd_deadline_note(afd_rt_state *st, afd_handle *h, double now)
         deadlines = nd;
         cap_deadlines = ncap;
     }
-    uint64_t duration = ns_of(x->when - now);
+    uint64_t duration = afd_rt_ceil_ns(x->when - now);
     uint32_t site = afd_rec_active() ? afd_rec_caller_site(st) : AFD_NOSTR;
     PyErr_Clear();
     deadlines[n_deadlines] = (deadline_info){.duration_ns = duration, .site = site};
@@ -119,7 +119,7 @@ void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, af
         if (afd_handle_cancelled(t))
             continue;
         const afd_handle_ext *x = afd_handle_ext_of(t);
-        uint64_t when = ns_of(x->when);
+        uint64_t when = afd_rt_ceil_ns(x->when);
         if (when > latest)
             latest = when;
         if (!x->deadline) {

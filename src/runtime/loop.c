@@ -447,16 +447,6 @@ static int io_active(afd_loop *self)
     return active;
 }
 
-static uint64_t ceil_ns(double when)
-{
-    if (when <= 0)
-        return 0;
-    uint64_t c = (uint64_t)ceil(when * 1e9);
-    while (!(when < (double)c / 1e9 + 1e-9)) /* the loop's own readiness test must then hold */
-        c++;
-    return c;
-}
-
 /* Nothing is ready, no timer is pending, and neither a descriptor nor a thread can wake the loop:
  * a real loop would block forever. Records who waits for whom and ends the run as a hang. */
 static int deadlock(afd_loop *self)
@@ -474,7 +464,7 @@ static int controlled_wait(afd_loop *self, int stopping)
         return fds_active(self) ? poll_selector(self, 0.0, &had) : 0;
     int io = io_active(self);
     if (self->hn && !io) {
-        uint64_t deadline = ceil_ns(heap_when(self, 0));
+        uint64_t deadline = afd_rt_ceil_ns(heap_when(self, 0));
         if (deadline < self->clock_ns)
             deadline = self->clock_ns;
         uint64_t late = afd_sched_lateness(&afd_rt_config.schedule, self->idle_wakes++, self->clock_ns, deadline);
@@ -509,7 +499,7 @@ static int controlled_wait(afd_loop *self, int stopping)
         afd_rec_event(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_REAL_IO, AFD_NOSTR, self->clock_ns, waited);
         self->clock_ns += waited;
     } else if (self->hn) {
-        uint64_t deadline = ceil_ns(heap_when(self, 0));
+        uint64_t deadline = afd_rt_ceil_ns(heap_when(self, 0));
         if (deadline > self->clock_ns)
             self->clock_ns = deadline;
     } else {

@@ -123,6 +123,9 @@ int afd_handle_run(afd_rt_state *st, afd_handle *h);
 void afd_deadline_note(afd_rt_state *st, afd_handle *h, double now);
 /* The pending timers of a heap of n (borrowed) as seen at now_ns: the latest of any kind, the
  * latest that is not a deadline, the earliest deadline and its number in *earliest (0: none). */
+/* Loop time in seconds as the smallest whole nanosecond at which the loop's own readiness test
+ * (when < now + 1e-9) holds; 0 for a time not above 0, UINT64_MAX beyond what 64 bits hold. */
+uint64_t afd_rt_ceil_ns(double seconds);
 void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, afd_horizon *out,
                           uint32_t *earliest);
 /* Records AFD_EV_DEADLINE_LATE when a step of `task` that started at vstart and cost `cost` carried
