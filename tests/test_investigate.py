@@ -16,6 +16,8 @@ from typing import Any, Dict, Optional
 
 import pytest
 
+from golden import assert_matches_golden
+
 REPO = Path(__file__).resolve().parents[1]
 AFFIDAVIT = Path(sys.executable).parent / "affidavit"
 
@@ -75,6 +77,8 @@ def test_example_cause(nodeid: str, kind: str, resource: Optional[str], await_si
     assert cause["operations"], cause
     assert data["natural"]["runs"] == 50
     assert 0 <= data["natural"]["ci95"][0] <= data["natural"]["ci95"][1] <= 1
+    # every other key and value as before the pipeline was reshaped (issue 19)
+    assert_matches_golden(nodeid, data)
 
 
 def test_lock_cycles_name_both_locks() -> None:
