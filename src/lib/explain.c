@@ -1,6 +1,7 @@
 /* explain.c -- views of runs and the analyses that explain a failure (see explain.h). */
 #include "explain.h"
 #include "afd.h"
+#include "fileio.h"
 #include "graph.h"
 #include "hb.h"
 
@@ -290,39 +291,6 @@ void afd_srcmap_free(afd_srcmap *m)
     free(m);
 }
 
-static char *read_source(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0)
-            break;
-        if (n == cap) {
-            if (cap > AFD_PYSCAN_MAX_SOURCE) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
 const afd_pyscan *afd_srcmap_get(afd_srcmap *m, const char *path)
 {
     for (size_t i = 0; i < m->n; i++)
@@ -351,8 +319,9 @@ const afd_pyscan *afd_srcmap_get(afd_srcmap *m, const char *path)
     m->paths[i] = copy;
     memset(&m->scans[i], 0, sizeof m->scans[i]);
     size_t len = 0;
-    char *text = read_source(path, &len);
-    m->ok[i] = text && afd_pyscan_source(text, len, &m->scans[i]) == 0;
+    char *text = NULL;
+    m->ok[i] = afd_file_read(path, AFD_PYSCAN_MAX_SOURCE, &text, &len) == 0 &&
+               afd_pyscan_source(text, len, &m->scans[i]) == 0;
     free(text);
     return m->ok[i] ? &m->scans[i] : NULL;
 }

@@ -834,21 +834,6 @@ void afd_store_rows_free(afd_store_row *rows, size_t n)
     free(rows);
 }
 
-static int rows_grow(afd_store_row **rows, size_t *cap, size_t need)
-{
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap * 2 : 16;
-    if (nc > SIZE_MAX / sizeof **rows)
-        return AFD_ENOMEM;
-    afd_store_row *q = realloc(*rows, nc * sizeof **rows);
-    if (!q)
-        return AFD_ENOMEM;
-    *rows = q;
-    *cap = nc;
-    return 0;
-}
-
 int afd_store_list(afd_store *self, size_t limit, afd_store_row **rows, size_t *n, char *err, size_t errlen)
 {
     if (err && errlen)
@@ -867,7 +852,7 @@ int afd_store_list(afd_store *self, size_t limit, afd_store_row **rows, size_t *
     size_t count = 0, cap = 0;
     int rc = 0;
     while (src == SQLITE_OK && (src = sqlite3_step(st)) == SQLITE_ROW) {
-        if (rows_grow(&out, &cap, count + 1) || row_read(st, &out[count])) {
+        if (afd_array_grow((void **)&out, &cap, count + 1, sizeof *out, 16) || row_read(st, &out[count])) {
             rc = fail(err, errlen, AFD_ENOMEM, "cannot list %s: out of memory", self->path);
             break;
         }

@@ -13,6 +13,7 @@
  * trace is flagged truncated, never silently cut. Workload: one identify and one step record per
  * loop step, so both are a pointer-keyed hash probe and a few stores in the common case. */
 #include "runtime.h"
+#include "explain.h"
 #include "pyscan.h"
 
 #include <frameobject.h>
@@ -936,51 +937,13 @@ void afd_rec_sync(afd_rt_state *st, PyObject *obj, int kind)
 /* ---- the line tracer's facts ---- */
 
 /* The files whose lines reach into local variables: scanned once per run, on first need. */
-static struct {
-    char **paths;
-    afd_pyscan *scans;
-    uint8_t *ok;
-    size_t n, cap;
-} files;
+static afd_srcmap *files; /* Owned. */
 
 static const afd_pyscan *file_scan(const char *path)
 {
-    for (size_t i = 0; i < files.n; i++)
-        if (strcmp(files.paths[i], path) == 0)
-            return files.ok[i] ? &files.scans[i] : NULL;
-    if (files.n == files.cap) {
-        size_t ncap = files.cap ? files.cap * 2 : 16;
-        char **np = realloc(files.paths, ncap * sizeof *np);
-        if (!np)
-            return NULL;
-        files.paths = np;
-        afd_pyscan *ns = realloc(files.scans, ncap * sizeof *ns);
-        if (!ns)
-            return NULL;
-        files.scans = ns;
-        uint8_t *no = realloc(files.ok, ncap);
-        if (!no)
-            return NULL;
-        files.ok = no;
-        files.cap = ncap;
-    }
-    char *copy = strdup(path);
-    if (!copy)
+    if (!files && !(files = afd_srcmap_new()))
         return NULL;
-    size_t i = files.n++;
-    files.paths[i] = copy;
-    memset(&files.scans[i], 0, sizeof files.scans[i]);
-    files.ok[i] = 0;
-    FILE *f = fopen(path, "rb");
-    if (f) {
-        char *buf = malloc(AFD_PYSCAN_MAX_SOURCE + 1);
-        size_t n = buf ? fread(buf, 1, AFD_PYSCAN_MAX_SOURCE + 1, f) : 0;
-        if (buf && n <= AFD_PYSCAN_MAX_SOURCE)
-            files.ok[i] = afd_pyscan_source(buf, n, &files.scans[i]) == 0;
-        free(buf);
-        fclose(f);
-    }
-    return files.ok[i] ? &files.scans[i] : NULL;
+    return afd_srcmap_get(files, path);
 }
 
 static uint32_t relpath_id(PyObject *filename)

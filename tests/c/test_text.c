@@ -108,18 +108,19 @@ TEST(utf8_len_matches_the_code_point_rules_exhaustively)
                 p[0] = (unsigned char)a, p[1] = (unsigned char)b, p[2] = (unsigned char)c;
                 for (size_t n = 1; n <= 3; n++)
                     if (afd_utf8_len(p, n) != ref_utf8_len(p, n))
-                        FAIL_AT("%02x %02x %02x (left %zu): %zu, expected %zu", a, b, c, n, afd_utf8_len(p, n),
-                                ref_utf8_len(p, n));
+                        FAIL_AT("%02x %02x %02x (left %zu): %zu, expected %zu", a, b, c, n,
+                                afd_utf8_len(p, n), ref_utf8_len(p, n));
             }
     static const unsigned char last[] = {0x00, 0x7f, 0x80, 0x9f, 0xa0, 0xbf, 0xc0, 0xff};
     for (unsigned a = 0xf0; a < 0x100; a++)
         for (unsigned b = 0; b < 256; b++)
             for (unsigned c = 0; c < 256; c++)
                 for (size_t d = 0; d < sizeof last; d++) {
-                    p[0] = (unsigned char)a, p[1] = (unsigned char)b, p[2] = (unsigned char)c, p[3] = last[d];
+                    p[0] = (unsigned char)a, p[1] = (unsigned char)b, p[2] = (unsigned char)c;
+                    p[3] = last[d];
                     if (afd_utf8_len(p, 4) != ref_utf8_len(p, 4))
-                        FAIL_AT("%02x %02x %02x %02x: %zu, expected %zu", a, b, c, last[d], afd_utf8_len(p, 4),
-                                ref_utf8_len(p, 4));
+                        FAIL_AT("%02x %02x %02x %02x: %zu, expected %zu", a, b, c, last[d],
+                                afd_utf8_len(p, 4), ref_utf8_len(p, 4));
                 }
 }
 
@@ -134,7 +135,8 @@ TEST(json_escapes_as_the_documents_do)
     CHECK_EQ_STR(json_of(S("\x01\x1b[31m\x1f\x7f")), "\"\\u0001\\u001b[31m\\u001f\\u007f\"");
     CHECK_EQ_STR(json_of(S("\b\f")), "\"\\u0008\\u000c\"");
     CHECK_EQ_STR(json_of(S("/")), "\"/\"");
-    CHECK_EQ_STR(json_of(S("caf\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80")), "\"caf\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80\"");
+    CHECK_EQ_STR(json_of(S("caf\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80")),
+                 "\"caf\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80\"");
     CHECK_EQ_STR(json_of(S("\xc2\x9b")), "\"\xc2\x9b\""); /* C1 controls are valid JSON text */
     CHECK_EQ_STR(json_of(S("\xff\xc0\x80.")), "\"\\ufffd\\ufffd\\ufffd.\"");
     CHECK_EQ_STR(json_of(S("\xed\xa0\x80")), "\"\\ufffd\\ufffd\\ufffd\"");
