@@ -487,6 +487,11 @@ const char *afd_trace_task_label(const afd_trace *self, uint32_t task)
     return unknown;
 }
 
+uint64_t afd_trace_id_bound(const afd_trace *self)
+{
+    return (uint64_t)self->n_events + self->dropped + 1;
+}
+
 int afd_trace_task_is_callback(const afd_trace *self, uint32_t task)
 {
     for (uint32_t i = 0; i < self->n_events; i++) {
