@@ -220,15 +220,11 @@ afd_task_info *afd_rec_task(uint32_t id)
 
 static uint32_t new_task(PyObject *label, PyObject *weak, PyObject *coro, uint32_t parent, int is_cb)
 {
-    if (rec->n_tasks + 1 >= rec->cap_tasks) {
-        uint32_t ncap = rec->cap_tasks ? rec->cap_tasks * 2 : 64;
-        afd_task_info *nt = realloc(rec->tasks, ncap * sizeof *nt);
-        if (!nt) {
-            PyErr_NoMemory();
-            return 0;
-        }
-        rec->tasks = nt;
-        rec->cap_tasks = ncap;
+    /* Slot 0 is unused: id n needs n + 1 slots. */
+    if (afd_array_grow((void **)&rec->tasks, &rec->cap_tasks, (size_t)rec->n_tasks + 2, sizeof *rec->tasks,
+                       64)) {
+        PyErr_NoMemory();
+        return 0;
     }
     Py_ssize_t len;
     const char *u = PyUnicode_AsUTF8AndSize(label, &len);

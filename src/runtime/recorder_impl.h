@@ -9,6 +9,7 @@
 #define AFD_RECORDER_IMPL_H
 
 #include "runtime.h"
+#include "buf.h"
 
 #include <frameobject.h>
 #include <stdint.h>
@@ -82,7 +83,8 @@ typedef struct afd_recorder {
     uint8_t *strings;    /* Borrowed: into mem. */
     char *failure;       /* Borrowed: into mem. */
     afd_task_info *tasks; /* Owned, index = id (slot 0 unused). */
-    uint32_t n_tasks, cap_tasks;
+    uint32_t n_tasks;
+    size_t cap_tasks;
     pmap task_map;      /* task object or callback key -> id */
     pmap site_map;      /* (code object, line) -> string id */
     PyObject *interned; /* Owned dict: str -> int string id. */
@@ -90,11 +92,13 @@ typedef struct afd_recorder {
     PyObject *keep;     /* Owned list: objects whose addresses are map keys. */
     pmap obj_map;       /* synchronization object -> number (from 1) */
     afd_sync_obj *objs; /* Owned, index = number (slot 0 unused). */
-    uint32_t n_objs, cap_objs;
+    uint32_t n_objs;
+    size_t cap_objs;
     const void *last_obj; /* Borrowed: the last object numbered (alive: every numbered object is kept) */
     uint32_t last_number;
     afd_code_info *codes; /* Owned: the line tracer's per-code facts, indexed from code_map */
-    uint32_t n_codes, cap_codes;
+    uint32_t n_codes;
+    size_t cap_codes;
     pmap code_map;        /* code object -> index + 1 into codes */
 } afd_recorder;
 

@@ -118,14 +118,9 @@ static void obj_map_put(PyObject *obj, uint32_t value)
 /* Numbers a new object (kept alive by the recording) under label; 0 when out of memory. */
 static uint32_t add_object(PyObject *obj, PyObject *label)
 {
-    if (rec->n_objs + 1 >= rec->cap_objs) {
-        uint32_t ncap = rec->cap_objs ? rec->cap_objs * 2 : 32;
-        afd_sync_obj *no = realloc(rec->objs, ncap * sizeof *no);
-        if (!no)
-            return 0;
-        rec->objs = no;
-        rec->cap_objs = ncap;
-    }
+    /* Slot 0 is unused: number n needs n + 1 slots. */
+    if (afd_array_grow((void **)&rec->objs, &rec->cap_objs, (size_t)rec->n_objs + 2, sizeof *rec->objs, 32))
+        return 0;
     uint32_t number = ++rec->n_objs;
     afd_sync_obj *o = &rec->objs[number];
     o->obj = Py_NewRef(obj);
@@ -242,14 +237,9 @@ const afd_code_info *afd_rec_code_info(afd_rt_state *st, PyCodeObject *code)
         return NULL;
     if (e->key)
         return &rec->codes[e->value - 1];
-    if (rec->n_codes == rec->cap_codes) {
-        uint32_t ncap = rec->cap_codes ? rec->cap_codes * 2 : 256;
-        afd_code_info *nc = realloc(rec->codes, ncap * sizeof *nc);
-        if (!nc)
-            return NULL;
-        rec->codes = nc;
-        rec->cap_codes = ncap;
-    }
+    if (afd_array_grow((void **)&rec->codes, &rec->cap_codes, (size_t)rec->n_codes + 1, sizeof *rec->codes,
+                       256))
+        return NULL;
     afd_code_info ci = {.user = (uint8_t)afd_rec_code_is_user(st, code), .receiver = 0, .file = AFD_NOSTR, .scan = NULL};
     if (ci.user) {
         PyObject *fn = PyObject_GetAttrString((PyObject *)code, "co_filename");
