@@ -102,12 +102,25 @@ void afd_html_strn(afd_buf *out, const char *s, size_t n)
         const char *rep = NULL;
         size_t step = 1;
         switch (p[i]) {
-        case '&': rep = "&amp;"; break;
-        case '<': rep = "&lt;"; break;
-        case '>': rep = "&gt;"; break;
-        case '"': rep = "&quot;"; break;
-        case '\'': rep = "&#39;"; break;
-        case '\n': case '\t': case '\r': break;
+        case '&':
+            rep = "&amp;";
+            break;
+        case '<':
+            rep = "&lt;";
+            break;
+        case '>':
+            rep = "&gt;";
+            break;
+        case '"':
+            rep = "&quot;";
+            break;
+        case '\'':
+            rep = "&#39;";
+            break;
+        case '\n':
+        case '\t':
+        case '\r':
+            break;
         default:
             if (p[i] < 0x20 || p[i] == 0x7f) {
                 /* A control is shown as its Unicode picture (NUL as U+2400), as on the terminal:
