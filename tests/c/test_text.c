@@ -161,6 +161,11 @@ TEST(html_escapes_as_the_reports_do)
     CHECK_EQ_STR(html_of(S("\xff<\xc0\x80")), "\xef\xbf\xbd&lt;\xef\xbf\xbd\xef\xbf\xbd");
     CHECK_EQ_STR(html_of(S("\xed\xa0\x80!")), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd!");
     CHECK_EQ_STR(html_of(S("cut \xf0\x9f\x98")), "cut \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    /* The inputs of test_report.c's escaping tests. */
+    CHECK_EQ_STR(html_of(S("<script>alert(1)</script>\"'</svg>&")),
+                 "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&lt;/svg&gt;&amp;");
+    CHECK_EQ_STR(html_of(S("</svg><script>x()</script>")), "&lt;/svg&gt;&lt;script&gt;x()&lt;/script&gt;");
+    CHECK_EQ_STR(html_of(S("bad\xff\xfe label \"q\"")), "bad\xef\xbf\xbd\xef\xbf\xbd label &quot;q&quot;");
 }
 
 TEST(clean_replaces_bad_bytes_one_for_one)
