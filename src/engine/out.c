@@ -1,7 +1,7 @@
-/* out.c -- JSON string escaping, text made safe for a terminal, and a progress counter (see out.h).
+/* out.c -- text made safe for a terminal, JSON numbers, and a progress counter (see out.h).
  *
- * Invariant: both escapers take a length, never stop at a NUL byte, and never emit a byte that
- * a terminal would act on (the terminal one) or that JSON forbids raw (the JSON one). */
+ * Invariant: the terminal escaper takes a length, never stops at a NUL byte, and never emits a
+ * byte that a terminal would act on. JSON strings are escaped by the library (text.h). */
 #include "out.h"
 
 #include <math.h>
@@ -9,69 +9,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-/* The length of the valid UTF-8 sequence at p (at most left bytes), or 0 if it is not valid:
- * overlong forms, surrogates and code points past U+10FFFF are invalid, so that no byte sequence
- * passed as "valid" decodes to a control character in a lenient terminal. */
-static int utf8_len(const unsigned char *p, size_t left)
-{
-    if (p[0] < 0x80)
-        return 1;
-    int n = p[0] >= 0xc2 && p[0] <= 0xdf   ? 2
-            : p[0] >= 0xe0 && p[0] <= 0xef ? 3
-            : p[0] >= 0xf0 && p[0] <= 0xf4 ? 4
-                                           : 0;
-    if (n == 0 || (size_t)n > left)
-        return 0;
-    for (int i = 1; i < n; i++)
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] >= 0xa0) || (p[0] == 0xf0 && p[1] < 0x90) ||
-        (p[0] == 0xf4 && p[1] >= 0x90))
-        return 0;
-    return n;
-}
-
-void afd_json_str(afd_buf *out, const char *s)
-{
-    afd_json_strn(out, s, s ? strlen(s) : 0);
-}
-
-void afd_json_strn(afd_buf *out, const char *s, size_t len)
-{
-    const unsigned char *p = (const unsigned char *)(s ? s : ""), *end = p + (s ? len : 0);
-    afd_buf_put_u8(out, '"');
-    while (p < end) {
-        unsigned char c = *p;
-        if (c == '"' || c == '\\') {
-            afd_buf_put_u8(out, '\\');
-            afd_buf_put_u8(out, c);
-            p++;
-        } else if (c == '\n') {
-            afd_buf_put(out, "\\n", 2);
-            p++;
-        } else if (c == '\t') {
-            afd_buf_put(out, "\\t", 2);
-            p++;
-        } else if (c < 0x20 || c == 0x7f) { /* NUL included: \u0000 keeps the text whole */
-            afd_buf_printf(out, "\\u%04x", c);
-            p++;
-        } else if (c < 0x80) {
-            afd_buf_put_u8(out, c);
-            p++;
-        } else {
-            int n = utf8_len(p, (size_t)(end - p));
-            if (n) {
-                afd_buf_put(out, p, (size_t)n);
-                p += n;
-            } else {
-                afd_buf_put(out, "\\ufffd", 6);
-                p++;
-            }
-        }
-    }
-    afd_buf_put_u8(out, '"');
-}
 
 void afd_term_str(afd_buf *out, const char *s)
 {
@@ -99,15 +36,15 @@ void afd_term_strn(afd_buf *out, const char *s, size_t len)
             afd_buf_put(out, u, 3);
             p++;
         } else {
-            int n = utf8_len(p, (size_t)(end - p));
+            size_t n = afd_utf8_len(p, (size_t)(end - p));
             /* C1 controls (U+0080..U+009F) are commands to some terminals even when UTF-8
              * encoded (CSI is U+009B); they and bytes that are not UTF-8 become U+FFFD. */
             if (n && !(n == 2 && p[0] == 0xc2 && p[1] < 0xa0)) {
-                afd_buf_put(out, p, (size_t)n);
+                afd_buf_put(out, p, n);
                 p += n;
             } else {
-                afd_buf_put(out, "\xef\xbf\xbd", 3);
-                p += n ? (size_t)n : 1;
+                afd_buf_put(out, AFD_UTF8_REPLACEMENT, 3);
+                p += n ? n : 1;
             }
         }
     }

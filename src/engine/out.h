@@ -7,16 +7,11 @@
 #define AFD_ENGINE_OUT_H
 
 #include "buf.h"
+#include "text.h" /* afd_json_str, afd_json_strn: the JSON string escaper */
 
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
-
-/* Appends s as a JSON string literal (quotes included), escaping control characters, quotes and
- * backslashes, and replacing invalid UTF-8 with U+FFFD. */
-void afd_json_str(afd_buf *out, const char *s);
-/* The same for the len bytes at s, which may hold NUL bytes (written as \u0000). */
-void afd_json_strn(afd_buf *out, const char *s, size_t len);
 
 /* Appends user-provided text (a failure message, a node id, a path, a cause sentence) for a
  * terminal: newlines, tabs and CRLF line ends as they are; every other C0 control and DEL as its

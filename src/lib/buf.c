@@ -118,6 +118,26 @@ uint8_t *afd_buf_steal(afd_buf *self, size_t *len)
     return p;
 }
 
+int afd_array_grow(void **arr, size_t *cap, size_t need, size_t elem, size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : first ? first : 1;
+    while (n < need) {
+        if (n > SIZE_MAX / 2)
+            return AFD_ENOMEM;
+        n *= 2;
+    }
+    if (elem && n > SIZE_MAX / elem)
+        return AFD_ENOMEM;
+    void *p = realloc(*arr, n * elem);
+    if (!p)
+        return AFD_ENOMEM;
+    *arr = p;
+    *cap = n;
+    return 0;
+}
+
 void afd_reader_init(afd_reader *self, const void *data, size_t len)
 {
     self->p = data;

@@ -32,6 +32,12 @@ void afd_buf_printf(afd_buf *self, const char *fmt, ...) __attribute__((format(p
 /* Takes ownership of the bytes away from the buffer: returns data (caller frees) and resets self. */
 uint8_t *afd_buf_steal(afd_buf *self, size_t *len);
 
+/* Makes room for need elements of size elem in the array *arr of *cap elements, doubling the
+ * capacity (from first when the array is empty) so that appending one element at a time costs
+ * amortized O(1). *arr and *cap change only on success; the caller owns *arr throughout. Returns 0
+ * or AFD_ENOMEM (allocation failed, or the size would overflow). */
+int afd_array_grow(void **arr, size_t *cap, size_t need, size_t elem, size_t first);
+
 typedef struct afd_reader {
     const uint8_t *p; /* Borrowed. */
     size_t len;

@@ -83,7 +83,7 @@ int afd_view_build(afd_view *v, const afd_trace *tr);
  * a local variable by the object it held on that line (LOCAL events): "dict#0[\"token\"]".
  * Such accesses have `inferred` set. */
 int afd_view_build_src(afd_view *v, const afd_trace *tr, afd_srcmap *src);
-void afd_view_finish(afd_view *v); /* Accepts a zeroed view. */
+void afd_view_finish(afd_view *v); /* Accepts NULL and a zeroed view. */
 
 /* The position of the first step at which the two runs differ in (task label, ordinal), or the
  * shorter length when one is a prefix of the other (then equal lengths mean no divergence:
@@ -170,7 +170,7 @@ typedef struct afd_run_summary {
     uint32_t *pos;  /* Owned, parallel to keys. */
 } afd_run_summary;
 int afd_summary_build(afd_run_summary *s, const afd_view *v, int failed);
-void afd_summary_finish(afd_run_summary *s);
+void afd_summary_finish(afd_run_summary *s); /* Accepts NULL and a zeroed summary. */
 /* 1 when key x ran before key y in the run, 0 when after, -1 when either is missing. */
 int afd_summary_order(const afd_run_summary *s, uint64_t x, uint64_t y);
 /* 1 when key x ran in the run. */

@@ -10,6 +10,7 @@
  * formats only the few events around a divergence for humans. */
 #include "trace.h"
 #include "afd.h"
+#include "buf.h"
 #include "token.h"
 
 #include <inttypes.h>
@@ -112,25 +113,15 @@ int afd_trace_set_str(afd_trace *self, char **field, const char *s, size_t len)
     return 0;
 }
 
-/* Grows an array of *cap elements of size elem to hold at least need, doubling so that appending
- * one element at a time costs amortized O(1). */
+/* afd_array_grow for the trace's arrays, whose counts are u32 (the format's indexes): the
+ * capacity is clamped to UINT32_MAX, which every need fits under. */
 static int grow(void **arr, uint32_t *cap, uint32_t need, size_t elem, uint32_t first)
 {
-    if (need <= *cap)
-        return 0;
-    uint64_t n = *cap ? *cap : first;
-    while (n < need)
-        n *= 2;
-    if (n > UINT32_MAX)
-        n = UINT32_MAX;
-    if (n > SIZE_MAX / elem)
-        return AFD_ENOMEM;
-    void *p = realloc(*arr, (size_t)n * elem);
-    if (!p)
-        return AFD_ENOMEM;
-    *arr = p;
-    *cap = (uint32_t)n;
-    return 0;
+    size_t n = *cap;
+    int rc = afd_array_grow(arr, &n, need, elem, first);
+    if (rc == 0)
+        *cap = n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+    return rc;
 }
 
 int afd_trace_add_string(afd_trace *self, const char *s, size_t len, uint32_t *id)
@@ -494,6 +485,11 @@ const char *afd_trace_task_label(const afd_trace *self, uint32_t task)
             return afd_trace_string(self, ev->b);
     }
     return unknown;
+}
+
+uint64_t afd_trace_id_bound(const afd_trace *self)
+{
+    return (uint64_t)self->n_events + self->dropped + 1;
 }
 
 int afd_trace_task_is_callback(const afd_trace *self, uint32_t task)

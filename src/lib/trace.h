@@ -186,5 +186,9 @@ const char *afd_trace_task_label(const afd_trace *self, uint32_t task);
 /* Whether task is a plain callback (call_soon, call_later) rather than an asyncio Task: its
  * AFD_EV_TASK event says so. */
 int afd_trace_task_is_callback(const afd_trace *self, uint32_t task);
+/* Ids in a trace (task ids, step indices, object numbers) are handed out one per recorded (or
+ * dropped) event at most: the bound above which an id comes from a corrupt producer and is
+ * ignored, so that no table is sized by it. */
+uint64_t afd_trace_id_bound(const afd_trace *self);
 
 #endif

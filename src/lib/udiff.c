@@ -1,6 +1,7 @@
 /* udiff.c -- unified diffs: parse, apply, make (see udiff.h). */
 #include "udiff.h"
 #include "afd.h"
+#include "buf.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,23 +23,6 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
         va_end(ap);
     }
     return AFD_EINVAL;
-}
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap * 2 : 8;
-    while (nc < need)
-        nc *= 2;
-    if (nc > SIZE_MAX / elem)
-        return AFD_ENOMEM;
-    void *q = realloc(*p, nc * elem);
-    if (!q)
-        return AFD_ENOMEM;
-    *p = q;
-    *cap = nc;
-    return 0;
 }
 
 static int starts(const char *s, size_t n, const char *pfx)
@@ -168,7 +152,8 @@ int afd_udiff_parse(const char *text, size_t len, afd_udiff *out, char *err, siz
                 return fail(err, errlen, "line %zu: hunk lines do not match the header's counts", lineno);
             need_old -= op != '+';
             need_new -= op != '-';
-            if ((rc = grow((void **)&h->lines, &cap_lines, h->n_lines + 1, sizeof *h->lines)) < 0)
+            rc = afd_array_grow((void **)&h->lines, &cap_lines, h->n_lines + 1, sizeof *h->lines, 8);
+            if (rc < 0)
                 break;
             h->lines[h->n_lines++] = (afd_udiff_line){op, 0, n ? l + 1 : l, n ? n - 1 : 0};
             continue;
@@ -185,7 +170,8 @@ int afd_udiff_parse(const char *text, size_t len, afd_udiff *out, char *err, siz
             size_t n2 = nl2 ? (size_t)(nl2 - l2) : len - pos;
             pos += n2 + (nl2 != NULL);
             lineno++;
-            if ((rc = grow((void **)&out->files, &cap_files, out->n_files + 1, sizeof *out->files)) < 0)
+            rc = afd_array_grow((void **)&out->files, &cap_files, out->n_files + 1, sizeof *out->files, 8);
+            if (rc < 0)
                 break;
             f = &out->files[out->n_files++];
             memset(f, 0, sizeof *f);
@@ -214,7 +200,8 @@ int afd_udiff_parse(const char *text, size_t len, afd_udiff *out, char *err, siz
                 return fail(err, errlen, "line %zu: hunk does not fit a new or deleted file", lineno);
             if (hh.old_count == 0 && hh.new_count == 0)
                 return fail(err, errlen, "line %zu: empty hunk", lineno);
-            if ((rc = grow((void **)&f->hunks, &cap_hunks, f->n_hunks + 1, sizeof *f->hunks)) < 0)
+            rc = afd_array_grow((void **)&f->hunks, &cap_hunks, f->n_hunks + 1, sizeof *f->hunks, 8);
+            if (rc < 0)
                 break;
             h = &f->hunks[f->n_hunks++];
             *h = hh;
@@ -288,7 +275,7 @@ static int split_lines(const char *t, size_t n, tline **out, size_t *count, size
             *out = NULL;
             return AFD_EFULL;
         }
-        if (grow((void **)out, &cap, *count + 1, sizeof **out) < 0) {
+        if (afd_array_grow((void **)out, &cap, *count + 1, sizeof **out, 8) < 0) {
             free(*out);
             *out = NULL;
             return AFD_ENOMEM;

@@ -99,18 +99,27 @@ static PyObject *rt_result(PyObject *m, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* token_describe(token): a human description of a token's schedule; ValueError if invalid. */
-static PyObject *rt_token_describe(PyObject *m, PyObject *arg)
+/* Decodes the token in the str arg into s, which the caller finishes. Returns 0, or -1 with the
+ * exception set (ValueError for a token that does not decode). */
+static int decode_token(PyObject *arg, afd_schedule *s)
 {
     const char *t = PyUnicode_AsUTF8(arg);
     if (!t)
-        return NULL;
-    afd_schedule s;
-    int rc = afd_token_decode(&s, t);
+        return -1;
+    int rc = afd_token_decode(s, t);
     if (rc < 0) {
         PyErr_SetString(PyExc_ValueError, afd_strerror(rc));
-        return NULL;
+        return -1;
     }
+    return 0;
+}
+
+/* token_describe(token): a human description of a token's schedule; ValueError if invalid. */
+static PyObject *rt_token_describe(PyObject *m, PyObject *arg)
+{
+    afd_schedule s;
+    if (decode_token(arg, &s) < 0)
+        return NULL;
     char *d = afd_schedule_describe(&s);
     afd_schedule_finish(&s);
     if (!d)
@@ -132,15 +141,9 @@ static PyObject *rt_task_order(PyObject *m, PyObject *task)
 /* token_delays(token): the token's explicit delays as [(task label, step ordinal, cost ns)]. */
 static PyObject *rt_token_delays(PyObject *m, PyObject *arg)
 {
-    const char *t = PyUnicode_AsUTF8(arg);
-    if (!t)
-        return NULL;
     afd_schedule s;
-    int rc = afd_token_decode(&s, t);
-    if (rc < 0) {
-        PyErr_SetString(PyExc_ValueError, afd_strerror(rc));
+    if (decode_token(arg, &s) < 0)
         return NULL;
-    }
     PyObject *out = PyList_New(0);
     for (uint32_t i = 0; out && i < s.n_delays; i++) {
         PyObject *row = Py_BuildValue("(sIK)", s.delays[i].label, s.delays[i].ordinal,

@@ -235,7 +235,7 @@ PyObject *afd_rt_steps(PyObject *self, PyObject *unused);
 PyObject *afd_rt_events(PyObject *self, PyObject *unused);
 PyObject *afd_rt_trace_info(PyObject *self, PyObject *unused);
 
-/* ---- Loop (loop.c) ---------------------------------------------------------------------- */
+/* ---- Loop (loop.c, loop_running.c) ------------------------------------------------------ */
 PyObject *afd_loopcore_type_spec_new(PyObject *module);
 /* Replaces asyncio's _get_running_loop, get_running_loop and _set_running_loop (in asyncio and
  * asyncio.events) with versions that answer inside a controlled step without a system call. */
@@ -245,6 +245,15 @@ int afd_loop_install_running(void);
 int afd_loop_on_step_thread(void);
 /* In a fresh fork-server child: forget the parent's running-loop facts, allow the fast answer. */
 void afd_loop_fresh_process(void);
+/* The loop whose iteration runs on which thread (loop_running.c keeps it for the fast answer). */
+typedef struct afd_loop_stepping {
+    PyObject *loop; /* Borrowed, or NULL. */
+    unsigned long thread;
+} afd_loop_stepping;
+/* Marks loop as running an iteration on the calling thread; returns the previous mark, which
+ * afd_loop_step_end restores when the iteration ends (iterations may nest). */
+afd_loop_stepping afd_loop_step_begin(PyObject *loop);
+void afd_loop_step_end(afd_loop_stepping prev);
 
 /* What the line tracer needs to know of a code object, decided once per code object. */
 typedef struct afd_code_info {

@@ -1081,6 +1081,19 @@ TEST(huge_object_number)
     afd_trace_finish(&t);
 }
 
+TEST(finishes_accept_null)
+{
+    afd_view_finish(NULL);
+    afd_summary_finish(NULL);
+    afd_srcmap_free(NULL);
+    afd_view v;
+    memset(&v, 0, sizeof v);
+    afd_view_finish(&v);
+    afd_run_summary s;
+    memset(&s, 0, sizeof s);
+    afd_summary_finish(&s);
+}
+
 int main(void)
 {
     RUN_TESTS("explain", T(view_steps_origins_blocking), T(view_empty_trace), T(view_accesses),
@@ -1089,5 +1102,5 @@ int main(void)
               T(races_lock_orders), T(races_event_and_queue_order), T(races_full),
               T(races_queue_kth_get_matches_kth_put), T(lock_cycle_inverted_order), T(lock_cycle_absent),
               T(lock_cycle_other_holders), T(wait_cycle_deadlock), T(divergence), T(summary), T(access_bound),
-              T(huge_object_number));
+              T(huge_object_number), T(finishes_accept_null));
 }

@@ -1,0 +1,470 @@
+/* explain_pairs.c -- the relations that explain a failure, over views (see explain.h): inverted
+ * and racing pairs of conflicting accesses, atomicity violations, lock-order and wait-for cycles,
+ * and the run summaries that outlive their traces.
+ *
+ * Invariant: every analysis writes at most cap results and says AFD_EFULL when there were more,
+ * never dropping them silently. Workload: a few views of at most AFD_EXPLAIN_MAX_ACCESSES
+ * accesses per investigation; the pairwise analyses are quadratic in them by design. */
+#include "explain.h"
+#include "afd.h"
+#include "graph.h"
+#include "hb.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int at_boundary(char c)
+{
+    return c == 0 || c == '.' || c == '[';
+}
+
+/* Skips one "[...]" segment starting at s (s[0] == '['), honouring quotes inside the key. */
+static const char *skip_key(const char *s)
+{
+    char quote = 0;
+    for (s++; *s; s++) {
+        if (quote) {
+            if (*s == '\\' && s[1])
+                s++;
+            else if (*s == quote)
+                quote = 0;
+        } else if (*s == '"' || *s == '\'') {
+            quote = *s;
+        } else if (*s == ']') {
+            return s + 1;
+        }
+    }
+    return s;
+}
+
+int afd_resources_overlap(const char *a, const char *b)
+{
+    for (;;) {
+        if (*a == '[' && *b == '[' && (strncmp(a, "[*]", 3) == 0 || strncmp(b, "[*]", 3) == 0)) {
+            a = skip_key(a);
+            b = skip_key(b);
+            continue;
+        }
+        if (*a == 0 || *b == 0) /* one names a part of the other (or both the same) */
+            return at_boundary(*a) && at_boundary(*b);
+        if (*a != *b)
+            return 0;
+        a++;
+        b++;
+    }
+}
+
+int afd_access_conflict(const afd_xaccess *x, const afd_xaccess *y)
+{
+    return (x->write || y->write) && strcmp(x->label, y->label) != 0 && afd_resources_overlap(x->resource, y->resource);
+}
+
+static int push_pair(afd_xpair *out, size_t cap, size_t *n, uint32_t x, uint32_t y)
+{
+    if (*n < cap) {
+        out[*n].x = x;
+        out[*n].y = y;
+        out[*n].y_pass = 0;
+        out[*n].ochiai = 0;
+        out[*n].fail_with = out[*n].pass_with = 0;
+    }
+    (*n)++;
+    return 0;
+}
+
+int afd_inverted_pairs(const afd_view *fail, const afd_view *pass, afd_xpair *out, size_t cap, size_t *n)
+{
+    *n = 0;
+    uint32_t *where = malloc(((size_t)fail->n_acc + 1) * sizeof *where);
+    if (!where)
+        return AFD_ENOMEM;
+    for (uint32_t i = 0; i < fail->n_acc; i++)
+        where[i] = afd_view_find(pass, fail->acc[i].key);
+    for (uint32_t i = 0; i < fail->n_acc; i++) {
+        if (where[i] == AFD_NOPOS)
+            continue;
+        for (uint32_t j = i + 1; j < fail->n_acc; j++) {
+            if (where[j] == AFD_NOPOS || !afd_access_conflict(&fail->acc[i], &fail->acc[j]))
+                continue;
+            if (where[j] < where[i])
+                push_pair(out, cap, n, i, j);
+        }
+        /* y never ran in the failing run but ran before x in the passing one */
+        for (uint32_t j = 0; j < where[i] && j < pass->n_acc; j++) {
+            if (afd_view_find(fail, pass->acc[j].key) != AFD_NOPOS ||
+                !afd_access_conflict(&fail->acc[i], &pass->acc[j]))
+                continue;
+            size_t k = *n;
+            push_pair(out, cap, n, i, j);
+            if (k < cap)
+                out[k].y_pass = 1;
+        }
+    }
+    free(where);
+    if (*n > cap) {
+        *n = cap;
+        return AFD_EFULL;
+    }
+    return 0;
+}
+
+static afd_hb *view_hb(const afd_view *v)
+{
+    uint32_t *tasks = malloc(((size_t)v->n_steps + 1) * sizeof *tasks);
+    if (!tasks)
+        return NULL;
+    for (uint32_t i = 0; i < v->n_steps; i++)
+        tasks[i] = v->steps[i].task;
+    afd_hb *hb = afd_hb_new(v->n_steps, tasks);
+    free(tasks);
+    if (!hb)
+        return NULL;
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < v->n_steps; i++)
+        if (v->steps[i].origin != AFD_NOPOS && v->steps[i].origin < i)
+            rc = afd_hb_edge(hb, v->steps[i].origin, i);
+    for (uint32_t i = 0; rc == 0 && i < v->n_edges; i++)
+        if (v->edge_to[i] < v->n_steps)
+            rc = afd_hb_edge(hb, v->edge_from[i], v->edge_to[i]);
+    if (rc == 0)
+        rc = afd_hb_compute(hb);
+    if (rc < 0) {
+        afd_hb_free(hb);
+        return NULL;
+    }
+    return hb;
+}
+
+int afd_view_races(const afd_view *v, afd_xpair *out, size_t cap, size_t *n)
+{
+    *n = 0;
+    if (v->n_steps == 0)
+        return 0;
+    afd_hb *hb = view_hb(v);
+    if (!hb)
+        return AFD_ENOMEM;
+    for (uint32_t i = 0; i < v->n_acc; i++)
+        for (uint32_t j = i + 1; j < v->n_acc; j++)
+            if (afd_access_conflict(&v->acc[i], &v->acc[j]) && v->acc[i].step != v->acc[j].step &&
+                !(v->acc[i].sync && v->acc[j].sync && v->acc[i].write && v->acc[j].write) &&
+                afd_hb_concurrent(hb, v->acc[i].step, v->acc[j].step))
+                push_pair(out, cap, n, i, j);
+    afd_hb_free(hb);
+    if (*n > cap) {
+        *n = cap;
+        return AFD_EFULL;
+    }
+    return 0;
+}
+
+/* When another task wrote read r's resource between r and access `until`, counts (and, with room,
+ * stores) the atom {r, that write, w}. */
+static void overwritten(const afd_view *v, uint32_t r, uint32_t until, uint32_t w, afd_xatom *out, size_t cap,
+                        size_t *n)
+{
+    const afd_xaccess *ra = &v->acc[r];
+    for (uint32_t u = r + 1; u < until; u++) {
+        const afd_xaccess *ua = &v->acc[u];
+        if (ua->write && ua->task != ra->task && afd_resources_overlap(ua->resource, ra->resource)) {
+            if (*n < cap)
+                out[*n] = (afd_xatom){r, u, w, v->steps[ra->step].site};
+            (*n)++;
+            return;
+        }
+    }
+}
+
+int afd_view_lost_updates(const afd_view *v, afd_xatom *out, size_t cap, size_t *n)
+{
+    *n = 0;
+    for (uint32_t r = 0; r < v->n_acc; r++) {
+        const afd_xaccess *ra = &v->acc[r];
+        if (ra->write || ra->sync)
+            continue;
+        /* the same task's next write of the resource, in a later step */
+        uint32_t w = AFD_NOPOS;
+        for (uint32_t j = r + 1; j < v->n_acc; j++) {
+            const afd_xaccess *wa = &v->acc[j];
+            if (wa->task == ra->task && afd_resources_overlap(wa->resource, ra->resource)) {
+                if (wa->write)
+                    w = j;
+                break; /* a re-read by the task starts a new read-modify-write */
+            }
+        }
+        if (w == AFD_NOPOS || v->acc[w].step == ra->step)
+            continue;
+        overwritten(v, r, w, w, out, cap, n);
+    }
+    if (*n > cap) {
+        *n = cap;
+        return AFD_EFULL;
+    }
+    return 0;
+}
+
+int afd_view_stale_checks(const afd_view *v, afd_xatom *out, size_t cap, size_t *n)
+{
+    *n = 0;
+    for (uint32_t r = 0; r < v->n_acc; r++) {
+        const afd_xaccess *ra = &v->acc[r];
+        if (ra->write || ra->sync)
+            continue;
+        /* the task's next access of the resource in a later step: a re-read (a write there is a
+         * lost update's, and a write in r's own step means r was acted on at once) */
+        uint32_t j = AFD_NOPOS;
+        int acted = 0;
+        for (uint32_t k = r + 1; k < v->n_acc; k++) {
+            const afd_xaccess *ka = &v->acc[k];
+            if (ka->task != ra->task || !afd_resources_overlap(ka->resource, ra->resource))
+                continue;
+            if (ka->step == ra->step) {
+                acted |= ka->write;
+                continue;
+            }
+            j = k;
+            break;
+        }
+        if (acted || j == AFD_NOPOS || v->acc[j].write)
+            continue;
+        /* ... followed by the task's write in that same step */
+        uint32_t w = AFD_NOPOS;
+        for (uint32_t k = j + 1; k < v->n_acc && v->acc[k].step == v->acc[j].step; k++)
+            if (v->acc[k].task == ra->task && v->acc[k].write && afd_resources_overlap(v->acc[k].resource, ra->resource)) {
+                w = k;
+                break;
+            }
+        if (w == AFD_NOPOS)
+            continue;
+        overwritten(v, r, j, w, out, cap, n);
+    }
+    if (*n > cap) {
+        *n = cap;
+        return AFD_EFULL;
+    }
+    return 0;
+}
+
+uint32_t afd_view_object_label(const afd_view *v, uint32_t object)
+{
+    for (uint32_t i = 0; i < v->tr->n_events; i++) {
+        const afd_event *e = &v->tr->events[i];
+        if (e->kind == AFD_EV_SYNC && e->a == object)
+            return e->b;
+    }
+    return AFD_NOSTR;
+}
+
+int afd_view_lock_cycle(const afd_view *v, uint32_t *locks, uint32_t *labels, size_t cap, size_t *len)
+{
+    *len = 0;
+    const afd_trace *tr = v->tr;
+    uint32_t max_obj = 0, max_task = 0;
+    for (uint32_t i = 0; i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind == AFD_EV_SYNC && (e->flags == AFD_SYNC_LOCK_ACQUIRE || e->flags == AFD_SYNC_LOCK_RELEASE) &&
+            e->a <= afd_trace_id_bound(tr) && e->task <= afd_trace_id_bound(tr)) {
+            if (e->a > max_obj)
+                max_obj = e->a;
+            if (e->task > max_task)
+                max_task = e->task;
+        }
+    }
+    if (!max_obj)
+        return 0;
+    /* holder[lock] = task holding it; a task's held set is the locks whose holder it is. */
+    uint32_t *holder = calloc((size_t)max_obj + 1, sizeof *holder);
+    afd_graph *g = afd_graph_new(max_obj + 1);
+    int rc = (holder && g) ? 0 : AFD_ENOMEM;
+    for (uint32_t i = 0; rc == 0 && i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind != AFD_EV_SYNC || !e->a || e->a > max_obj)
+            continue;
+        if (e->flags == AFD_SYNC_LOCK_ACQUIRE) {
+            for (uint32_t l = 1; rc == 0 && l <= max_obj; l++)
+                if (holder[l] == e->task + 1 && l != e->a)
+                    rc = afd_graph_edge(g, l, e->a);
+            holder[e->a] = e->task + 1;
+        } else if (e->flags == AFD_SYNC_LOCK_RELEASE) {
+            holder[e->a] = 0;
+        }
+    }
+    int found = 0;
+    if (rc == 0) {
+        found = afd_graph_find_cycle(g, locks, cap, len);
+        if (found < 0)
+            rc = found;
+    }
+    for (size_t i = 0; found > 0 && i < *len && i < cap; i++)
+        labels[i] = afd_view_object_label(v, locks[i]);
+    free(holder);
+    afd_graph_free(g);
+    return rc < 0 ? rc : found;
+}
+
+int afd_view_lock_nestings(const afd_view *v, afd_lock_nesting *out, size_t cap, size_t *n)
+{
+    *n = 0;
+    const afd_trace *tr = v->tr;
+    uint32_t max_obj = 0;
+    for (uint32_t i = 0; i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind == AFD_EV_SYNC && e->flags == AFD_SYNC_LOCK_ACQUIRE && e->a <= afd_trace_id_bound(tr) &&
+            e->a > max_obj)
+            max_obj = e->a;
+    }
+    if (!max_obj)
+        return 0;
+    /* per lock: its holder (task + 1) and where it was taken */
+    struct held {
+        uint32_t holder, line, file;
+    } *h = calloc((size_t)max_obj + 1, sizeof *h);
+    if (!h)
+        return AFD_ENOMEM;
+    uint32_t line_file = AFD_NOSTR, line_no = 0;
+    for (uint32_t i = 0; i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind == AFD_EV_WAKE) {
+            line_file = AFD_NOSTR;
+            line_no = 0;
+        } else if (e->kind == AFD_EV_LINE) {
+            line_file = e->a;
+            line_no = e->b;
+        } else if (e->kind == AFD_EV_SYNC && e->a && e->a <= max_obj) {
+            if (e->flags == AFD_SYNC_LOCK_ACQUIRE) {
+                for (uint32_t l = 1; l <= max_obj; l++) {
+                    if (h[l].holder != e->task + 1 || l == e->a)
+                        continue;
+                    if (*n < cap) {
+                        afd_lock_nesting *o = &out[*n];
+                        o->task = e->task;
+                        o->outer = l;
+                        o->inner = e->a;
+                        o->file = line_file != AFD_NOSTR && line_file == h[l].file ? afd_trace_string(tr, line_file)
+                                                                                    : NULL;
+                        o->outer_line = o->file ? h[l].line : 0;
+                        o->inner_line = o->file ? line_no : 0;
+                    }
+                    (*n)++;
+                }
+                h[e->a] = (struct held){e->task + 1, line_no, line_file};
+            } else if (e->flags == AFD_SYNC_LOCK_RELEASE) {
+                h[e->a].holder = 0;
+            }
+        }
+    }
+    free(h);
+    return 0;
+}
+
+int afd_view_wait_cycle(const afd_view *v, uint32_t *tasks, uint32_t *labels, size_t cap, size_t *len)
+{
+    *len = 0;
+    const afd_trace *tr = v->tr;
+    uint32_t max_task = 0;
+    for (uint32_t i = 0; i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind == AFD_EV_WAITFOR && e->task <= afd_trace_id_bound(tr) &&
+            e->b <= afd_trace_id_bound(tr)) {
+            if (e->task > max_task)
+                max_task = e->task;
+            if (e->b > max_task)
+                max_task = e->b;
+        }
+    }
+    if (!max_task)
+        return 0;
+    afd_graph *g = afd_graph_new(max_task + 1);
+    if (!g)
+        return AFD_ENOMEM;
+    int rc = 0;
+    for (uint32_t i = 0; rc == 0 && i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind == AFD_EV_WAITFOR && e->b && e->task <= max_task && e->b <= max_task)
+            rc = afd_graph_edge(g, e->task, e->b);
+    }
+    int found = rc < 0 ? rc : afd_graph_find_cycle(g, tasks, cap, len);
+    for (size_t i = 0; found > 0 && i < *len && i < cap; i++) {
+        labels[i] = AFD_NOSTR;
+        for (uint32_t k = 0; k < tr->n_events; k++) {
+            const afd_event *e = &tr->events[k];
+            if (e->kind == AFD_EV_WAITFOR && e->task == tasks[i] && e->a)
+                labels[i] = afd_view_object_label(v, e->a);
+        }
+    }
+    afd_graph_free(g);
+    return found;
+}
+
+/* ---- summaries ---- */
+
+typedef struct kp {
+    uint64_t key;
+    uint32_t pos;
+} kp;
+
+static int kp_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const kp *)a)->key, y = ((const kp *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+int afd_summary_build(afd_run_summary *s, const afd_view *v, int failed)
+{
+    memset(s, 0, sizeof *s);
+    s->failed = (uint8_t)(failed != 0);
+    kp *tmp = malloc(((size_t)v->n_acc + 1) * sizeof *tmp);
+    s->keys = malloc(((size_t)v->n_acc + 1) * sizeof *s->keys);
+    s->pos = malloc(((size_t)v->n_acc + 1) * sizeof *s->pos);
+    if (!tmp || !s->keys || !s->pos) {
+        free(tmp);
+        afd_summary_finish(s);
+        return AFD_ENOMEM;
+    }
+    for (uint32_t i = 0; i < v->n_acc; i++) {
+        tmp[i].key = v->acc[i].key;
+        tmp[i].pos = i;
+    }
+    qsort(tmp, v->n_acc, sizeof *tmp, kp_cmp);
+    for (uint32_t i = 0; i < v->n_acc; i++) {
+        s->keys[i] = tmp[i].key;
+        s->pos[i] = tmp[i].pos;
+    }
+    s->n = v->n_acc;
+    free(tmp);
+    return 0;
+}
+
+void afd_summary_finish(afd_run_summary *s)
+{
+    if (!s)
+        return;
+    free(s->keys);
+    free(s->pos);
+    memset(s, 0, sizeof *s);
+}
+
+static uint32_t summary_pos(const afd_run_summary *s, uint64_t key)
+{
+    uint32_t lo = 0, hi = s->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->keys[mid] < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->n && s->keys[lo] == key ? s->pos[lo] : AFD_NOPOS;
+}
+
+int afd_summary_order(const afd_run_summary *s, uint64_t x, uint64_t y)
+{
+    uint32_t px = summary_pos(s, x), py = summary_pos(s, y);
+    if (px == AFD_NOPOS || py == AFD_NOPOS)
+        return -1;
+    return px < py;
+}
+
+int afd_summary_has(const afd_run_summary *s, uint64_t x)
+{
+    return summary_pos(s, x) != AFD_NOPOS;
+}
