@@ -77,3 +77,15 @@ def engine_json(*args: str, expect: Optional[int], **kw: Any) -> Tuple[Proc, Dic
     proc = engine(*args, "--json", **kw)
     assert proc.returncode in ((0, 1) if expect is None else (expect,)), describe(proc)
     return proc, one_json(proc)
+
+
+def investigate(nodeid: str, *extra: str, timeout: float = 240, env: Optional[Dict[str, str]] = None,
+                workers: bool = True) -> Tuple[int, Dict[str, Any], str]:
+    """affidavit investigate NODEID --json: its exit code, its document ({} when it printed none)
+    and its stderr, which the document also carries as "_stderr" for any failing assertion that
+    prints it."""
+    proc = engine("investigate", nodeid, "--json", *extra, timeout=timeout, env=env, workers=workers)
+    data = json.loads(proc.stdout) if proc.stdout.strip() else {}
+    if data:
+        data["_stderr"] = proc.stderr  # shown by any failing assertion that prints data
+    return proc.returncode, data, proc.stderr

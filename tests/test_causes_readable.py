@@ -17,13 +17,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from test_cli import AFFIDAVIT, CASES, REPO, WORKERS, _env, describe
+from helpers import CASES, REPO, describe, engine
 
 LABELS = f"{CASES}/case_labels.py"
 STDLIB = f"{CASES}/case_stdlib_frame.py::test_reply_within_timeout"
@@ -33,24 +32,23 @@ TARGETS = f"{CASES}/check_targets.py"
 PLACEHOLDER = re.compile(r"at \?|: \?(\s|$)|\(\?\)|\?:\d|^\s*\w+:\s+\?\s*$", re.M)
 
 
-def engine(*args: str, cwd: Path = REPO, timeout: float = 240) -> "subprocess.CompletedProcess[str]":
-    return subprocess.run([str(AFFIDAVIT), *args], cwd=cwd, env=_env(), capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+# An investigation takes a while on a loaded machine; every call here gets the same bound.
+TIMEOUT = 240.0
 
 
 def investigate(nodeid: str) -> Tuple[Dict[str, Any], str, str]:
     """The JSON of one investigation, the text of `show` for its incident, and its HTML report."""
-    proc = engine("investigate", nodeid, "--json", *WORKERS)
+    proc = engine("investigate", nodeid, "--json", timeout=TIMEOUT)
     assert proc.returncode == 1, describe(proc)
     data = json.loads(proc.stdout)
-    shown = engine("show", str(data["incident"]))
+    shown = engine("show", str(data["incident"]), timeout=TIMEOUT, workers=False)
     assert shown.returncode == 0, describe(shown)
     html = (REPO / data["report"]).read_text()
     return data, shown.stdout, html
 
 
 def investigate_text(nodeid: str) -> str:
-    proc = engine("investigate", nodeid, *WORKERS)
+    proc = engine("investigate", nodeid, timeout=TIMEOUT)
     assert proc.returncode == 1, describe(proc)
     return proc.stdout
 
@@ -100,13 +98,13 @@ def test_partials_of_bound_methods_keep_the_method_name() -> None:
 
 
 def test_a_stdlib_frame_is_shown_relative_to_the_stdlib() -> None:
-    proc = engine("investigate", STDLIB, "--json", *WORKERS)
+    proc = engine("investigate", STDLIB, "--json", timeout=TIMEOUT)
     assert proc.returncode == 1, describe(proc)
     data = json.loads(proc.stdout)
     assert re.match(r"asyncio/(timeouts|tasks)\.py:\d+: TimeoutError", data["failure"]), data["failure"]
     html = (REPO / data["report"]).read_text()
-    shown = engine("show", str(data["incident"])).stdout
-    replayed = engine("replay", data["token"], STDLIB, "-n", "2", *WORKERS)
+    shown = engine("show", str(data["incident"]), timeout=TIMEOUT, workers=False).stdout
+    replayed = engine("replay", data["token"], STDLIB, "-n", "2", timeout=TIMEOUT)
     for out in (proc.stdout, html, shown, replayed.stdout):
         assert "../" not in out, out
     for out in (html, replayed.stdout):  # show prints no failure text
@@ -147,8 +145,8 @@ def test_an_order_violation_without_an_await_says_what_ran_instead_of_a_placehol
 
 
 def check(*args: str, cwd: Path = REPO, json_out: bool = True) -> "subprocess.CompletedProcess[str]":
-    return engine("check", *args, "--calls", "5", "--natural", "10", *WORKERS, *(("--json",) if json_out else ()),
-                  cwd=cwd)
+    return engine("check", *args, "--calls", "5", "--natural", "10", *(("--json",) if json_out else ()), cwd=cwd,
+                  timeout=TIMEOUT)
 
 
 def test_check_accepts_a_method_inherited_from_a_base_in_the_same_module() -> None:

@@ -4,7 +4,6 @@ SIGKILL."""
 
 from __future__ import annotations
 
-import sys
 import json
 import os
 import random
@@ -19,8 +18,8 @@ from typing import Any, Dict, List, Tuple
 import jsonschema
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-AFFIDAVIT = str(Path(sys.executable).parent / "affidavit")
+from helpers import AFFIDAVIT, REPO, engine, investigate
+
 SARIF_SCHEMA = REPO / "node_modules" / "@microsoft" / "sarif-multitool-linux" / "sarif-2.1.0.json"
 ARTIFACTS = REPO / "build" / "test-artifacts"
 LOST_UPDATE = "examples/test_lost_update.py::test_concurrent_deposits"
@@ -28,21 +27,22 @@ ESCAPE = "tests/cases/case_escape.py::test_hostile[<script>alert(1)</script>\"'<
 
 
 def run(*args: str, cwd: Path = REPO, timeout: float = 300) -> Tuple[int, str, str]:
-    p = subprocess.run([AFFIDAVIT, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    """affidavit with args in cwd: its exit code, stdout and stderr."""
+    p = engine(*args, cwd=cwd, timeout=timeout, workers=False)
     return p.returncode, p.stdout, p.stderr
 
 
-def investigate(nodeid: str, *extra: str) -> Dict[str, Any]:
-    rc, out, err = run("investigate", nodeid, "--json", *extra)
+def recorded(nodeid: str, *extra: str) -> Dict[str, Any]:
+    """The --json document of an investigation of nodeid, which must have recorded an incident."""
+    rc, data, err = investigate(nodeid, *extra, timeout=300, workers=False)
     assert rc in (1, 4), err
-    data = json.loads(out)
     assert isinstance(data["incident"], int) and data["incident"] > 0, (data.get("incident"), err)
     return data
 
 
 @pytest.fixture(scope="module")
 def lost_update() -> Dict[str, Any]:
-    return investigate(LOST_UPDATE, "--fix")
+    return recorded(LOST_UPDATE, "--fix")
 
 
 def test_every_investigation_is_an_incident(lost_update: Dict[str, Any]) -> None:
@@ -101,14 +101,14 @@ def test_sarif_validates_against_the_2_1_0_schema(lost_update: Dict[str, Any]) -
     assert {(p["artifactLocation"]["uri"], p["region"]["startLine"]) for p in located} >= {
         ("examples/test_lost_update.py", 15), ("examples/test_lost_update.py", 18)}, located
     # an order violation too (another cause kind, its own rule)
-    data = investigate("examples/test_taskgroup_read.py::test_report_is_finalized")
+    data = recorded("examples/test_taskgroup_read.py::test_report_is_finalized")
     rc, out, err = run("report", str(data["incident"]), "--format", "sarif")
     assert rc == 0, err
     validate_sarif(out)
 
 
 def test_markup_from_the_test_comes_out_inert() -> None:
-    data = investigate(ESCAPE)
+    data = recorded(ESCAPE)
     assert data["verdict"] == "deterministic"
     n = data["incident"]
     rc, html, err = run("report", str(n), "--format", "html")
