@@ -70,6 +70,11 @@ def documents(tmp_path_factory: pytest.TempPathFactory) -> List[Tuple[str, str, 
     _, d = engine_json("explore", PASSING, "--runs", "3", expect=0, env=env)
     assert d["found"] is False, d
     docs.append(("explore, not found", "explore", d))
+    # A failure that is a timer running out, not a race (tests/test_timing.py): the timing object.
+    _, d = engine_json("explore", f"{CASES}/case_timing.py::test_locked_increments_within_wait_timeout", "--runs", "60",
+                       expect=1, env=env)
+    assert d["verdict"] == "timing_sensitive" and isinstance(d["timing"], dict), d
+    docs.append(("explore, timing-sensitive", "explore", d))
 
     _, d = engine_json("replay", found["token"], LOST_UPDATE, "-n", "2", expect=1, env=env)
     docs.append(("replay, reproduced", "replay", d))
