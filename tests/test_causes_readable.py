@@ -36,7 +36,7 @@ PLACEHOLDER = re.compile(r"at \?|: \?(\s|$)|\(\?\)|\?:\d|^\s*\w+:\s+\?\s*$", re.
 TIMEOUT = 240.0
 
 
-def investigate(nodeid: str) -> Tuple[Dict[str, Any], str, str]:
+def investigate_and_show(nodeid: str) -> Tuple[Dict[str, Any], str, str]:
     """The JSON of one investigation, the text of `show` for its incident, and its HTML report."""
     proc = engine("investigate", nodeid, "--json", timeout=TIMEOUT)
     assert proc.returncode == 1, describe(proc)
@@ -65,7 +65,7 @@ def task_labels(data: Dict[str, Any]) -> List[str]:
 
 def test_partial_callbacks_are_labelled_by_the_function_they_call() -> None:
     nodeid = f"{LABELS}::test_partial_callbacks"
-    data, shown, html = investigate(nodeid)
+    data, shown, html = investigate_and_show(nodeid)
     text = investigate_text(nodeid)
     labels = set(task_labels(data))
     # partial(bump, ...) and partial(meter.add, ...) are two callbacks, each named for its function
@@ -78,7 +78,7 @@ def test_partial_callbacks_are_labelled_by_the_function_they_call() -> None:
 
 def test_a_wrapper_objects_coroutines_are_labelled_by_the_wrapped_function() -> None:
     nodeid = f"{LABELS}::test_wrapped_coroutine_tasks"
-    data, shown, html = investigate(nodeid)
+    data, shown, html = investigate_and_show(nodeid)
     labels = task_labels(data)
     assert labels and all(label.startswith("fetch_count#") for label in labels), labels
     for out in (json.dumps(data), shown, html):
@@ -88,7 +88,7 @@ def test_a_wrapper_objects_coroutines_are_labelled_by_the_wrapped_function() -> 
 def test_partials_of_bound_methods_keep_the_method_name() -> None:
     """A guard (it passed before labels.c too): a task made from a partial of a bound method is
     named by the method, since the coroutine is the method's."""
-    data, shown, _ = investigate(f"{LABELS}::test_partial_and_bound_method_tasks")
+    data, shown, _ = investigate_and_show(f"{LABELS}::test_partial_and_bound_method_tasks")
     labels = task_labels(data)
     assert labels and all(label.startswith("Cache.get#") for label in labels), labels
     assert "functools.partial" not in shown
@@ -128,7 +128,7 @@ def test_the_runtime_shows_library_paths_relative_to_their_directory() -> None:
 
 
 def test_an_order_violation_without_an_await_says_what_ran_instead_of_a_placeholder() -> None:
-    data, shown, html = investigate(UNKNOWN)
+    data, shown, html = investigate_and_show(UNKNOWN)
     text = investigate_text(UNKNOWN)
     cause = data["cause"]
     assert cause["kind"] == "order_violation", cause
