@@ -11,7 +11,7 @@ STAMP_NPM := node_modules/.affidavit-stamp
 CBUILD := build/c
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: all deps build test test-c test-py test-asan asan-build demo bench clean
+.PHONY: all deps build test test-c test-py test-asan asan-build demo bench format format-check clean
 
 all: build
 
@@ -81,6 +81,14 @@ asan-build: deps $(ASAN_VENV)/.deps-stamp
 test-asan: asan-build
 	$(ASAN_ENV) meson test -C $(ASAN_CBUILD) --print-errorlogs --timeout-multiplier 4
 	PATH=$(CURDIR)/$(ASAN_VENV)/bin:$$PATH $(ASAN_ENV) $(ASAN_VPY) -m pytest tests -q
+
+# The C sources (src/, tests/c/, fuzz/) against .clang-format, with the pinned clang-format-14:
+# format rewrites them, format-check only reports (and fails) what format would change.
+format: $(STAMP_DEPS)
+	bash scripts/check-format.sh --fix
+
+format-check: $(STAMP_DEPS)
+	bash scripts/check-format.sh
 
 demo: build
 	@bash scripts/demo.sh

@@ -29,26 +29,14 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from test_cli import (
-    AFFIDAVIT,
-    CASES,
-    PASSING,
-    REPO,
-    TOKEN_PREFIX,
-    WORKERS,
-    ZERO_TOKEN,
-    _env,
-    assert_usage_error,
-    describe,
-    flip,
-)
+from helpers import AFFIDAVIT, CASES, REPO, WORKERS, Proc, describe, engine, engine_env
+from test_cli import PASSING, TOKEN_PREFIX, ZERO_TOKEN, assert_usage_error, flip
 
 MARK = "AFD_BAD_MARKER"
 BAD = f"{CASES}/case_bad.py"
 HANG = f"{CASES}/case_hang.py"
 CRASH = f"{CASES}/case_crash.py"
 PINGPONG = f"{BAD}::test_ping_pong_forever"
-Proc = "subprocess.CompletedProcess[str]"
 
 # ---- helpers ----
 
@@ -88,10 +76,7 @@ def assert_nothing_left(marker: str, grace: float = 5.0) -> None:
 
 
 def marked_env(marker: str, extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    env = _env()
-    env[MARK] = marker
-    env.update(extra or {})
-    return env
+    return engine_env({MARK: marker, **(extra or {})})
 
 
 def afd(
@@ -105,14 +90,8 @@ def afd(
     """Runs affidavit (with --workers 2 unless workers is False) under a fresh marker and checks
     that nothing it started outlives it."""
     marker = uuid.uuid4().hex
-    argv = [str(AFFIDAVIT), *args, *(WORKERS if workers else ())]
-    try:
-        proc = subprocess.run(
-            argv, cwd=cwd, env=marked_env(marker, env), capture_output=True, text=True, timeout=timeout,
-            stdin=subprocess.DEVNULL, preexec_fn=preexec_fn,
-        )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"affidavit did not finish within {timeout} s: {argv}\nstderr: {exc.stderr!r}")
+    proc = engine(*args, cwd=cwd, env={MARK: marker, **(env or {})}, timeout=timeout, workers=workers,
+                  preexec_fn=preexec_fn)
     assert_nothing_left(marker)
     return proc
 

@@ -21,7 +21,6 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 import uuid
@@ -31,7 +30,8 @@ from typing import Any, Dict, List, Optional, Tuple
 import pytest
 
 from test_bad_input import Proc, afd, assert_nothing_left, marked_env
-from test_cli import AFFIDAVIT, CASES, PYTHON, REPO, _env, assert_usage_error, describe
+from helpers import AFFIDAVIT, CASES, PYTHON, REPO, describe, engine_env
+from test_cli import assert_usage_error
 
 CONTROLS = f"{CASES}/case_controls.py::test_message_with_controls"
 CONTROL_BYTES = ("\x00", "\x1b", "\x07")
@@ -55,7 +55,7 @@ def pytest_failure_text(nodeid: str, tmp_path: Path) -> str:
         "        c = report.longrepr.reprcrash\n"
         f"        open({str(out)!r}, 'w').write(json.dumps([os.path.relpath(c.path), c.lineno, c.message]))\n"
     )
-    env = _env()
+    env = engine_env()
     env["PYTHONPATH"] = str(tmp_path)
     proc = subprocess.run([str(PYTHON), "-m", "pytest", "-q", "-p", "record_crash", "-p", "no:cacheprovider", nodeid],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=120)

@@ -17,13 +17,12 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from test_cli import AFFIDAVIT, CASES, REPO, WORKERS, _env, describe
+from helpers import CASES, REPO, describe, engine
 
 LABELS = f"{CASES}/case_labels.py"
 STDLIB = f"{CASES}/case_stdlib_frame.py::test_reply_within_timeout"
@@ -33,24 +32,23 @@ TARGETS = f"{CASES}/check_targets.py"
 PLACEHOLDER = re.compile(r"at \?|: \?(\s|$)|\(\?\)|\?:\d|^\s*\w+:\s+\?\s*$", re.M)
 
 
-def engine(*args: str, cwd: Path = REPO, timeout: float = 240) -> "subprocess.CompletedProcess[str]":
-    return subprocess.run([str(AFFIDAVIT), *args], cwd=cwd, env=_env(), capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
+# An investigation takes a while on a loaded machine; every call here gets the same bound.
+TIMEOUT = 240.0
 
 
-def investigate(nodeid: str) -> Tuple[Dict[str, Any], str, str]:
+def investigate_and_show(nodeid: str) -> Tuple[Dict[str, Any], str, str]:
     """The JSON of one investigation, the text of `show` for its incident, and its HTML report."""
-    proc = engine("investigate", nodeid, "--json", *WORKERS)
+    proc = engine("investigate", nodeid, "--json", timeout=TIMEOUT)
     assert proc.returncode == 1, describe(proc)
     data = json.loads(proc.stdout)
-    shown = engine("show", str(data["incident"]))
+    shown = engine("show", str(data["incident"]), timeout=TIMEOUT, workers=False)
     assert shown.returncode == 0, describe(shown)
     html = (REPO / data["report"]).read_text()
     return data, shown.stdout, html
 
 
 def investigate_text(nodeid: str) -> str:
-    proc = engine("investigate", nodeid, *WORKERS)
+    proc = engine("investigate", nodeid, timeout=TIMEOUT)
     assert proc.returncode == 1, describe(proc)
     return proc.stdout
 
@@ -67,7 +65,7 @@ def task_labels(data: Dict[str, Any]) -> List[str]:
 
 def test_partial_callbacks_are_labelled_by_the_function_they_call() -> None:
     nodeid = f"{LABELS}::test_partial_callbacks"
-    data, shown, html = investigate(nodeid)
+    data, shown, html = investigate_and_show(nodeid)
     text = investigate_text(nodeid)
     labels = set(task_labels(data))
     # partial(bump, ...) and partial(meter.add, ...) are two callbacks, each named for its function
@@ -80,7 +78,7 @@ def test_partial_callbacks_are_labelled_by_the_function_they_call() -> None:
 
 def test_a_wrapper_objects_coroutines_are_labelled_by_the_wrapped_function() -> None:
     nodeid = f"{LABELS}::test_wrapped_coroutine_tasks"
-    data, shown, html = investigate(nodeid)
+    data, shown, html = investigate_and_show(nodeid)
     labels = task_labels(data)
     assert labels and all(label.startswith("fetch_count#") for label in labels), labels
     for out in (json.dumps(data), shown, html):
@@ -90,7 +88,7 @@ def test_a_wrapper_objects_coroutines_are_labelled_by_the_wrapped_function() -> 
 def test_partials_of_bound_methods_keep_the_method_name() -> None:
     """A guard (it passed before labels.c too): a task made from a partial of a bound method is
     named by the method, since the coroutine is the method's."""
-    data, shown, _ = investigate(f"{LABELS}::test_partial_and_bound_method_tasks")
+    data, shown, _ = investigate_and_show(f"{LABELS}::test_partial_and_bound_method_tasks")
     labels = task_labels(data)
     assert labels and all(label.startswith("Cache.get#") for label in labels), labels
     assert "functools.partial" not in shown
@@ -100,13 +98,13 @@ def test_partials_of_bound_methods_keep_the_method_name() -> None:
 
 
 def test_a_stdlib_frame_is_shown_relative_to_the_stdlib() -> None:
-    proc = engine("investigate", STDLIB, "--json", *WORKERS)
+    proc = engine("investigate", STDLIB, "--json", timeout=TIMEOUT)
     assert proc.returncode == 1, describe(proc)
     data = json.loads(proc.stdout)
     assert re.match(r"asyncio/(timeouts|tasks)\.py:\d+: TimeoutError", data["failure"]), data["failure"]
     html = (REPO / data["report"]).read_text()
-    shown = engine("show", str(data["incident"])).stdout
-    replayed = engine("replay", data["token"], STDLIB, "-n", "2", *WORKERS)
+    shown = engine("show", str(data["incident"]), timeout=TIMEOUT, workers=False).stdout
+    replayed = engine("replay", data["token"], STDLIB, "-n", "2", timeout=TIMEOUT)
     for out in (proc.stdout, html, shown, replayed.stdout):
         assert "../" not in out, out
     for out in (html, replayed.stdout):  # show prints no failure text
@@ -130,7 +128,7 @@ def test_the_runtime_shows_library_paths_relative_to_their_directory() -> None:
 
 
 def test_an_order_violation_without_an_await_says_what_ran_instead_of_a_placeholder() -> None:
-    data, shown, html = investigate(UNKNOWN)
+    data, shown, html = investigate_and_show(UNKNOWN)
     text = investigate_text(UNKNOWN)
     cause = data["cause"]
     assert cause["kind"] == "order_violation", cause
@@ -147,8 +145,8 @@ def test_an_order_violation_without_an_await_says_what_ran_instead_of_a_placehol
 
 
 def check(*args: str, cwd: Path = REPO, json_out: bool = True) -> "subprocess.CompletedProcess[str]":
-    return engine("check", *args, "--calls", "5", "--natural", "10", *WORKERS, *(("--json",) if json_out else ()),
-                  cwd=cwd)
+    return engine("check", *args, "--calls", "5", "--natural", "10", *(("--json",) if json_out else ()), cwd=cwd,
+                  timeout=TIMEOUT)
 
 
 def test_check_accepts_a_method_inherited_from_a_base_in_the_same_module() -> None:

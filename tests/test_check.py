@@ -7,26 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Dict, Optional, Tuple
 
 import pytest
 
 from affidavit import check
+from helpers import AFFIDAVIT, REPO, engine
 
-REPO = Path(__file__).resolve().parents[1]
-AFFIDAVIT = Path(sys.executable).parent / "affidavit"
 TARGETS = "tests/cases/check_targets.py"
 QUICK = ("--natural", "20", "--runs", "200", "--workers", "2")
 
 
 def run_check(*args: str, env: Optional[Dict[str, str]] = None, timeout: float = 300) -> Tuple[int, Dict[str, Any], str]:
-    proc = subprocess.run([str(AFFIDAVIT), "check", *args, "--json"], cwd=REPO, capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+    proc = engine("check", *args, "--json", env=env, timeout=timeout, workers=False)
     data = json.loads(proc.stdout) if proc.stdout.strip() else {}
     return proc.returncode, data, proc.stderr
 

@@ -8,20 +8,13 @@ a file named explicitly in a node id, which is how affidavit's worker is given t
 
 from __future__ import annotations
 
-import sys
 import json
-import os
 import subprocess
-from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-AFFIDAVIT = Path(sys.executable).parent / "affidavit"
-PYTHON = Path(sys.executable).parent / "python"
-CASES = "tests/cases"
-WORKERS = ("--workers", "2")
+from helpers import AFFIDAVIT, CASES, PYTHON, REPO, WORKERS, describe, engine, engine_env, engine_json
 
 # The zero schedule with seed 0: what explore uses for its first run.
 ZERO_TOKEN = "afd1:aeaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaacbvibx4"
@@ -46,46 +39,9 @@ FAILING_OUTCOMES = ("fail", "error", "hang", "crash")
 # ---- helpers ----
 
 
-def _env() -> Dict[str, str]:
-    """The caller's environment minus what would change how the worker's pytest behaves."""
-    env = dict(os.environ)
-    for key in ("PYTEST_ADDOPTS", "PYTEST_CURRENT_TEST", "PYTEST_PLUGINS", "AFFIDAVIT_PYTHON"):
-        env.pop(key, None)
-    return env
-
-
-def describe(proc: "subprocess.CompletedProcess[str]") -> str:
-    return f"command: {proc.args}\nexit: {proc.returncode}\nstdout: {proc.stdout!r}\nstderr: {proc.stderr!r}"
-
-
-def run(*args: str, timeout: float = 60.0, workers: bool = True) -> "subprocess.CompletedProcess[str]":
-    """Runs affidavit with args (plus --workers 2 unless workers is False) from the repo root."""
-    argv = [str(AFFIDAVIT), *args, *(WORKERS if workers else ())]
-    try:
-        return subprocess.run(
-            argv, cwd=REPO, env=_env(), capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL
-        )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"affidavit did not finish within {timeout} s: {argv}\nstdout: {exc.stdout!r}\nstderr: {exc.stderr!r}")
-
-
-def run_json(
-    *args: str, expect: Optional[int], timeout: float = 60.0
-) -> Tuple["subprocess.CompletedProcess[str]", Dict[str, Any]]:
-    """Runs affidavit with --json, checks the exit code (expect; None: 0 or 1), and parses
-    stdout as one JSON object."""
-    proc = run(*args, "--json", timeout=timeout)
-    assert proc.returncode in ((0, 1) if expect is None else (expect,)), describe(proc)
-    lines = proc.stdout.splitlines()
-    assert len(lines) == 1, f"--json must print exactly one line\n{describe(proc)}"
-    data = json.loads(lines[0])
-    assert isinstance(data, dict), describe(proc)
-    return proc, data
-
-
 def explore_token(nodeid: str, *extra: str) -> str:
     """A failing token for nodeid, found by explore."""
-    _, data = run_json("explore", nodeid, *extra, expect=1)
+    _, data = engine_json("explore", nodeid, *extra, expect=1)
     assert data["found"] is True, data
     token = data["token"]
     assert isinstance(token, str) and token.startswith(TOKEN_PREFIX), data
@@ -139,7 +95,7 @@ def flip(token: str, index: int) -> str:
 def test_project_pytest_does_not_collect_the_cases() -> None:
     proc = subprocess.run(
         [str(PYTHON), "-m", "pytest", "tests", "--collect-only", "-q", "-p", "no:cacheprovider"],
-        cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120,
+        cwd=REPO, env=engine_env(), capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, describe(proc)
     assert "tests/test_cli.py::" in proc.stdout, describe(proc)
@@ -152,7 +108,7 @@ def test_isolation_case_detects_shared_module_state() -> None:
     first one's writes, so an affidavit run that passes really did start fresh."""
     proc = subprocess.run(
         [str(PYTHON), "-m", "pytest", f"{CASES}/case_isolation.py", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
-        cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120,
+        cwd=REPO, env=engine_env(), capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 1, describe(proc)
     assert "1 failed, 1 passed" in proc.stdout, describe(proc)
@@ -170,10 +126,10 @@ def test_runs_give_pytests_verdict(test: str, failed: int, text: str) -> None:
     adds the mark: affidavit's runs give the verdict plain pytest gives."""
     node = f"{CASES}/case_protocol.py::{test}"
     plain = subprocess.run([str(PYTHON), "-m", "pytest", node, "-q", "-p", "no:cacheprovider"],
-                           cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120)
+                           cwd=REPO, env=engine_env(), capture_output=True, text=True, timeout=120)
     assert plain.returncode == (1 if failed else 0), describe(plain)
     proc = subprocess.run([str(AFFIDAVIT), "sample", node, "-n", "3", "--json", *WORKERS],
-                          cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120)
+                          cwd=REPO, env=engine_env(), capture_output=True, text=True, timeout=120)
     data = json.loads(proc.stdout)
     assert data["runs"] == 3 and data["failed"] == failed, describe(proc)
     assert text in data["failure"], describe(proc)
@@ -184,7 +140,7 @@ def test_runs_give_pytests_verdict(test: str, failed: int, text: str) -> None:
 
 @pytest.mark.parametrize("nodeid", EXAMPLES, ids=[n.split("/")[1].split(".py")[0] for n in EXAMPLES])
 def test_explore_finds_a_token_that_replays(nodeid: str) -> None:
-    _, found = run_json("explore", nodeid, "--strategy", "portfolio", "--runs", "500", expect=1, timeout=180)
+    _, found = engine_json("explore", nodeid, "--strategy", "portfolio", "--runs", "500", expect=1, timeout=180)
     assert found["found"] is True, found
     token = found["token"]
     assert isinstance(token, str) and token.startswith(TOKEN_PREFIX), found
@@ -193,7 +149,7 @@ def test_explore_finds_a_token_that_replays(nodeid: str) -> None:
     assert found["outcome"] in FAILING_OUTCOMES, found
     assert found["failure"], found
 
-    _, replayed = run_json("replay", token, nodeid, "-n", "10", expect=1)
+    _, replayed = engine_json("replay", token, nodeid, "-n", "10", expect=1)
     assert replayed["runs"] == 10, replayed
     assert replayed["failed"] == 10, replayed
     assert replayed["identical_traces"] is True, replayed
@@ -206,7 +162,7 @@ def test_explore_finds_a_token_that_replays(nodeid: str) -> None:
 
 def test_failing_token_replays_20_of_20_with_identical_traces() -> None:
     token = explore_token(LOST_UPDATE, "--seed", "7")
-    _, data = run_json("replay", token, LOST_UPDATE, "-n", "20", expect=1)
+    _, data = engine_json("replay", token, LOST_UPDATE, "-n", "20", expect=1)
     assert data["runs"] == 20 and data["failed"] == 20, data
     assert data["outcomes"]["fail"] == 20, data
     assert data["identical_traces"] is True, data
@@ -216,18 +172,18 @@ def test_failing_token_replays_20_of_20_with_identical_traces() -> None:
 
 def test_zero_token_is_explores_first_schedule() -> None:
     """The hard-coded zero token below is the one explore's first (zero) run really uses."""
-    _, data = run_json("explore", EVENT_FLAG, "--strategy", "zero", "--runs", "1", expect=1)
+    _, data = engine_json("explore", EVENT_FLAG, "--strategy", "zero", "--runs", "1", expect=1)
     assert data["found"] is True and data["failing_run"] == 1, data
     assert data["token"] == ZERO_TOKEN, data
     assert data["schedule"] == "zero", data
 
 
 def test_passing_token_replays_20_passes_with_identical_traces() -> None:
-    _, explored = run_json("explore", RARE_FLAKE, "--strategy", "zero", "--runs", "1", expect=0)
+    _, explored = engine_json("explore", RARE_FLAKE, "--strategy", "zero", "--runs", "1", expect=0)
     assert explored["found"] is False and explored["runs"] == 1, explored
     assert explored["outcomes"]["pass"] == 1, explored
 
-    _, data = run_json("replay", ZERO_TOKEN, RARE_FLAKE, "-n", "20", expect=0)
+    _, data = engine_json("replay", ZERO_TOKEN, RARE_FLAKE, "-n", "20", expect=0)
     assert data["runs"] == 20 and data["failed"] == 0, data
     assert data["outcomes"]["pass"] == 20, data
     assert data["identical_traces"] is True, data
@@ -236,9 +192,9 @@ def test_passing_token_replays_20_passes_with_identical_traces() -> None:
 
 def test_explore_with_a_seed_is_reproducible() -> None:
     """The same seed gives the same first failing schedule, whatever the number of workers."""
-    _, first = run_json("explore", LOST_UPDATE, "--seed", "7", expect=1)
-    _, second = run_json("explore", LOST_UPDATE, "--seed", "7", expect=1)
-    one_worker = run(*("explore", LOST_UPDATE, "--seed", "7", "--json", "--workers", "1"), workers=False)
+    _, first = engine_json("explore", LOST_UPDATE, "--seed", "7", expect=1)
+    _, second = engine_json("explore", LOST_UPDATE, "--seed", "7", expect=1)
+    one_worker = engine(*("explore", LOST_UPDATE, "--seed", "7", "--json", "--workers", "1"), workers=False)
     assert one_worker.returncode == 1, describe(one_worker)
     third = json.loads(one_worker.stdout)
     assert first["token"] == second["token"] == third["token"], (first, second, third)
@@ -247,9 +203,9 @@ def test_explore_with_a_seed_is_reproducible() -> None:
 
 def test_token_tolerates_surrounding_whitespace_and_letter_case() -> None:
     token = explore_token(LOST_UPDATE, "--seed", "7")
-    _, canonical = run_json("replay", token, LOST_UPDATE, "-n", "2", expect=1)
+    _, canonical = engine_json("replay", token, LOST_UPDATE, "-n", "2", expect=1)
     variant = f"  {TOKEN_PREFIX}{token[len(TOKEN_PREFIX):].upper()}\n"
-    _, data = run_json("replay", variant, LOST_UPDATE, "-n", "2", expect=1)
+    _, data = engine_json("replay", variant, LOST_UPDATE, "-n", "2", expect=1)
     assert data["failed"] == 2 and data["identical_traces"] is True, data
     assert data["digest"] == canonical["digest"], (data, canonical)
 
@@ -259,7 +215,7 @@ def test_token_tolerates_surrounding_whitespace_and_letter_case() -> None:
 
 @pytest.mark.parametrize("test", ["test_fresh_module_state", "test_fresh_module_state_again"])
 def test_every_run_starts_with_fresh_module_state(test: str) -> None:
-    _, data = run_json("sample", f"{CASES}/case_isolation.py::{test}", "-n", "20", expect=0)
+    _, data = engine_json("sample", f"{CASES}/case_isolation.py::{test}", "-n", "20", expect=0)
     assert data["runs"] == 20, data
     assert data["failed"] == 0, data
     assert data["outcomes"]["pass"] == 20, data
@@ -268,7 +224,7 @@ def test_every_run_starts_with_fresh_module_state(test: str) -> None:
 @pytest.mark.parametrize("text, value", [("08", 8), ("010", 10)])
 def test_run_counts_are_decimal(text: str, value: int) -> None:
     """A count with a leading zero is either refused or read as decimal, never as octal."""
-    proc = run("sample", PASSING, "-n", text, "--json")
+    proc = engine("sample", PASSING, "-n", text, "--json")
     if proc.returncode == 2:
         assert_usage_error(proc, "-n")
         return
@@ -277,14 +233,14 @@ def test_run_counts_are_decimal(text: str, value: int) -> None:
 
 
 def test_no_arguments_prints_usage_and_exits_2() -> None:
-    proc = run(workers=False)
+    proc = engine(workers=False)
     assert proc.returncode == 2, describe(proc)
     assert proc.stdout == "", describe(proc)
     assert proc.stderr.startswith("usage: affidavit"), describe(proc)
 
 
 def test_help_prints_usage_on_stdout() -> None:
-    proc = run("--help", workers=False)
+    proc = engine("--help", workers=False)
     assert proc.returncode == 0, describe(proc)
     for word in ("sample NODEID", "explore NODEID", "replay TOKEN NODEID", "exit codes"):
         assert word in proc.stdout, describe(proc)
@@ -294,7 +250,7 @@ def test_help_prints_usage_on_stdout() -> None:
 
 
 def test_sample_json_contract() -> None:
-    proc, data = run_json("sample", LOST_UPDATE, "-n", "10", expect=None)
+    proc, data = engine_json("sample", LOST_UPDATE, "-n", "10", expect=None)
     assert data["nodeid"] == LOST_UPDATE, data
     assert type(data["runs"]) is int and data["runs"] == 10, data
     assert type(data["failed"]) is int and 0 <= data["failed"] <= 10, data
@@ -311,7 +267,7 @@ def test_sample_json_contract() -> None:
 
 
 def test_explore_json_contract_when_found() -> None:
-    _, data = run_json("explore", LOST_UPDATE, "--runs", "50", expect=1)
+    _, data = engine_json("explore", LOST_UPDATE, "--runs", "50", expect=1)
     assert data["nodeid"] == LOST_UPDATE, data
     assert data["found"] is True, data
     assert isinstance(data["token"], str) and data["token"].startswith(TOKEN_PREFIX), data
@@ -324,7 +280,7 @@ def test_explore_json_contract_when_found() -> None:
 
 
 def test_explore_json_contract_when_not_found() -> None:
-    _, data = run_json("explore", PASSING, "--runs", "20", expect=0)
+    _, data = engine_json("explore", PASSING, "--runs", "20", expect=0)
     assert data["found"] is False, data
     assert data["token"] is None and data["failure"] is None and data["failing_run"] is None, data
     assert data["runs"] == 20, data
@@ -334,7 +290,7 @@ def test_explore_json_contract_when_not_found() -> None:
 
 
 def test_replay_json_contract() -> None:
-    _, data = run_json("replay", ZERO_TOKEN, EVENT_FLAG, "-n", "3", expect=1)
+    _, data = engine_json("replay", ZERO_TOKEN, EVENT_FLAG, "-n", "3", expect=1)
     assert data["nodeid"] == EVENT_FLAG, data
     assert type(data["runs"]) is int and data["runs"] == 3, data
     assert type(data["failed"]) is int and data["failed"] == 3, data
@@ -348,7 +304,7 @@ def test_replay_json_contract() -> None:
 
 def test_failure_text_survives_json_escaping() -> None:
     """Quotes, backslashes, tabs, control and non-ASCII characters come through JSON intact."""
-    _, data = run_json("sample", f"{CASES}/case_failure_text.py::test_awkward_message", "-n", "1", expect=1)
+    _, data = engine_json("sample", f"{CASES}/case_failure_text.py::test_awkward_message", "-n", "1", expect=1)
     assert data["outcomes"]["fail"] == 1, data
     assert 'ünïcode "quoted" \\ back\ttab\x01ctl' in data["failure"], data
 
@@ -356,7 +312,7 @@ def test_failure_text_survives_json_escaping() -> None:
 def test_failure_message_that_is_not_utf8_encodable() -> None:
     """A failing assert whose message holds a lone surrogate is still a failure of the test
     (outcome fail, AssertionError), not an internal error of affidavit."""
-    _, data = run_json("sample", f"{CASES}/case_failure_text.py::test_surrogate_message", "-n", "1", expect=1)
+    _, data = engine_json("sample", f"{CASES}/case_failure_text.py::test_surrogate_message", "-n", "1", expect=1)
     assert data["outcomes"]["fail"] == 1, data
     assert "AssertionError" in data["failure"], data
     assert "internal" not in data["failure"], data
@@ -366,7 +322,7 @@ def test_failure_message_that_is_not_utf8_encodable() -> None:
 
 
 def test_sample_human_output() -> None:
-    proc = run("sample", PASSING, "-n", "3")
+    proc = engine("sample", PASSING, "-n", "3")
     assert proc.returncode == 0, describe(proc)
     first = proc.stdout.splitlines()[0]
     assert first.startswith(PASSING), describe(proc)
@@ -374,7 +330,7 @@ def test_sample_human_output() -> None:
 
 
 def test_explore_human_output_gives_a_working_replay_command() -> None:
-    proc = run("explore", LOST_UPDATE, "--seed", "7")
+    proc = engine("explore", LOST_UPDATE, "--seed", "7")
     assert proc.returncode == 1, describe(proc)
     lines = [line.strip() for line in proc.stdout.splitlines()]
     token_lines = [line for line in lines if line.startswith("token:")]
@@ -385,13 +341,13 @@ def test_explore_human_output_gives_a_working_replay_command() -> None:
     assert len(replay_lines) == 1, describe(proc)
     command = replay_lines[0][replay_lines[0].index("affidavit replay") :].split()
     assert command == ["affidavit", "replay", token, LOST_UPDATE], describe(proc)
-    again = run(*command[1:], "-n", "3")
+    again = engine(*command[1:], "-n", "3")
     assert again.returncode == 1, describe(again)
     assert "3 failed" in again.stdout and "traces identical" in again.stdout, describe(again)
 
 
 def test_explore_human_output_when_nothing_fails() -> None:
-    proc = run("explore", PASSING, "--runs", "5")
+    proc = engine("explore", PASSING, "--runs", "5")
     assert proc.returncode == 0, describe(proc)
     assert "no failing schedule in 5 runs" in proc.stdout, describe(proc)
     assert "token:" not in proc.stdout, describe(proc)

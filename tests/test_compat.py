@@ -5,7 +5,6 @@ synchronous test that calls asyncio.run."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -14,8 +13,8 @@ from typing import Dict
 import pytest
 
 from affidavit import _runtime
+from helpers import AFFIDAVIT
 
-AFFIDAVIT = os.path.join(os.path.dirname(sys.executable), "affidavit")
 ZERO = _runtime.portfolio_token(0, 0, 1, "zero")
 
 CHECK = '''

@@ -12,16 +12,15 @@ what it folded. A fake engine (AFFIDAVIT_ENGINE) stands in for the timing_sensit
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import pytest
 
-from test_cli import AFFIDAVIT, PYTHON, _env, describe
+from helpers import AFFIDAVIT, PYTHON, describe, engine, engine_env
 
 HEAD = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
 
@@ -83,7 +82,7 @@ def project(tmp_path: Path, files: Dict[str, str], ini: str = "") -> Path:
 def pytest_run(root: Path, *args: str, env: Optional[Dict[str, str]] = None,
                timeout: float = 300) -> "subprocess.CompletedProcess[str]":
     return subprocess.run([str(PYTHON), "-m", "pytest", "-p", "no:randomly", *args], cwd=root, capture_output=True,
-                          text=True, timeout=timeout, env=env or _env(), stdin=subprocess.DEVNULL)
+                          text=True, timeout=timeout, env=env or engine_env(), stdin=subprocess.DEVNULL)
 
 
 def summary_lines(proc: "subprocess.CompletedProcess[str]") -> List[str]:
@@ -191,23 +190,23 @@ def test_a_project_with_filterwarnings_error_is_explored(tmp_path: Path) -> None
     assert [r["runs"] for r in results(root)] == [3], results(root)
 
 
-def engine(root: Path, *args: str) -> "subprocess.CompletedProcess[str]":
-    return subprocess.run([str(AFFIDAVIT), *args, "--workers", "1"], cwd=root, capture_output=True, text=True,
-                          timeout=120, env=_env(), stdin=subprocess.DEVNULL)
+def engine_in(root: Path, *args: str) -> "subprocess.CompletedProcess[str]":
+    """affidavit with args and one worker in root."""
+    return engine(*args, "--workers", "1", cwd=root, timeout=120, workers=False)
 
 
 def test_only_a_wrong_request_is_a_usage_error(tmp_path: Path) -> None:
     """Exit 2 for a node id that matches nothing and for arguments pytest refuses (its message
     whole: the reason, not the usage synopsis); exit 3 for a conftest that fails to load."""
     root = not_explored_project(tmp_path)
-    missing = engine(root, "sample", "test_ok.py::test_nothing_here", "-n", "1")
+    missing = engine_in(root, "sample", "test_ok.py::test_nothing_here", "-n", "1")
     assert missing.returncode == 2 and "not found" in missing.stderr, describe(missing)
-    bogus = engine(root, "sample", "test_ok.py::test_async_ok", "-n", "1", "--pytest-arg=--no-such-option")
+    bogus = engine_in(root, "sample", "test_ok.py::test_async_ok", "-n", "1", "--pytest-arg=--no-such-option")
     assert bogus.returncode == 2, describe(bogus)
     line = bogus.stderr.strip()
     assert line.startswith("affidavit: error: ") and "\n" not in line, describe(bogus)
     assert "unrecognized arguments: --no-such-option" in line and "usage:" not in line, line
-    conftest = engine(root, "explore", "sub/test_a.py::test_async_ok", "--runs", "1")
+    conftest = engine_in(root, "explore", "sub/test_a.py::test_async_ok", "--runs", "1")
     assert conftest.returncode == 3, describe(conftest)
     assert "RuntimeError: this conftest refuses to load in a worker" in conftest.stderr, describe(conftest)
 
@@ -485,7 +484,7 @@ def fake_engine(tmp_path: Path) -> Dict[str, str]:
     path = tmp_path / "fake-affidavit"
     path.write_text(FAKE_ENGINE.format(python=sys.executable))
     path.chmod(0o755)
-    return dict(_env(), AFFIDAVIT_ENGINE=str(path))
+    return dict(engine_env(), AFFIDAVIT_ENGINE=str(path))
 
 
 def test_timing_sensitive_is_listed_apart_and_not_red(tmp_path: Path) -> None:
@@ -522,7 +521,7 @@ def test_each_session_starts_its_results_file_and_merge_counts(tmp_path: Path) -
                       + json.dumps({"nodeid": "t.py::u", "found": True, "runs": 5, "failing_run": 1,
                                     "failure": "y", "shard": "1/1", "token": "afd1:y"}) + "\n")
     merged = subprocess.run([str(AFFIDAVIT), "merge", str(shard), str(timing)], cwd=root, capture_output=True,
-                            text=True, timeout=60, env=_env())
+                            text=True, timeout=60, env=engine_env())
     assert merged.returncode == 0, describe(merged)
     assert re.fullmatch(r"merged 3 results from 2 files into \S+: 1 failing, 1 timing_sensitive, 1 clean, "
                         r"0 investigations\n", merged.stdout), describe(merged)

@@ -15,16 +15,14 @@ found for the same lost update without a chdir.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
-from test_cli import AFFIDAVIT, CASES, PYTHON, REPO, _env, describe
+from helpers import AFFIDAVIT, CASES, PYTHON, REPO, describe, engine, engine_env
 
 INI = """\
 [pytest]
@@ -64,7 +62,7 @@ def pytest_phases(root: Path, nodeid: str) -> Phases:
     out = root.parent / "phases.jsonl"
     if out.exists():
         out.unlink()
-    env = _env()
+    env = engine_env()
     env["PYTHONPATH"] = str(plugin_dir)
     env["AFD_PHASES_OUT"] = str(out)
     proc = subprocess.run(
@@ -90,10 +88,8 @@ def expected(phases: Phases) -> Tuple[str, str]:
 
 
 def affidavit_sample(root: Path, nodeid: str, *extra: str) -> Tuple["subprocess.CompletedProcess[str]", Dict[str, Any]]:
-    proc = subprocess.run(
-        [str(AFFIDAVIT), "sample", nodeid, "-n", str(RUNS), "--json", "--workers", "1", *extra],
-        cwd=root, env=_env(), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
-    )
+    proc = engine("sample", nodeid, "-n", str(RUNS), "--json", "--workers", "1", *extra, cwd=root, timeout=120,
+                  workers=False)
     assert proc.returncode in (0, 1), describe(proc)
     return proc, json.loads(proc.stdout)
 
@@ -269,7 +265,7 @@ def test_a_lost_update_that_takes_tmp_path_is_explained(tmp_path: Path) -> None:
     schedule' (which is what a teardown error in every run looked like)."""
     proc = subprocess.run(
         [str(AFFIDAVIT), "investigate", f"{CASES}/case_chdir.py::test_deposits_with_tmp_path", "--json", "--workers", "2"],
-        cwd=REPO, env=_env(), capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+        cwd=REPO, env=engine_env(), capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 1, describe(proc)
     data = json.loads(proc.stdout)
@@ -297,7 +293,7 @@ def test_a_conftests_logreport_sees_every_phase(tmp_path: Path) -> None:
         """)
     root = project(tmp_path, {"conftest.py": LOGREPORT_CONFTEST, "test_case.py": test})
     out = tmp_path / "logreport.txt"
-    env = _env()
+    env = engine_env()
     env["AFD_LOGREPORT_OUT"] = str(out)
     proc = subprocess.run(
         [str(PYTHON), "-m", "pytest", "-p", "no:affidavit", "-p", "no:cacheprovider", "-q", "test_case.py::test_it"],
@@ -376,7 +372,7 @@ def pytest_runtest_makereport(item, call):
 
 def test_a_killed_runs_output_is_not_the_next_runs(tmp_path: Path) -> None:
     root = project(tmp_path, {"conftest.py": LEAK_CONFTEST, "test_case.py": LEAK_TEST})
-    env = _env()
+    env = engine_env()
     env["AFD_LEAK_MARKER"] = str(tmp_path / "marker")
     proc = subprocess.run(
         [str(AFFIDAVIT), "sample", "test_case.py::test_it", "-n", "3", "--json", "--workers", "1", "--timeout", "2"],
@@ -394,7 +390,7 @@ def test_a_killed_runs_output_is_not_the_next_runs(tmp_path: Path) -> None:
 def investigate_cause(nodeid: str) -> Dict[str, Any]:
     proc = subprocess.run(
         [str(AFFIDAVIT), "investigate", nodeid, "--json", "--workers", "2"],
-        cwd=REPO, env=_env(), capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+        cwd=REPO, env=engine_env(), capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 1, describe(proc)
     data = json.loads(proc.stdout)
@@ -444,7 +440,7 @@ def test_an_overridden_event_loop_policy_is_named(tmp_path: Path) -> None:
     assert expected(pytest_phases(root, "test_case.py::test_it")) == ("pass", "")
     proc = subprocess.run(
         [str(AFFIDAVIT), "sample", "test_case.py::test_it", "-n", "2", "--workers", "1"],
-        cwd=root, env=_env(), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
+        cwd=root, env=engine_env(), capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 2, describe(proc)
     lines = [l for l in proc.stderr.splitlines() if l.startswith("affidavit: error: ")]

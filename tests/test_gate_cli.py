@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 import difflib
 import json
 import subprocess
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-AFFIDAVIT = Path(sys.executable).parent / "affidavit"
+from helpers import REPO, engine
+
 TARGET = "examples/test_lost_update.py"
 
 
@@ -19,8 +17,7 @@ def diff_of(path: str, after: str) -> str:
 
 
 def gate(diff: str, *args: str) -> "subprocess.CompletedProcess[str]":
-    return subprocess.run([str(AFFIDAVIT), "gate", "-", "--json", *args], cwd=REPO, input=diff, capture_output=True,
-                          text=True, timeout=60)
+    return engine("gate", "-", "--json", *args, input=diff, workers=False)
 
 
 def checks(proc: "subprocess.CompletedProcess[str]") -> dict:

@@ -4,7 +4,6 @@ SIGKILL."""
 
 from __future__ import annotations
 
-import sys
 import json
 import os
 import random
@@ -19,51 +18,52 @@ from typing import Any, Dict, List, Tuple
 import jsonschema
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-AFFIDAVIT = str(Path(sys.executable).parent / "affidavit")
+from helpers import AFFIDAVIT, REPO, engine, investigate
+
 SARIF_SCHEMA = REPO / "node_modules" / "@microsoft" / "sarif-multitool-linux" / "sarif-2.1.0.json"
 ARTIFACTS = REPO / "build" / "test-artifacts"
 LOST_UPDATE = "examples/test_lost_update.py::test_concurrent_deposits"
 ESCAPE = "tests/cases/case_escape.py::test_hostile[<script>alert(1)</script>\"'</svg>&]"
 
 
-def run(*args: str, cwd: Path = REPO, timeout: float = 300) -> Tuple[int, str, str]:
-    p = subprocess.run([AFFIDAVIT, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+def affidavit(*args: str, cwd: Path = REPO, timeout: float = 300) -> Tuple[int, str, str]:
+    """affidavit with args in cwd: its exit code, stdout and stderr."""
+    p = engine(*args, cwd=cwd, timeout=timeout, workers=False)
     return p.returncode, p.stdout, p.stderr
 
 
-def investigate(nodeid: str, *extra: str) -> Dict[str, Any]:
-    rc, out, err = run("investigate", nodeid, "--json", *extra)
+def recorded(nodeid: str, *extra: str) -> Dict[str, Any]:
+    """The --json document of an investigation of nodeid, which must have recorded an incident."""
+    rc, data, err = investigate(nodeid, *extra, timeout=300, workers=False)
     assert rc in (1, 4), err
-    data = json.loads(out)
     assert isinstance(data["incident"], int) and data["incident"] > 0, (data.get("incident"), err)
     return data
 
 
 @pytest.fixture(scope="module")
 def lost_update() -> Dict[str, Any]:
-    return investigate(LOST_UPDATE, "--fix")
+    return recorded(LOST_UPDATE, "--fix")
 
 
 def test_every_investigation_is_an_incident(lost_update: Dict[str, Any]) -> None:
     n = lost_update["incident"]
-    rc, out, err = run("ls", "--json")
+    rc, out, err = affidavit("ls", "--json")
     assert rc == 0, err
     rows = {r["incident"]: r for r in json.loads(out)}
     assert rows[n]["nodeid"] == LOST_UPDATE and rows[n]["verdict"] == "reproduced"
     assert rows[n]["runs"] == lost_update["natural"]["runs"]
-    rc, out, err = run("show", str(n), "--json")
+    rc, out, err = affidavit("show", str(n), "--json")
     assert rc == 0, err
     stored = json.loads(out)
     assert stored["incident"] == n and stored["token"] == lost_update["token"]
     assert stored["cause"] == lost_update["cause"] and stored["fix"]["diff"] == lost_update["fix"]["diff"]
-    rc, out, err = run("show", str(n))
+    rc, out, err = affidavit("show", str(n))
     assert rc == 0 and f"incident {n}" in out and "affidavit replay afd1:" in out, out + err
     assert re.search(r"runs:\s+\d+ stored; traces: failing passing", out), out
     # the HTML report was written with the incident, and is regenerated from the store alike
     report = REPO / ".affidavit" / "reports" / f"incident-{n}.html"
     assert report.exists()
-    rc, out, err = run("report", str(n), "--format", "html")
+    rc, out, err = affidavit("report", str(n), "--format", "html")
     assert rc == 0, err
     for section in ("verdict", "timeline", "evidence", "window", "gate", "tiers", "diff", "replay", "environment"):
         assert f'id="{section}"' in out, section
@@ -73,7 +73,7 @@ def test_every_investigation_is_an_incident(lost_update: Dict[str, Any]) -> None
 def test_the_chrome_trace_has_every_step_of_the_run(lost_update: Dict[str, Any]) -> None:
     n = lost_update["incident"]
     for which in ("failing", "passing"):
-        rc, out, err = run("report", str(n), "--format", "chrome-trace", "--run", which)
+        rc, out, err = affidavit("report", str(n), "--format", "chrome-trace", "--run", which)
         assert rc == 0, err
         events = json.loads(out)["traceEvents"]
         steps = [e for e in events if e["ph"] == "X"]
@@ -90,7 +90,7 @@ def validate_sarif(text: str) -> Dict[str, Any]:
 
 
 def test_sarif_validates_against_the_2_1_0_schema(lost_update: Dict[str, Any]) -> None:
-    rc, out, err = run("report", str(lost_update["incident"]), "--format", "sarif")
+    rc, out, err = affidavit("report", str(lost_update["incident"]), "--format", "sarif")
     assert rc == 0, err
     doc = validate_sarif(out)
     assert doc["version"] == "2.1.0"
@@ -101,51 +101,51 @@ def test_sarif_validates_against_the_2_1_0_schema(lost_update: Dict[str, Any]) -
     assert {(p["artifactLocation"]["uri"], p["region"]["startLine"]) for p in located} >= {
         ("examples/test_lost_update.py", 15), ("examples/test_lost_update.py", 18)}, located
     # an order violation too (another cause kind, its own rule)
-    data = investigate("examples/test_taskgroup_read.py::test_report_is_finalized")
-    rc, out, err = run("report", str(data["incident"]), "--format", "sarif")
+    data = recorded("examples/test_taskgroup_read.py::test_report_is_finalized")
+    rc, out, err = affidavit("report", str(data["incident"]), "--format", "sarif")
     assert rc == 0, err
     validate_sarif(out)
 
 
 def test_markup_from_the_test_comes_out_inert() -> None:
-    data = investigate(ESCAPE)
+    data = recorded(ESCAPE)
     assert data["verdict"] == "deterministic"
     n = data["incident"]
-    rc, html, err = run("report", str(n), "--format", "html")
+    rc, html, err = affidavit("report", str(n), "--format", "html")
     assert rc == 0, err
     assert "<script" not in html.lower()
     assert html.count("</svg>") == html.count("<svg"), "every </svg> in the page closes an <svg> of ours"
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html and "&lt;/svg&gt;" in html
     assert "&quot;" in html or "&#34;" in html
     for fmt in ("json", "sarif"):
-        rc, out, err = run("report", str(n), "--format", fmt)
+        rc, out, err = affidavit("report", str(n), "--format", fmt)
         assert rc == 0, err
         assert "<script>alert(1)</script>" in json.dumps(json.loads(out), ensure_ascii=False)
-    rc, out, err = run("ls")
+    rc, out, err = affidavit("ls")
     assert rc == 0 and "<script>alert(1)</script>" in out  # a terminal shows the text as it is
 
 
 def test_store_commands_refuse_bad_input(tmp_path: Path) -> None:
-    rc, out, err = run("show", "999999")
+    rc, out, err = affidavit("show", "999999")
     assert rc == 2 and err.strip().count("\n") == 0 and "no incident 999999" in err, err
-    rc, out, err = run("report", "abc")
+    rc, out, err = affidavit("report", "abc")
     assert rc == 2 and "not an incident number" in err
-    rc, out, err = run("report", "1", "--format", "pdf")
+    rc, out, err = affidavit("report", "1", "--format", "pdf")
     assert rc == 2 and "--format" in err
     # an empty project: no incidents yet
-    rc, out, err = run("ls", cwd=tmp_path)
+    rc, out, err = affidavit("ls", cwd=tmp_path)
     assert rc == 0 and "no incidents yet" in out
     # a corrupt store and one from another schema version: one line each, no crash
     db = tmp_path / ".affidavit" / "incidents.db"
     db.write_bytes(b"this is not a database" * 100)
-    rc, out, err = run("ls", cwd=tmp_path)
+    rc, out, err = affidavit("ls", cwd=tmp_path)
     assert rc == 3 and err.count("\n") == 1 and "not an affidavit incident store" in err, err
     db.unlink()
     con = sqlite3.connect(db)
     con.execute("pragma user_version=7")
     con.commit()
     con.close()
-    rc, out, err = run("ls", cwd=tmp_path)
+    rc, out, err = affidavit("ls", cwd=tmp_path)
     assert rc == 3 and err.count("\n") == 1 and "7" in err and "1" in err, err
 
 

@@ -7,31 +7,15 @@ concurrency cause. Each call is a subprocess from the repository root with a tim
 
 from __future__ import annotations
 
-import sys
 import json
-import os
 import subprocess
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Optional
 
 import pytest
 
 from golden import assert_matches_golden
-
-REPO = Path(__file__).resolve().parents[1]
-AFFIDAVIT = Path(sys.executable).parent / "affidavit"
-
-
-def investigate(nodeid: str, *extra: str, timeout: float = 240,
-                env: "Dict[str, str] | None" = None) -> "tuple[int, Dict[str, Any], str]":
-    proc = subprocess.run(
-        [str(AFFIDAVIT), "investigate", nodeid, "--json", "--workers", "2", *extra],
-        cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env,
-    )
-    data = json.loads(proc.stdout) if proc.stdout.strip() else {}
-    if data:
-        data["_stderr"] = proc.stderr  # shown by any failing assertion that prints data
-    return proc.returncode, data, proc.stderr
+from helpers import AFFIDAVIT, REPO, investigate
 
 
 # (node id, kind, resource, await line)
@@ -321,7 +305,7 @@ def test_fix_proposes_a_gated_verified_fix_and_leaves_the_file_alone(nodeid: str
     # the mirror goes into TMPDIR: this test's own, as other suites may be verifying at the same time
     scratch = tmp_path / "tmpdir"
     scratch.mkdir()
-    rc, data, err = investigate(nodeid, "--fix", env=dict(os.environ, TMPDIR=str(scratch)))
+    rc, data, err = investigate(nodeid, "--fix", env={"TMPDIR": str(scratch)})
     assert rc == 1, err
     assert path.read_bytes() == before, "the user's file must be byte-identical without --apply"
     if nodeid.startswith("examples/"):  # every key and value as before issue 19's reshaping

@@ -23,7 +23,8 @@ import pytest
 
 from affidavit import _runtime
 from affidavit.loop import ControlledLoop, ControlledPolicy
-from test_cli import CASES, REPO, ZERO_TOKEN, _env, describe, run_json
+from helpers import CASES, REPO, describe, engine_env, engine_json
+from test_cli import ZERO_TOKEN
 
 CASE = f"{CASES}/case_loop_fidelity.py"
 CASE_TESTS = [
@@ -57,7 +58,7 @@ def run_controlled(program: Callable[[], Any], token: str = "", max_steps: int =
 def test_the_cases_pass_under_plain_pytest() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", CASE, "-q", "-p", "no:cacheprovider", "-p", "no:affidavit"],
-        cwd=REPO, env=_env(), capture_output=True, text=True, timeout=120,
+        cwd=REPO, env=engine_env(), capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, describe(proc)
     assert f"{len(CASE_TESTS)} passed" in proc.stdout, describe(proc)
@@ -69,27 +70,27 @@ def test_the_cases_pass_under_plain_pytest() -> None:
 @pytest.mark.parametrize("name", CASE_TESTS)
 def test_each_case_passes_under_the_zero_schedule(name: str) -> None:
     """The zero schedule must not fail (or stall) a test plain pytest passes."""
-    _, data = run_json("explore", f"{CASE}::{name}", "--strategy", "zero", "--runs", "1", *RUN_LIMITS,
+    _, data = engine_json("explore", f"{CASE}::{name}", "--strategy", "zero", "--runs", "1", *RUN_LIMITS,
                        expect=0, timeout=120)
     assert data["found"] is False and data["outcome"] == "pass", data
     assert data["outcomes"]["pass"] == 1, data
 
 
 def test_the_rate_limiter_passes_every_explored_schedule() -> None:
-    _, data = run_json("explore", LIMITER, "--strategy", "portfolio", "--runs", "12", *RUN_LIMITS,
+    _, data = engine_json("explore", LIMITER, "--strategy", "portfolio", "--runs", "12", *RUN_LIMITS,
                        expect=0, timeout=240)
     assert data["found"] is False and data["runs"] == 12, data
     assert data["outcomes"]["pass"] == 12, data
 
 
 def test_the_rate_limiter_passes_natural_runs() -> None:
-    _, data = run_json("sample", LIMITER, "-n", "3", *RUN_LIMITS, expect=0, timeout=180)
+    _, data = engine_json("sample", LIMITER, "-n", "3", *RUN_LIMITS, expect=0, timeout=180)
     assert data["runs"] == 3 and data["failed"] == 0, data
 
 
 def test_an_old_zero_token_still_decodes_and_replays() -> None:
     """A token written before the floor existed decodes unchanged; its runs now get the floor."""
-    _, data = run_json("replay", ZERO_TOKEN, LIMITER, "-n", "2", *RUN_LIMITS, expect=0, timeout=120)
+    _, data = engine_json("replay", ZERO_TOKEN, LIMITER, "-n", "2", *RUN_LIMITS, expect=0, timeout=120)
     assert data["runs"] == 2 and data["failed"] == 0 and data["outcomes"]["pass"] == 2, data
     assert data["identical_traces"] is True, data
 
@@ -261,5 +262,5 @@ def test_importing_the_runtime_warns_nothing() -> None:
     """Projects with filterwarnings = error import the handle types too: making them may not warn
     (3.12 deprecates immutable types on mutable bases such as asyncio's)."""
     proc = subprocess.run([sys.executable, "-W", "error", "-c", "import affidavit._runtime, affidavit.loop"],
-                          cwd=REPO, env=_env(), capture_output=True, text=True, timeout=60)
+                          cwd=REPO, env=engine_env(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stderr == "", describe(proc)

@@ -7,13 +7,10 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import List, Tuple
 
-REPO = Path(__file__).resolve().parents[1]
-PYTHON = str(Path(sys.executable).parent / "python")
-AFFIDAVIT = str(Path(sys.executable).parent / "affidavit")
+from helpers import AFFIDAVIT, PYTHON, REPO
 
 ALWAYS_LOSES = '''
 import asyncio

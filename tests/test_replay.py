@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 import affidavit
-
-REPO = Path(__file__).resolve().parents[1]
+from helpers import REPO
 
 
 def outcomes() -> dict:

@@ -13,7 +13,6 @@ the same on every machine.
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -22,8 +21,8 @@ from typing import Any, Dict, Tuple
 
 import pytest
 
-from test_cli import CASES, REPO, TOKEN_PREFIX, describe, run, run_json
-from test_investigate import investigate
+from helpers import CASES, REPO, describe, engine, engine_json, investigate
+from test_cli import TOKEN_PREFIX
 
 CASE = f"{CASES}/case_timing.py"
 TTL = f"{CASE}::test_ttl_cache_hit"
@@ -47,7 +46,7 @@ def line_of(text: str) -> int:
 
 
 def explore(nodeid: str) -> Tuple["subprocess.CompletedProcess[str]", Dict[str, Any]]:
-    return run_json("explore", nodeid, "--runs", EXPLORE_RUNS, expect=None)
+    return engine_json("explore", nodeid, "--runs", EXPLORE_RUNS, expect=None)
 
 
 def assert_threshold_not_race(nodeid: str, duration_us: int, armed_at: str) -> Dict[str, Any]:
@@ -113,7 +112,7 @@ def test_sleep_race_is_a_failure_not_a_threshold() -> None:
 
 
 def test_explore_text_names_the_threshold() -> None:
-    proc = run("explore", LOCK_WAIT, "--runs", EXPLORE_RUNS)
+    proc = engine("explore", LOCK_WAIT, "--runs", EXPLORE_RUNS)
     assert proc.returncode == 1, describe(proc)
     site = f"{CASE}:{line_of('asyncio.wait(tasks, timeout=0.3)')}"
     assert f"{LOCK_WAIT}: timing-sensitive" in proc.stdout, describe(proc)
@@ -135,7 +134,7 @@ def test_investigate_timing_sensitive_has_no_cause_and_no_fix() -> None:
     report = Path(REPO / data["report"]).read_text()
     assert "TIMING-SENSITIVE" in report and "a slow machine, not a race" in report, data["report"]
     assert "order violation" not in report and "lost update" not in report
-    show = run("show", str(data["incident"]), workers=False)
+    show = engine("show", str(data["incident"]), workers=False)
     assert show.returncode == 0 and "verdict:  timing_sensitive" in show.stdout, describe(show)
     assert f"timing:   fails only when one step takes longer than the 0.3 s timer armed at {site}" in show.stdout
     assert "cause:" not in show.stdout, describe(show)
@@ -156,6 +155,6 @@ OLD_TOKEN = "afd1:aebmx5pnbx4h4vvaamaaaaavaaaaaaaaaaaomgpb24"
 def test_old_tokens_replay_as_they_always_did() -> None:
     """A token from before keeps its meaning: pct's delay outlasts every pending timer, the 0.3 s
     timeout included, so it fails as it did; only the flagged schedules stay below deadlines."""
-    proc, rep = run_json("replay", OLD_TOKEN, LOCK_WAIT, "-n", "2", expect=1)
+    proc, rep = engine_json("replay", OLD_TOKEN, LOCK_WAIT, "-n", "2", expect=1)
     assert rep["failed"] == 2 and rep["verdict"] == "reproduced", rep
     assert "below deadlines" not in rep["schedule"], rep

@@ -8,7 +8,6 @@ engine first on PATH, and the file --apply writes is that copy.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -17,24 +16,17 @@ from typing import Any, Dict, List, Tuple
 
 import pytest
 
-from test_cli import AFFIDAVIT, CASES, EXAMPLES, LOST_UPDATE, RARE_FLAKE, REPO, WORKERS, _env, describe
+from helpers import AFFIDAVIT, CASES, REPO, WORKERS, Proc, describe, engine, engine_env, one_json
+from test_cli import EXAMPLES, LOST_UPDATE, RARE_FLAKE
 
 from affidavit import _runtime
 
-Proc = "subprocess.CompletedProcess[str]"
 TMP_SUFFIX = ".affidavit-tmp"
 
 
-def engine(cwd: Path, *args: str, timeout: float = 300) -> Proc:
+def engine_in(cwd: Path, *args: str, timeout: float = 300) -> Proc:
     """affidavit with args (plus --workers 2) in cwd."""
-    return subprocess.run([str(AFFIDAVIT), *args, *WORKERS], cwd=cwd, env=_env(), capture_output=True, text=True,
-                          timeout=timeout, stdin=subprocess.DEVNULL)
-
-
-def one_json(proc: Proc) -> Dict[str, Any]:
-    lines = proc.stdout.splitlines()
-    assert len(lines) == 1, describe(proc)
-    return json.loads(lines[0])
+    return engine(*args, cwd=cwd, timeout=timeout)
 
 
 # ---- replay means what it says ----
@@ -48,7 +40,7 @@ def token(*delays: Tuple[str, int]) -> str:
 
 
 def test_replay_of_a_token_on_its_own_test_is_unchanged() -> None:
-    proc = engine(REPO, "replay", token((RARE_TASK, 0)), RARE_FLAKE, "-n", "3", "--json")
+    proc = engine_in(REPO, "replay", token((RARE_TASK, 0)), RARE_FLAKE, "-n", "3", "--json")
     assert proc.returncode == 1, describe(proc)
     data = one_json(proc)
     assert data["verdict"] == "reproduced" and data["failed"] == 3, data
@@ -57,12 +49,12 @@ def test_replay_of_a_token_on_its_own_test_is_unchanged() -> None:
 
 def test_replay_of_another_tests_token_is_stale() -> None:
     tok = token((RARE_TASK, 0))
-    proc = engine(REPO, "replay", tok, LOST_UPDATE, "-n", "3")
+    proc = engine_in(REPO, "replay", tok, LOST_UPDATE, "-n", "3")
     assert proc.returncode == 5, describe(proc)
     assert f"  stale: delay on {RARE_TASK} step 0 never ran: this schedule is not from this test" in proc.stdout, \
         describe(proc)
     assert "stale schedule: 1 of its 1 delays never ran" in proc.stderr, describe(proc)
-    proc = engine(REPO, "replay", tok, LOST_UPDATE, "-n", "3", "--json")
+    proc = engine_in(REPO, "replay", tok, LOST_UPDATE, "-n", "3", "--json")
     assert proc.returncode == 5, describe(proc)
     data = one_json(proc)
     assert data["verdict"] == "stale" and data["runs"] == 3, data
@@ -72,7 +64,7 @@ def test_replay_of_another_tests_token_is_stale() -> None:
 def test_replay_after_a_refactor_names_the_step_that_never_ran() -> None:
     # the test's task takes a handful of steps: a delay on its 50th is what a token from a longer
     # version of the code would hold, next to one that still applies
-    proc = engine(REPO, "replay", token((RARE_TASK, 0), (RARE_TASK, 50)), RARE_FLAKE, "-n", "2", "--json")
+    proc = engine_in(REPO, "replay", token((RARE_TASK, 0), (RARE_TASK, 50)), RARE_FLAKE, "-n", "2", "--json")
     assert proc.returncode == 5, describe(proc)
     data = one_json(proc)
     assert data["verdict"] == "stale" and data["failed"] == 2, data  # the runs are still counted
@@ -80,7 +72,7 @@ def test_replay_after_a_refactor_names_the_step_that_never_ran() -> None:
 
 
 def test_a_token_without_delays_is_never_stale() -> None:
-    proc = engine(REPO, "replay", token(), PASS_NODE, "-n", "2", "--json")
+    proc = engine_in(REPO, "replay", token(), PASS_NODE, "-n", "2", "--json")
     assert proc.returncode == 0, describe(proc)
     data = one_json(proc)
     assert data["verdict"] == "no_failure" and data["delays"] == 0 and data["delays_never_ran"] == [], data
@@ -97,7 +89,7 @@ SHELL_IDS = ["$(touch PWNED)", "a b", "it's"]
 def paste(line: str, cwd: Path) -> Proc:
     """Runs the command of a printed `replay:` line in bash, as a user pasting it would."""
     command = line[line.index("affidavit replay"):]
-    env = _env()
+    env = engine_env()
     env["PATH"] = f"{AFFIDAVIT.parent}{os.pathsep}{env.get('PATH', '')}"
     return subprocess.run(["bash", "-c", f"{command} -n 2 --workers 2"], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=120, stdin=subprocess.DEVNULL)
@@ -119,7 +111,7 @@ def check_pasted(line: str, work: Path, nodeid: str, value: str) -> None:
 def test_explores_replay_line_pastes_into_a_shell(tmp_path: Path, value: str) -> None:
     shutil.copy(REPO / CASES / "case_shell_ids.py", tmp_path / "test_ids.py")
     nodeid = f"test_ids.py::test_deposits[{value}]"
-    proc = engine(tmp_path, "explore", nodeid)
+    proc = engine_in(tmp_path, "explore", nodeid)
     assert proc.returncode == 1, describe(proc)
     lines = replay_lines(proc.stdout)
     assert len(lines) == 1, describe(proc)
@@ -130,12 +122,12 @@ def test_investigate_and_show_print_commands_that_paste(tmp_path: Path) -> None:
     shutil.copy(REPO / CASES / "case_shell_ids.py", tmp_path / "test_ids.py")
     for n, value in enumerate(SHELL_IDS, 1):
         nodeid = f"test_ids.py::test_deposits[{value}]"
-        proc = engine(tmp_path, "investigate", nodeid, "--natural", "10")
+        proc = engine_in(tmp_path, "investigate", nodeid, "--natural", "10")
         assert proc.returncode == 1, describe(proc)
         lines = replay_lines(proc.stdout)
         assert len(lines) == 1, describe(proc)
         check_pasted(lines[0], tmp_path, nodeid, value)
-        show = subprocess.run([str(AFFIDAVIT), "show", str(n)], cwd=tmp_path, env=_env(), capture_output=True,
+        show = subprocess.run([str(AFFIDAVIT), "show", str(n)], cwd=tmp_path, env=engine_env(), capture_output=True,
                               text=True, timeout=60)
         assert show.returncode == 0 and f"  test:     {nodeid}\n" in show.stdout, describe(show)
         lines = replay_lines(show.stdout)
@@ -151,7 +143,7 @@ TEST = "test_concurrent_deposits"
 
 def apply(cwd: Path, file: str) -> Dict[str, Any]:
     """investigate --fix --apply on file's lost update in cwd: the fix section of its JSON."""
-    proc = engine(cwd, "investigate", f"{file}::{TEST}", "--fix", "--apply", "--natural", "20", "--json")
+    proc = engine_in(cwd, "investigate", f"{file}::{TEST}", "--fix", "--apply", "--natural", "20", "--json")
     assert proc.returncode == 1, describe(proc)
     data = one_json(proc)
     assert data["verdict"] == "reproduced", data
@@ -256,7 +248,7 @@ def test_a_failed_apply_leaves_nothing_behind(tmp_path: Path, what: str) -> None
     try:
         proc = subprocess.run(
             [str(AFFIDAVIT), "investigate", f"test_lu.py::{TEST}", "--fix", "--apply", "--natural", "20", "--json",
-             *WORKERS], cwd=tmp_path, env={**_env(), "AFFIDAVIT_DIR": str(env_dir)}, capture_output=True, text=True,
+             *WORKERS], cwd=tmp_path, env={**engine_env(), "AFFIDAVIT_DIR": str(env_dir)}, capture_output=True, text=True,
             timeout=300, stdin=subprocess.DEVNULL)
     finally:
         chattr("-i", locked)

@@ -14,8 +14,8 @@ from typing import Dict, List
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from helpers import REPO  # noqa: E402
 from test_plugin import ALWAYS_LOSES  # noqa: E402  (one source for the lost update)
 
 

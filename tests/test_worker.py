@@ -7,15 +7,12 @@ import json
 import os
 import re
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import List
 
 from affidavit import worker
-
-REPO = Path(__file__).resolve().parents[1]
-AFFIDAVIT = Path(sys.executable).parent / "affidavit"
+from helpers import AFFIDAVIT, REPO
 
 
 def test_learned_patterns_round_trip_with_their_flags() -> None:

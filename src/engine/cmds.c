@@ -400,7 +400,7 @@ int afd_cmd_sample(const afd_cli *cli)
     afd_buf o;
     afd_buf_init(&o);
     if (cli->json) {
-        afd_buf_printf(&o, "{\"nodeid\": ");
+        afd_buf_printf(&o, "{\"schema\": 1, \"nodeid\": ");
         afd_json_str(&o, cli->nodeid);
         afd_buf_printf(&o, ", \"runs\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"rate\": ", t.runs, t.failed);
         afd_json_num(&o, rate);
@@ -584,7 +584,7 @@ int afd_cmd_explore(const afd_cli *cli)
         }
     }
     if (cli->json) {
-        afd_buf_printf(&o, "{\"nodeid\": ");
+        afd_buf_printf(&o, "{\"schema\": 1, \"nodeid\": ");
         afd_json_str(&o, cli->nodeid);
         afd_buf_printf(&o, ", \"found\": %s, \"token\": ", found ? "true" : "false");
         if (found)
@@ -731,7 +731,7 @@ typedef struct replay_summary {
 static void replay_json(afd_buf *o, const afd_cli *cli, const tally *t, const replay_summary *r,
                         const afd_schedule *s, const uint8_t *ran)
 {
-    afd_buf_printf(o, "{\"nodeid\": ");
+    afd_buf_printf(o, "{\"schema\": 1, \"nodeid\": ");
     afd_json_str(o, cli->nodeid);
     afd_buf_printf(o, ", \"verdict\": \"%s\", \"runs\": %" PRIu64 ", \"failed\": %" PRIu64
                       ", \"identical_traces\": %s, \"digest\": ",

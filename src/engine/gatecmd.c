@@ -98,7 +98,7 @@ int afd_cmd_gate(const afd_cli *cli)
     afd_buf o;
     afd_buf_init(&o);
     if (cli->json) {
-        afd_buf_printf(&o, "{\"diff\": ");
+        afd_buf_printf(&o, "{\"schema\": 1, \"diff\": ");
         afd_json_str(&o, path);
         afd_buf_printf(&o, ", \"passed\": %s, \"gate\": [", passed ? "true" : "false");
         for (int k = 0; k < AFD_GATE__COUNT; k++) {

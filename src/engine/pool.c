@@ -63,7 +63,7 @@ struct afd_pool {
     char **argv;
     int argv_owned_from; /* argv[argv_owned_from ...] are owned copies */
     worker *w; /* Owned array of opts.workers. */
-    char *nodeid, *python, *hash_seed; /* Owned, from the first HELLO. */
+    char *python, *hash_seed; /* Owned, from the first HELLO. */
 };
 
 static uint64_t now_ns(void)
@@ -275,8 +275,7 @@ static int await_hello(afd_pool *self, worker *w, char *err, size_t errlen)
                 afd_hello_finish(&h);
                 return worker_exit_status(w) == AFD_WORKER_EXIT_USAGE ? AFD_EINVAL : AFD_EPROTO;
             }
-            if (!self->nodeid) {
-                self->nodeid = strdup(h.nodeid);
+            if (!self->python) {
                 self->python = strdup(h.python);
                 self->hash_seed = strdup(h.hash_seed);
             }
@@ -388,13 +387,11 @@ void afd_pool_free(afd_pool *self)
     free(self->argv);
     for (int i = 0; i < 3; i++)
         free(self->owned_strings[i]);
-    free(self->nodeid);
     free(self->python);
     free(self->hash_seed);
     free(self);
 }
 
-const char *afd_pool_nodeid(const afd_pool *self) { return self->nodeid ? self->nodeid : ""; }
 const char *afd_pool_python(const afd_pool *self) { return self->python ? self->python : ""; }
 const char *afd_pool_hash_seed(const afd_pool *self) { return self->hash_seed ? self->hash_seed : ""; }
 

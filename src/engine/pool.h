@@ -38,8 +38,8 @@ typedef struct afd_pool_opts {
  * writes a one-line message (the worker's own, e.g. pytest's "not found") into err. */
 int afd_pool_new(afd_pool **out, const afd_pool_opts *opts, char *err, size_t errlen);
 void afd_pool_free(afd_pool *self); /* Accepts NULL. Stops and reaps every worker. */
-/* The node id as collected and the worker's Python and hash seed (borrowed). */
-const char *afd_pool_nodeid(const afd_pool *self);
+/* The worker's Python and hash seed, from the first HELLO (borrowed, valid until the pool is
+ * freed; "" before any worker has greeted). */
 const char *afd_pool_python(const afd_pool *self);
 const char *afd_pool_hash_seed(const afd_pool *self);
 int afd_pool_idle(const afd_pool *self);

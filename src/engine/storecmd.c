@@ -578,8 +578,8 @@ static int cmd_merge(int argc, char **argv, int json)
     }
     char db[4096];
     if (json)
-        printf("{\"merged\": %zu, \"files\": %zu, \"failing\": %zu, \"timing_sensitive\": %zu, "
-               "\"clean\": %zu, \"investigations\": %zu, \"incidents\": [%s]}\n",
+        printf("{\"schema\": 1, \"merged\": %zu, \"files\": %zu, \"failing\": %zu, "
+               "\"timing_sensitive\": %zu, \"clean\": %zu, \"investigations\": %zu, \"incidents\": [%s]}\n",
                merged, files, n.failing, n.timing, n.clean, n.investigations,
                ids.len ? (const char *)ids.data : "");
     else
