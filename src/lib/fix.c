@@ -5,8 +5,8 @@
  * as they were, and the result is easy to show as a unified diff. */
 #include "fix.h"
 #include "afd.h"
+#include "pyast.h"
 #include "pyscan.h"
-#include "pysrc.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -46,11 +46,6 @@ static int refuse(fixctx *c, const char *fmt, ...)
     return AFD_EINVAL;
 }
 
-static int is_type(TSNode n, const char *t)
-{
-    return !ts_node_is_null(n) && strcmp(ts_node_type(n), t) == 0;
-}
-
 /* The chain of (statement, block) pairs from the module down to the innermost statement holding
  * row: chain[k] is a statement, a direct child of a block (or of the module). */
 static size_t statement_chain(TSNode root, uint32_t row, TSNode *chain, size_t cap)
@@ -71,7 +66,7 @@ static size_t statement_chain(TSNode root, uint32_t row, TSNode *chain, size_t c
         }
         if (!found)
             return n;
-        if ((is_type(node, "block") || is_type(node, "module")) && n < cap)
+        if ((afd_pyast_is(node, AFD_PY_BLOCK) || afd_pyast_is(node, AFD_PY_MODULE)) && n < cap)
             chain[n++] = next;
         node = next;
     }
@@ -89,34 +84,33 @@ static size_t line_indent(const fixctx *c, uint32_t row, const char **at)
     return n;
 }
 
-static int has_multiline_string(TSNode n)
+static int multiline_string_enter(void *found, TSNode n)
 {
-    /* explicit stack: statements nest, but only as deep as the code is */
-    TSNode stack[512];
-    size_t sp = 0;
-    stack[sp++] = n;
-    while (sp) {
-        TSNode cur = stack[--sp];
-        if (is_type(cur, "string") && ts_node_start_point(cur).row != ts_node_end_point(cur).row)
-            return 1;
-        uint32_t k = ts_node_child_count(cur);
-        for (uint32_t i = 0; i < k && sp < 512; i++)
-            stack[sp++] = ts_node_child(cur, i);
+    if (afd_pyast_is(n, AFD_PY_STRING) && ts_node_start_point(n).row != ts_node_end_point(n).row) {
+        *(int *)found = 1;
+        return AFD_PYAST_STOP;
     }
-    return 0;
+    return AFD_PYAST_DESCEND;
 }
 
-static TSNode enclosing(TSNode n, const char *type)
+static int has_multiline_string(TSNode n)
+{
+    int found = 0;
+    afd_pyast_walk(NULL, n, multiline_string_enter, NULL, &found); /* it allocates nothing that can fail */
+    return found;
+}
+
+static TSNode enclosing(TSNode n, enum afd_py_kind kind)
 {
     for (TSNode p = ts_node_parent(n); !ts_node_is_null(p); p = ts_node_parent(p))
-        if (is_type(p, type))
+        if (afd_pyast_is(p, kind))
             return p;
     return (TSNode){{0}, 0, 0};
 }
 
 static int is_async_def(TSNode fn)
 {
-    return ts_node_child_count(fn) > 0 && is_type(ts_node_child(fn, 0), "async");
+    return ts_node_child_count(fn) > 0 && afd_pyast_is_token(ts_node_child(fn, 0), "async");
 }
 
 static int split_lines(fixctx *c)
@@ -210,8 +204,8 @@ static int fix_start(fixctx *c, afd_buf *out)
 
 static int is_docstring(TSNode stmt)
 {
-    return is_type(stmt, "expression_statement") && ts_node_named_child_count(stmt) == 1 &&
-           is_type(ts_node_named_child(stmt, 0), "string");
+    return afd_pyast_is(stmt, AFD_PY_EXPRESSION_STATEMENT) && ts_node_named_child_count(stmt) == 1 &&
+           afd_pyast_is(ts_node_named_child(stmt, 0), AFD_PY_STRING);
 }
 
 /* The row before which module-level setup goes: after the last top-level import, else after the
@@ -225,15 +219,15 @@ static uint32_t module_setup_row(TSNode module, int *has_asyncio, const char *sr
         TSNode ch = ts_node_named_child(module, i);
         if (i == 0 && is_docstring(ch))
             row = ts_node_end_point(ch).row + 1;
-        if (is_type(ch, "import_statement") || is_type(ch, "import_from_statement") ||
-            is_type(ch, "future_import_statement")) {
+        if (afd_pyast_is(ch, AFD_PY_IMPORT_STATEMENT) || afd_pyast_is(ch, AFD_PY_IMPORT_FROM_STATEMENT) ||
+            afd_pyast_is(ch, AFD_PY_FUTURE_IMPORT_STATEMENT)) {
             row = ts_node_end_point(ch).row + 1;
-            if (is_type(ch, "import_statement")) {
+            if (afd_pyast_is(ch, AFD_PY_IMPORT_STATEMENT)) {
                 uint32_t m = ts_node_named_child_count(ch);
                 for (uint32_t j = 0; j < m; j++) {
                     TSNode nm = ts_node_named_child(ch, j);
                     uint32_t a = ts_node_start_byte(nm), b = ts_node_end_byte(nm);
-                    if (is_type(nm, "dotted_name") && b - a == 7 && memcmp(src + a, "asyncio", 7) == 0)
+                    if (afd_pyast_is(nm, AFD_PY_DOTTED_NAME) && b - a == 7 && memcmp(src + a, "asyncio", 7) == 0)
                         *has_asyncio = 1;
                 }
             }
@@ -247,10 +241,10 @@ static TSNode find_init(TSNode class_body, const char *src)
     uint32_t k = ts_node_named_child_count(class_body);
     for (uint32_t i = 0; i < k; i++) {
         TSNode ch = ts_node_named_child(class_body, i);
-        TSNode def = is_type(ch, "decorated_definition") ? ts_node_child_by_field_name(ch, "definition", 10) : ch;
-        if (!is_type(def, "function_definition"))
+        TSNode def = afd_pyast_is(ch, AFD_PY_DECORATED_DEFINITION) ? afd_pyast_field(ch, AFD_PYF_DEFINITION) : ch;
+        if (!afd_pyast_is(def, AFD_PY_FUNCTION_DEFINITION))
             continue;
-        TSNode name = ts_node_child_by_field_name(def, "name", 4);
+        TSNode name = afd_pyast_field(def, AFD_PYF_NAME);
         if (!ts_node_is_null(name) && ts_node_end_byte(name) - ts_node_start_byte(name) == 8 &&
             memcmp(src + ts_node_start_byte(name), "__init__", 8) == 0)
             return def;
@@ -312,9 +306,9 @@ int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t
         if (ts_node_start_byte(s) > ts_node_start_byte(last))
             last = s;
     }
-    TSNode fn = is_type(block, "block") ? ts_node_parent(block) : (TSNode){{0}, 0, 0};
-    if (!is_type(fn, "function_definition"))
-        fn = enclosing(block, "function_definition");
+    TSNode fn = afd_pyast_is(block, AFD_PY_BLOCK) ? ts_node_parent(block) : (TSNode){{0}, 0, 0};
+    if (!afd_pyast_is(fn, AFD_PY_FUNCTION_DEFINITION))
+        fn = enclosing(block, AFD_PY_FUNCTION_DEFINITION);
     if (ts_node_is_null(fn) || !is_async_def(fn)) {
         rc = refuse(&c, "the read and the write are not in one async function: an async with cannot go there");
         goto out;
@@ -337,7 +331,7 @@ int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t
         snprintf(unit, sizeof unit, "\t");
     } else {
         size_t u = 4;
-        TSNode body = ts_node_child_by_field_name(fn, "body", 4);
+        TSNode body = afd_pyast_field(fn, AFD_PYF_BODY);
         if (!ts_node_is_null(body) && ts_node_named_child_count(body) > 0) {
             size_t bi = line_indent(&c, ts_node_start_point(ts_node_named_child(body, 0)).row, NULL);
             if (bi > def_ind && bi - def_ind <= 8)
@@ -347,10 +341,10 @@ int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t
         unit[u] = 0;
     }
     /* the locks, one per resource, created where the resource lives */
-    TSNode cls = enclosing(fn, "class_definition");
+    TSNode cls = enclosing(fn, AFD_PY_CLASS_DEFINITION);
     TSNode init = {{0}, 0, 0};
     if (!ts_node_is_null(cls))
-        init = find_init(ts_node_child_by_field_name(cls, "body", 4), src);
+        init = find_init(afd_pyast_field(cls, AFD_PYF_BODY), src);
     int has_asyncio = 0;
     uint32_t setup_row = module_setup_row(root, &has_asyncio, src);
     size_t n_locks = 0;
@@ -393,7 +387,7 @@ int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t
             afd_buf_printf(b, "%s = asyncio.Lock()  # affidavit: guards %s (%s)\n", text, sites[i].name,
                            sites[i].cause ? sites[i].cause : "lost update");
         } else if (!ts_node_is_null(init)) {
-            TSNode body = ts_node_child_by_field_name(init, "body", 4);
+            TSNode body = afd_pyast_field(init, AFD_PYF_BODY);
             uint32_t k = ts_node_named_child_count(body);
             TSNode st0 = k ? ts_node_named_child(body, 0) : body;
             uint32_t row = ts_node_start_point(st0).row;
@@ -447,18 +441,18 @@ static int text_ends_with(const char *src, TSNode n, const char *s)
 static TSNode spawned_handle(const char *src, TSNode assign, const char *writer)
 {
     TSNode null = {{0}, 0, 0};
-    TSNode left = ts_node_child_by_field_name(assign, "left", 4);
-    TSNode right = ts_node_child_by_field_name(assign, "right", 5);
-    if (!is_type(left, "identifier") || !is_type(right, "call"))
+    TSNode left = afd_pyast_field(assign, AFD_PYF_LEFT);
+    TSNode right = afd_pyast_field(assign, AFD_PYF_RIGHT);
+    if (!afd_pyast_is(left, AFD_PY_IDENTIFIER) || !afd_pyast_is(right, AFD_PY_CALL))
         return null;
-    TSNode fn = ts_node_child_by_field_name(right, "function", 8);
+    TSNode fn = afd_pyast_field(right, AFD_PYF_FUNCTION);
     if (!text_ends_with(src, fn, "create_task") && !text_ends_with(src, fn, "ensure_future"))
         return null;
-    TSNode args = ts_node_child_by_field_name(right, "arguments", 9);
+    TSNode args = afd_pyast_field(right, AFD_PYF_ARGUMENTS);
     TSNode first = ts_node_named_child_count(args) ? ts_node_named_child(args, 0) : null;
-    if (!is_type(first, "call"))
+    if (!afd_pyast_is(first, AFD_PY_CALL))
         return null;
-    TSNode wfn = ts_node_child_by_field_name(first, "function", 8);
+    TSNode wfn = afd_pyast_field(first, AFD_PYF_FUNCTION);
     if (!text_is(src, wfn, writer) && !text_ends_with(src, wfn, writer))
         return null;
     return left;
@@ -484,7 +478,7 @@ int afd_fix_await_task(const char *src, size_t len, uint32_t read_line, const ch
         goto out;
     }
     TSNode stmt = chain[n - 1];
-    TSNode fn = enclosing(stmt, "function_definition");
+    TSNode fn = enclosing(stmt, AFD_PY_FUNCTION_DEFINITION);
     if (ts_node_is_null(fn) || !is_async_def(fn)) {
         rc = refuse(&c, "the read is not in an async function: nothing can be awaited there");
         goto out;
@@ -493,14 +487,14 @@ int afd_fix_await_task(const char *src, size_t len, uint32_t read_line, const ch
     TSNode handle = {{0}, 0, 0};
     TSNode stack[512];
     size_t sp = 0;
-    stack[sp++] = ts_node_child_by_field_name(fn, "body", 4);
+    stack[sp++] = afd_pyast_field(fn, AFD_PYF_BODY);
     while (sp) {
         TSNode cur = stack[--sp];
         if (ts_node_start_byte(cur) >= ts_node_start_byte(stmt))
             continue;
-        if (is_type(cur, "function_definition") || is_type(cur, "class_definition") || is_type(cur, "lambda"))
+        if (afd_pyast_is(cur, AFD_PY_FUNCTION_DEFINITION) || afd_pyast_is(cur, AFD_PY_CLASS_DEFINITION) || afd_pyast_is(cur, AFD_PY_LAMBDA))
             continue; /* another scope's names */
-        if (is_type(cur, "assignment")) {
+        if (afd_pyast_is(cur, AFD_PY_ASSIGNMENT)) {
             TSNode h = spawned_handle(src, cur, writer);
             if (!ts_node_is_null(h) && (ts_node_is_null(handle) || ts_node_start_byte(h) > ts_node_start_byte(handle)))
                 handle = h;
@@ -541,15 +535,15 @@ int afd_fix_regression_test(const char *src, size_t len, const char *test, const
     uint32_t k = ts_node_named_child_count(root);
     for (uint32_t i = 0; i < k; i++) {
         TSNode ch = ts_node_named_child(root, i);
-        if (is_type(ch, "import_statement")) {
+        if (afd_pyast_is(ch, AFD_PY_IMPORT_STATEMENT)) {
             uint32_t m = ts_node_named_child_count(ch);
             for (uint32_t j = 0; j < m; j++)
                 has_affidavit |= text_is(src, ts_node_named_child(ch, j), "affidavit");
         }
-        TSNode def = is_type(ch, "decorated_definition") ? ts_node_child_by_field_name(ch, "definition", 10) : ch;
-        if (!is_type(def, "function_definition") || !text_is(src, ts_node_child_by_field_name(def, "name", 4), test))
+        TSNode def = afd_pyast_is(ch, AFD_PY_DECORATED_DEFINITION) ? afd_pyast_field(ch, AFD_PYF_DEFINITION) : ch;
+        if (!afd_pyast_is(def, AFD_PY_FUNCTION_DEFINITION) || !text_is(src, afd_pyast_field(def, AFD_PYF_NAME), test))
             continue;
-        TSNode params = ts_node_child_by_field_name(def, "parameters", 10);
+        TSNode params = afd_pyast_field(def, AFD_PYF_PARAMETERS);
         if (!is_async_def(def)) {
             rc = refuse(&c, "%s is not an async test", test);
             goto out;
@@ -597,8 +591,8 @@ static TSNode module_function(const char *src, TSNode root, const char *name)
     uint32_t k = ts_node_named_child_count(root);
     for (uint32_t i = 0; i < k; i++) {
         TSNode ch = ts_node_named_child(root, i);
-        TSNode def = is_type(ch, "decorated_definition") ? ts_node_child_by_field_name(ch, "definition", 10) : ch;
-        if (is_type(def, "function_definition") && text_is(src, ts_node_child_by_field_name(def, "name", 4), name))
+        TSNode def = afd_pyast_is(ch, AFD_PY_DECORATED_DEFINITION) ? afd_pyast_field(ch, AFD_PYF_DEFINITION) : ch;
+        if (afd_pyast_is(def, AFD_PY_FUNCTION_DEFINITION) && text_is(src, afd_pyast_field(def, AFD_PYF_NAME), name))
             return def;
     }
     return (TSNode){{0}, 0, 0};
@@ -637,15 +631,15 @@ int afd_fix_event_gate(const char *src, size_t len, const char *test, uint32_t w
     if (after_loops) {
         /* the last of repeated writes: set once the outermost loop around the write, inside the
          * writer's function, is done */
-        TSNode wfn = enclosing(wst, "function_definition");
+        TSNode wfn = enclosing(wst, AFD_PY_FUNCTION_DEFINITION);
         for (size_t i = 0; i < nw; i++)
-            if ((is_type(wchain[i], "for_statement") || is_type(wchain[i], "while_statement")) &&
+            if ((afd_pyast_is(wchain[i], AFD_PY_FOR_STATEMENT) || afd_pyast_is(wchain[i], AFD_PY_WHILE_STATEMENT)) &&
                 !ts_node_is_null(wfn) && ts_node_start_byte(wchain[i]) > ts_node_start_byte(wfn)) {
                 wst = wchain[i];
                 break;
             }
     }
-    TSNode rfn = enclosing(rst, "function_definition");
+    TSNode rfn = enclosing(rst, AFD_PY_FUNCTION_DEFINITION);
     if (ts_node_is_null(rfn) || !is_async_def(rfn)) {
         rc = refuse(&c, "the read is not in an async function: it cannot wait");
         goto out;
@@ -664,7 +658,7 @@ int afd_fix_event_gate(const char *src, size_t len, const char *test, uint32_t w
     afd_buf_printf(&c.edits[setup_row].before,
                    "%s = None  # affidavit: set once %s is written; created per run by %s\n", ev, name, test);
     /* the test: a new Event at its start (after a docstring) */
-    TSNode body = ts_node_child_by_field_name(fn_test, "body", 4);
+    TSNode body = afd_pyast_field(fn_test, AFD_PYF_BODY);
     uint32_t k = ts_node_named_child_count(body);
     TSNode st0 = k ? ts_node_named_child(body, 0) : body;
     uint32_t row = ts_node_start_point(st0).row;
@@ -696,15 +690,15 @@ out:
 /* The first `X.is_set()` call (no arguments) inside n, or a null node. */
 static TSNode find_is_set(const char *src, TSNode n)
 {
-    if (is_type(n, "call")) {
-        TSNode fn = ts_node_child_by_field_name(n, "function", 8);
-        TSNode args = ts_node_child_by_field_name(n, "arguments", 9);
-        if (is_type(fn, "attribute") && text_is(src, ts_node_child_by_field_name(fn, "attribute", 9), "is_set") &&
+    if (afd_pyast_is(n, AFD_PY_CALL)) {
+        TSNode fn = afd_pyast_field(n, AFD_PYF_FUNCTION);
+        TSNode args = afd_pyast_field(n, AFD_PYF_ARGUMENTS);
+        if (afd_pyast_is(fn, AFD_PY_ATTRIBUTE) && text_is(src, afd_pyast_field(fn, AFD_PYF_ATTRIBUTE), "is_set") &&
             !ts_node_is_null(args) && ts_node_named_child_count(args) == 0)
-            return ts_node_child_by_field_name(fn, "object", 6);
+            return afd_pyast_field(fn, AFD_PYF_OBJECT);
     }
-    if (is_type(n, "lambda") || is_type(n, "function_definition") || is_type(n, "class_definition") ||
-        is_type(n, "block"))
+    if (afd_pyast_is(n, AFD_PY_LAMBDA) || afd_pyast_is(n, AFD_PY_FUNCTION_DEFINITION) || afd_pyast_is(n, AFD_PY_CLASS_DEFINITION) ||
+        afd_pyast_is(n, AFD_PY_BLOCK))
         return (TSNode){{0}, 0, 0}; /* not the statement's own test */
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k; i++) {
@@ -733,7 +727,7 @@ int afd_fix_event_wait(const char *src, size_t len, uint32_t read_line, afd_buf 
         goto out;
     }
     TSNode st = chain[n - 1];
-    TSNode fn = enclosing(st, "function_definition");
+    TSNode fn = enclosing(st, AFD_PY_FUNCTION_DEFINITION);
     if (ts_node_is_null(fn) || !is_async_def(fn)) {
         rc = refuse(&c, "the check is not in an async function: it cannot wait");
         goto out;
@@ -766,30 +760,30 @@ out:
 static TSNode async_with_name(TSNode st)
 {
     TSNode none = {{0}, 0, 0};
-    if (!is_type(st, "with_statement") || ts_node_child_count(st) == 0 || !is_type(ts_node_child(st, 0), "async"))
+    if (!afd_pyast_is(st, AFD_PY_WITH_STATEMENT) || ts_node_child_count(st) == 0 || !afd_pyast_is_token(ts_node_child(st, 0), "async"))
         return none;
     TSNode clause = ts_node_named_child(st, 0);
-    TSNode body = ts_node_child_by_field_name(st, "body", 4);
-    if (!is_type(clause, "with_clause") || ts_node_named_child_count(clause) != 1 || ts_node_is_null(body) ||
+    TSNode body = afd_pyast_field(st, AFD_PYF_BODY);
+    if (!afd_pyast_is(clause, AFD_PY_WITH_CLAUSE) || ts_node_named_child_count(clause) != 1 || ts_node_is_null(body) ||
         ts_node_start_point(body).row <= ts_node_start_point(st).row)
         return none;
     TSNode item = ts_node_named_child(clause, 0);
-    TSNode value = ts_node_child_by_field_name(item, "value", 5);
-    return is_type(value, "identifier") ? value : none;
+    TSNode value = afd_pyast_field(item, AFD_PYF_VALUE);
+    return afd_pyast_is(value, AFD_PY_IDENTIFIER) ? value : none;
 }
 
 /* Whether name is one of fn's parameters. */
 static int is_parameter(const char *src, TSNode fn, TSNode name)
 {
-    TSNode params = ts_node_child_by_field_name(fn, "parameters", 10);
+    TSNode params = afd_pyast_field(fn, AFD_PYF_PARAMETERS);
     uint32_t k = ts_node_named_child_count(params);
     size_t nl = ts_node_end_byte(name) - ts_node_start_byte(name);
     for (uint32_t i = 0; i < k; i++) {
         TSNode p = ts_node_named_child(params, i);
-        if (!is_type(p, "identifier"))
-            p = ts_node_child_by_field_name(p, "name", 4).id ? ts_node_child_by_field_name(p, "name", 4)
+        if (!afd_pyast_is(p, AFD_PY_IDENTIFIER))
+            p = afd_pyast_field(p, AFD_PYF_NAME).id ? afd_pyast_field(p, AFD_PYF_NAME)
                                                             : ts_node_named_child(p, 0);
-        if (is_type(p, "identifier") && ts_node_end_byte(p) - ts_node_start_byte(p) == nl &&
+        if (afd_pyast_is(p, AFD_PY_IDENTIFIER) && ts_node_end_byte(p) - ts_node_start_byte(p) == nl &&
             !memcmp(src + ts_node_start_byte(p), src + ts_node_start_byte(name), nl))
             return 1;
     }
@@ -806,12 +800,11 @@ static int is_rebound(const char *src, TSNode n, TSNode name)
     while (sp) {
         TSNode cur = stack[--sp];
         TSNode left = {{0}, 0, 0};
-        if (is_type(cur, "assignment") || is_type(cur, "augmented_assignment") || is_type(cur, "for_statement") ||
-            is_type(cur, "named_expression"))
-            left = ts_node_child_by_field_name(cur, is_type(cur, "named_expression") ? "name" : "left",
-                                               is_type(cur, "named_expression") ? 4 : 4);
-        else if (is_type(cur, "as_pattern"))
-            left = ts_node_child_by_field_name(cur, "alias", 5);
+        if (afd_pyast_is(cur, AFD_PY_ASSIGNMENT) || afd_pyast_is(cur, AFD_PY_AUGMENTED_ASSIGNMENT) || afd_pyast_is(cur, AFD_PY_FOR_STATEMENT) ||
+            afd_pyast_is(cur, AFD_PY_NAMED_EXPRESSION))
+            left = afd_pyast_field(cur, afd_pyast_is(cur, AFD_PY_NAMED_EXPRESSION) ? AFD_PYF_NAME : AFD_PYF_LEFT);
+        else if (afd_pyast_is(cur, AFD_PY_AS_PATTERN))
+            left = afd_pyast_field(cur, AFD_PYF_ALIAS);
         if (!ts_node_is_null(left)) {
             /* any identifier inside the target with the same text */
             TSNode t[64];
@@ -819,7 +812,7 @@ static int is_rebound(const char *src, TSNode n, TSNode name)
             t[tp++] = left;
             while (tp) {
                 TSNode x = t[--tp];
-                if (is_type(x, "identifier") && ts_node_end_byte(x) - ts_node_start_byte(x) == nl &&
+                if (afd_pyast_is(x, AFD_PY_IDENTIFIER) && ts_node_end_byte(x) - ts_node_start_byte(x) == nl &&
                     !memcmp(src + ts_node_start_byte(x), src + ts_node_start_byte(name), nl))
                     return 1;
                 uint32_t k = ts_node_named_child_count(x);
@@ -867,8 +860,8 @@ int afd_fix_lock_order(const char *src, size_t len, uint32_t outer_line, uint32_
         rc = refuse(&c, "the inner `async with` is not inside the outer one");
         goto out;
     }
-    TSNode fn = enclosing(outer, "function_definition");
-    if (ts_node_is_null(fn) || !is_async_def(fn) || !ts_node_eq(enclosing(inner, "function_definition"), fn)) {
+    TSNode fn = enclosing(outer, AFD_PY_FUNCTION_DEFINITION);
+    if (ts_node_is_null(fn) || !is_async_def(fn) || !ts_node_eq(enclosing(inner, AFD_PY_FUNCTION_DEFINITION), fn)) {
         rc = refuse(&c, "the two acquisitions are not in one async function");
         goto out;
     }
@@ -877,7 +870,7 @@ int afd_fix_lock_order(const char *src, size_t len, uint32_t outer_line, uint32_
         rc = refuse(&c, "the locks are not parameters the function leaves unchanged: no single order to put them in");
         goto out;
     }
-    TSNode ibody = ts_node_child_by_field_name(inner, "body", 4);
+    TSNode ibody = afd_pyast_field(inner, AFD_PYF_BODY);
     if (has_multiline_string(ibody)) {
         rc = refuse(&c, "a multi-line string lies in the inner block: dedenting it would change it");
         goto out;
@@ -951,20 +944,20 @@ int afd_fix_offload(const char *src, size_t len, uint32_t line, afd_buf *out, ch
     }
     /* `F(args)` alone, or the right side of `x = F(args)` */
     TSNode call = {{0}, 0, 0};
-    if (is_type(st, "expression_statement") && ts_node_named_child_count(st) == 1) {
+    if (afd_pyast_is(st, AFD_PY_EXPRESSION_STATEMENT) && ts_node_named_child_count(st) == 1) {
         TSNode e = ts_node_named_child(st, 0);
-        if (is_type(e, "call"))
+        if (afd_pyast_is(e, AFD_PY_CALL))
             call = e;
-        else if (is_type(e, "assignment") && is_type(ts_node_child_by_field_name(e, "right", 5), "call"))
-            call = ts_node_child_by_field_name(e, "right", 5);
+        else if (afd_pyast_is(e, AFD_PY_ASSIGNMENT) && afd_pyast_is(afd_pyast_field(e, AFD_PYF_RIGHT), AFD_PY_CALL))
+            call = afd_pyast_field(e, AFD_PYF_RIGHT);
     }
-    TSNode fnx = ts_node_is_null(call) ? call : ts_node_child_by_field_name(call, "function", 8);
-    TSNode args = ts_node_is_null(call) ? call : ts_node_child_by_field_name(call, "arguments", 9);
-    if (ts_node_is_null(fnx) || !is_type(args, "argument_list")) {
+    TSNode fnx = ts_node_is_null(call) ? call : afd_pyast_field(call, AFD_PYF_FUNCTION);
+    TSNode args = ts_node_is_null(call) ? call : afd_pyast_field(call, AFD_PYF_ARGUMENTS);
+    if (ts_node_is_null(fnx) || !afd_pyast_is(args, AFD_PY_ARGUMENT_LIST)) {
         rc = refuse(&c, "line %u is not a plain call `F(...)` or `x = F(...)`", line);
         goto out;
     }
-    TSNode fn = enclosing(st, "function_definition");
+    TSNode fn = enclosing(st, AFD_PY_FUNCTION_DEFINITION);
     if (ts_node_is_null(fn) || !is_async_def(fn)) {
         rc = refuse(&c, "the blocking call is not made by an async function (it is in a plain function its "
                         "coroutine calls): offloading the caller is not synthesized");
