@@ -134,18 +134,12 @@ static int split_lines(fixctx *c)
     return 0;
 }
 
-static int refused_line(void *vbad, uint32_t line)
-{
-    *(int *)vbad = 1;
-    return 0;
-}
-
 /* Parses the source and splits it into lines: AFD_ENOMEM, or AFD_EINVAL with a reason when it does
  * not parse (within the time limit) without errors. fix_finish releases everything either way. */
 static int fix_parse(fixctx *c)
 {
     int bad = 0;
-    int rc = afd_pysrc_parse(&c->ps, c->src, c->len, refused_line, &bad);
+    int rc = afd_pysrc_parse(&c->ps, c->src, c->len, afd_pyast_flag_refused, &bad);
     if (rc == AFD_ENOMEM)
         return rc;
     c->tree = c->ps.tree;

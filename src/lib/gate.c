@@ -15,7 +15,7 @@
 #include "gate.h"
 #include "afd.h"
 #include "buf.h"
-#include "pysrc.h"
+#include "pyast.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -23,7 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SYM_ERROR ((TSSymbol)0xffff)
 #define MAX_ANCESTOR_HOPS 512u
 /* Normalized texts are cut here (and tagged with their full length): a multiset comparison of
  * long statements by their first 240 characters is good enough, and it bounds the work a deeply
@@ -128,48 +127,45 @@ enum {
     K_FLOAT,
 };
 
-typedef struct kind_name {
-    const char *name;
-    uint8_t kind;
-} kind_name;
-
-static const kind_name KIND_NAMES[] = {
-    {"identifier", K_IDENT},
-    {"attribute", K_ATTR},
-    {"call", K_CALL},
-    {"string", K_STRING},
-    {"concatenated_string", K_STRING},
-    {"decorator", K_DECORATOR},
-    {"with_statement", K_WITH},
-    {"while_statement", K_WHILE},
-    {"for_statement", K_FOR},
-    {"try_statement", K_TRY},
-    {"except_clause", K_EXCEPT},
-    {"except_group_clause", K_EXCEPT},
-    {"assert_statement", K_ASSERT},
-    {"function_definition", K_FUNCDEF},
-    {"class_definition", K_CLASSDEF},
-    {"lambda", K_LAMBDA},
-    {"await", K_AWAIT},
-    {"block", K_BLOCK},
-    {"assignment", K_ASSIGN},
-    {"import_statement", K_IMPORT},
-    {"import_from_statement", K_IMPORT_FROM},
-    {"aliased_import", K_ALIASED_IMPORT},
-    {"dotted_name", K_DOTTED_NAME},
-    {"as_pattern", K_AS_PATTERN},
-    {"tuple", K_TUPLE},
-    {"parenthesized_expression", K_PAREN},
-    {"expression_statement", K_EXPR_STMT},
-    {"pass_statement", K_PASS},
-    {"continue_statement", K_CONTINUE},
-    {"return_statement", K_RETURN},
-    {"raise_statement", K_RAISE},
-    {"break_statement", K_BREAK},
-    {"ellipsis", K_ELLIPSIS},
-    {"argument_list", K_ARGLIST},
-    {"integer", K_INTEGER},
-    {"float", K_FLOAT},
+/* The gate's kinds of the front end's node kinds: a string is one token whatever the grammar
+ * splits it into, and an except* clause swallows as an except clause does. */
+static const uint8_t GATE_KIND[AFD_PY_KIND_COUNT] = {
+    [AFD_PY_IDENTIFIER] = K_IDENT,
+    [AFD_PY_ATTRIBUTE] = K_ATTR,
+    [AFD_PY_CALL] = K_CALL,
+    [AFD_PY_STRING] = K_STRING,
+    [AFD_PY_CONCATENATED_STRING] = K_STRING,
+    [AFD_PY_DECORATOR] = K_DECORATOR,
+    [AFD_PY_WITH_STATEMENT] = K_WITH,
+    [AFD_PY_WHILE_STATEMENT] = K_WHILE,
+    [AFD_PY_FOR_STATEMENT] = K_FOR,
+    [AFD_PY_TRY_STATEMENT] = K_TRY,
+    [AFD_PY_EXCEPT_CLAUSE] = K_EXCEPT,
+    [AFD_PY_EXCEPT_GROUP_CLAUSE] = K_EXCEPT,
+    [AFD_PY_ASSERT_STATEMENT] = K_ASSERT,
+    [AFD_PY_FUNCTION_DEFINITION] = K_FUNCDEF,
+    [AFD_PY_CLASS_DEFINITION] = K_CLASSDEF,
+    [AFD_PY_LAMBDA] = K_LAMBDA,
+    [AFD_PY_AWAIT] = K_AWAIT,
+    [AFD_PY_BLOCK] = K_BLOCK,
+    [AFD_PY_ASSIGNMENT] = K_ASSIGN,
+    [AFD_PY_IMPORT_STATEMENT] = K_IMPORT,
+    [AFD_PY_IMPORT_FROM_STATEMENT] = K_IMPORT_FROM,
+    [AFD_PY_ALIASED_IMPORT] = K_ALIASED_IMPORT,
+    [AFD_PY_DOTTED_NAME] = K_DOTTED_NAME,
+    [AFD_PY_AS_PATTERN] = K_AS_PATTERN,
+    [AFD_PY_TUPLE] = K_TUPLE,
+    [AFD_PY_PARENTHESIZED_EXPRESSION] = K_PAREN,
+    [AFD_PY_EXPRESSION_STATEMENT] = K_EXPR_STMT,
+    [AFD_PY_PASS_STATEMENT] = K_PASS,
+    [AFD_PY_CONTINUE_STATEMENT] = K_CONTINUE,
+    [AFD_PY_RETURN_STATEMENT] = K_RETURN,
+    [AFD_PY_RAISE_STATEMENT] = K_RAISE,
+    [AFD_PY_BREAK_STATEMENT] = K_BREAK,
+    [AFD_PY_ELLIPSIS] = K_ELLIPSIS,
+    [AFD_PY_ARGUMENT_LIST] = K_ARGLIST,
+    [AFD_PY_INTEGER] = K_INTEGER,
+    [AFD_PY_FLOAT] = K_FLOAT,
 };
 
 typedef struct imp {
@@ -178,12 +174,8 @@ typedef struct imp {
 } imp;
 
 typedef struct ctx {
-    const char *src; /* sanitized copy */
+    const char *src; /* Borrowed: the sanitized copy (afd_pysrc.text) of the side being analysed. */
     size_t len;
-    uint8_t *sym_kind;
-    uint32_t n_sym;
-    TSFieldId f_function, f_arguments, f_object, f_attribute, f_left, f_right, f_name, f_alias,
-        f_value, f_body, f_condition, f_module_name;
     TSTreeCursor cur;
     TSNode *anc;
     size_t n_anc, cap_anc;
@@ -196,56 +188,20 @@ typedef struct ctx {
 
 /* ---- small helpers ---- */
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap * 2 : 16;
-    while (nc < need)
-        nc *= 2;
-    if (nc > SIZE_MAX / elem)
-        return AFD_ENOMEM;
-    void *q = realloc(*p, nc * elem);
-    if (!q)
-        return AFD_ENOMEM;
-    *p = q;
-    *cap = nc;
-    return 0;
-}
-
 static uint8_t kind_of(const ctx *c, TSNode n)
 {
-    TSSymbol s = ts_node_symbol(n);
-    return s < c->n_sym ? c->sym_kind[s] : K_OTHER;
-}
-
-static TSNode field(TSNode n, TSFieldId f)
-{
-    TSNode z;
-    memset(&z, 0, sizeof z);
-    if (ts_node_is_null(n) || f == 0)
-        return z;
-    return ts_node_child_by_field_id(n, f);
+    (void)c;
+    return GATE_KIND[afd_pyast_kind(n)];
 }
 
 static const char *text_of(const ctx *c, TSNode n, size_t *len)
 {
-    uint32_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
-    if (a > c->len)
-        a = (uint32_t)c->len;
-    if (b > c->len)
-        b = (uint32_t)c->len;
-    if (b < a)
-        b = a;
-    *len = b - a;
-    return c->src + a;
+    return afd_pyast_text(c->src, c->len, n, len);
 }
 
 static int text_is(const ctx *c, TSNode n, const char *s)
 {
-    size_t len;
-    const char *t = text_of(c, n, &len);
-    return len == strlen(s) && memcmp(t, s, len) == 0;
+    return afd_pyast_text_is(c->src, c->len, n, s);
 }
 
 static int is_space(char ch)
@@ -298,11 +254,11 @@ static int dotted(const ctx *c, TSNode n, afd_buf *b)
         }
         if (k != K_ATTR || np >= 15)
             return 0;
-        TSNode a = field(n, c->f_attribute);
+        TSNode a = afd_pyast_field(n, AFD_PYF_ATTRIBUTE);
         if (ts_node_is_null(a) || kind_of(c, a) != K_IDENT)
             return 0;
         parts[np++] = a;
-        n = field(n, c->f_object);
+        n = afd_pyast_field(n, AFD_PYF_OBJECT);
     }
     if (np == 0)
         return 0;
@@ -346,7 +302,7 @@ static void add_fact(ctx *c, uint8_t cat, const char *s, size_t len, uint32_t fn
     facts *f = c->out;
     if (c->rc)
         return;
-    if (grow((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v) < 0) {
+    if (afd_pyast_grow((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v) < 0) {
         c->rc = AFD_ENOMEM;
         return;
     }
@@ -404,33 +360,34 @@ static uint32_t enclosing_fn(const ctx *c)
     return 0;
 }
 
+typedef struct search {
+    uint8_t k1, k2;
+    unsigned seen;
+    int found;
+} search;
+
+static int search_enter(void *vs, TSNode x)
+{
+    search *q = vs;
+    uint8_t k = GATE_KIND[afd_pyast_kind(x)];
+    if (k == q->k1 || k == q->k2) {
+        q->found = 1;
+        return AFD_PYAST_STOP;
+    }
+    if (++q->seen > MAX_SEARCH_NODES)
+        return AFD_PYAST_STOP;
+    return is_scope_kind(k) ? AFD_PYAST_SKIP : AFD_PYAST_DESCEND;
+}
+
 /* Whether n's subtree, nested scopes left out, holds a node of kind k1 or k2. The search is bounded:
- * past MAX_SEARCH_NODES it answers no (a try body that large is no retry of one call). */
+ * past MAX_SEARCH_NODES it answers no (a try body that large is no retry of one call). It has a
+ * cursor of its own: the walk's is in use. */
 static int subtree_has(ctx *c, TSNode n, uint8_t k1, uint8_t k2)
 {
-    TSTreeCursor cur = ts_tree_cursor_new(n);
-    unsigned seen = 0;
-    int found = 0;
-    for (;;) {
-        TSNode x = ts_tree_cursor_current_node(&cur);
-        uint8_t k = kind_of(c, x);
-        if (k == k1 || k == k2) {
-            found = 1;
-            break;
-        }
-        if (++seen > MAX_SEARCH_NODES)
-            break;
-        if (!is_scope_kind(k) && ts_tree_cursor_goto_first_child(&cur))
-            continue;
-        int more = 0;
-        while (!(more = ts_tree_cursor_goto_next_sibling(&cur)))
-            if (!ts_tree_cursor_goto_parent(&cur))
-                break;
-        if (!more)
-            break;
-    }
-    ts_tree_cursor_delete(&cur);
-    return found;
+    (void)c;
+    search q = {k1, k2, 0, 0};
+    afd_pyast_walk(NULL, n, search_enter, NULL, &q); /* it allocates nothing that can fail */
+    return q.found;
 }
 
 /* Whether a block has statements and ok() holds for each. */
@@ -477,7 +434,7 @@ static void add_import(ctx *c, TSNode local, const char *qual)
     const char *t = text_of(c, local, &l);
     if (l == 0 || l >= sizeof c->imps[0].local || strlen(qual) >= MAX_DOTTED || c->rc || c->n_imps >= MAX_IMPORTS)
         return;
-    if (grow((void **)&c->imps, &c->cap_imps, c->n_imps + 1, sizeof *c->imps) < 0) {
+    if (afd_pyast_grow((void **)&c->imps, &c->cap_imps, c->n_imps + 1, sizeof *c->imps) < 0) {
         c->rc = AFD_ENOMEM;
         return;
     }
@@ -491,7 +448,7 @@ static void visit_import(ctx *c, TSNode n, int from)
 {
     char mod[MAX_DOTTED] = "";
     if (from) {
-        TSNode m = field(n, c->f_module_name);
+        TSNode m = afd_pyast_field(n, AFD_PYF_MODULE_NAME);
         size_t l = 0;
         const char *t = ts_node_is_null(m) ? "" : text_of(c, m, &l);
         if (ts_node_is_null(m) || kind_of(c, m) != K_DOTTED_NAME || l >= sizeof mod)
@@ -506,12 +463,12 @@ static void visit_import(ctx *c, TSNode n, int from)
         TSNode name = k, alias;
         memset(&alias, 0, sizeof alias);
         if (kk == K_ALIASED_IMPORT) {
-            name = field(k, c->f_name);
-            alias = field(k, c->f_alias);
+            name = afd_pyast_field(k, AFD_PYF_NAME);
+            alias = afd_pyast_field(k, AFD_PYF_ALIAS);
         } else if (kk != K_DOTTED_NAME) {
             continue;
         }
-        if (ts_node_is_null(name) || (from && ts_node_eq(name, field(n, c->f_module_name))))
+        if (ts_node_is_null(name) || (from && ts_node_eq(name, afd_pyast_field(n, AFD_PYF_MODULE_NAME))))
             continue;
         size_t l = 0;
         const char *t = text_of(c, name, &l);
@@ -557,8 +514,8 @@ static void bound_target(ctx *c, TSNode n, afd_buf *b)
 {
     TSNode p = ancestor(c, 1);
     b->len = 0;
-    if (!ts_node_is_null(p) && kind_of(c, p) == K_ASSIGN && ts_node_eq(field(p, c->f_right), n))
-        norm(c, field(p, c->f_left), b);
+    if (!ts_node_is_null(p) && kind_of(c, p) == K_ASSIGN && ts_node_eq(afd_pyast_field(p, AFD_PYF_RIGHT), n))
+        norm(c, afd_pyast_field(p, AFD_PYF_LEFT), b);
     afd_buf_put_u8(b, 0);
     b->len--;
 }
@@ -595,7 +552,7 @@ static void sleep_fact(ctx *c, const char *q, const char *argtext, int zero)
         if (ts_node_is_null(a) || is_scope_kind(kind_of(c, a)))
             break;
         if (kind_of(c, a) == K_WHILE) {
-            norm(c, field(a, c->f_condition), t);
+            norm(c, afd_pyast_field(a, AFD_PYF_CONDITION), t);
             char ptext[sizeof text + MAX_NORM + 16];
             snprintf(ptext, sizeof ptext, "while %s: %s", t->data ? (const char *)t->data : "", text);
             add_fact_str(c, C_POLL, ptext);
@@ -660,7 +617,7 @@ static void visit_offload(ctx *c, TSNode args, uint32_t skip)
 
 static void visit_call(ctx *c, TSNode n)
 {
-    TSNode fn = field(n, c->f_function), args = field(n, c->f_arguments);
+    TSNode fn = afd_pyast_field(n, AFD_PYF_FUNCTION), args = afd_pyast_field(n, AFD_PYF_ARGUMENTS);
     if (ts_node_is_null(fn))
         return;
     char q[MAX_DOTTED] = "";
@@ -669,7 +626,7 @@ static void visit_call(ctx *c, TSNode n)
     const char *meth = NULL;
     char methbuf[64] = "";
     if (kind_of(c, fn) == K_ATTR) {
-        TSNode a = field(fn, c->f_attribute);
+        TSNode a = afd_pyast_field(fn, AFD_PYF_ATTRIBUTE);
         size_t l = 0;
         const char *t = ts_node_is_null(a) ? "" : text_of(c, a, &l);
         if (!ts_node_is_null(a) && l < sizeof methbuf) {
@@ -716,7 +673,7 @@ static void visit_call(ctx *c, TSNode n)
         };
         for (size_t i = 0; i < sizeof USES / sizeof USES[0]; i++)
             if (strcmp(meth, USES[i][0]) == 0) {
-                norm(c, field(fn, c->f_object), &c->tmp2);
+                norm(c, afd_pyast_field(fn, AFD_PYF_OBJECT), &c->tmp2);
                 char text[MAX_NORM + 64];
                 snprintf(text, sizeof text, "%s\x1f%s", USES[i][1], (const char *)c->tmp2.data);
                 add_fact_str(c, C_USE, text);
@@ -735,8 +692,8 @@ static void visit_decorator(ctx *c, TSNode n)
     TSNode args;
     memset(&args, 0, sizeof args);
     if (kind_of(c, e) == K_CALL) {
-        args = field(e, c->f_arguments);
-        e = field(e, c->f_function);
+        args = afd_pyast_field(e, AFD_PYF_ARGUMENTS);
+        e = afd_pyast_field(e, AFD_PYF_FUNCTION);
     }
     if (!dotted(c, e, &c->tmp))
         return;
@@ -792,7 +749,7 @@ static size_t lock_items(ctx *c, TSNode with, afd_buf *list)
     uint32_t ni = ts_node_named_child_count(clause);
     for (uint32_t i = 0; i < ni; i++) {
         TSNode item = ts_node_named_child(clause, i);
-        TSNode v = field(item, c->f_value);
+        TSNode v = afd_pyast_field(item, AFD_PYF_VALUE);
         if (!ts_node_is_null(v) && kind_of(c, v) == K_AS_PATTERN && ts_node_named_child_count(v))
             v = ts_node_named_child(v, 0);
         uint8_t k = ts_node_is_null(v) ? K_OTHER : kind_of(c, v);
@@ -876,7 +833,7 @@ static int is_broad_type(const ctx *c, TSNode t)
             if (text_is(c, t, BROAD[i]))
                 return 1;
     } else if (k == K_ATTR) {
-        TSNode a = field(t, c->f_attribute);
+        TSNode a = afd_pyast_field(t, AFD_PYF_ATTRIBUTE);
         return !ts_node_is_null(a) && (text_is(c, a, "Exception") || text_is(c, a, "BaseException"));
     }
     return 0;
@@ -901,7 +858,7 @@ static int is_idle_stmt(const ctx *c, TSNode s)
     afd_buf b;
     afd_buf_init(&b);
     int idle = 0;
-    if (dotted(c, field(e, c->f_function), &b)) {
+    if (dotted(c, afd_pyast_field(e, AFD_PYF_FUNCTION), &b)) {
         const char *q = (const char *)b.data;
         char head[64];
         size_t hl = strcspn(q, ".");
@@ -915,7 +872,7 @@ static int is_idle_stmt(const ctx *c, TSNode s)
 
 static void visit_except(ctx *c, TSNode n)
 {
-    TSNode type = field(n, c->f_value);
+    TSNode type = afd_pyast_field(n, AFD_PYF_VALUE);
     TSNode body = block_child(c, n);
     int swallow = 0;
     if (ts_node_is_null(body))
@@ -947,7 +904,7 @@ static void visit_try(ctx *c, TSNode n)
     }
     if (ts_node_is_null(loop))
         return;
-    TSNode body = field(n, c->f_body);
+    TSNode body = afd_pyast_field(n, AFD_PYF_BODY);
     if (ts_node_is_null(body) || !subtree_has(c, body, K_AWAIT, K_ASSERT))
         return;
     uint32_t nc = ts_node_named_child_count(n);
@@ -1016,7 +973,7 @@ static int visit(ctx *c, TSNode n)
         add_fact_str(c, C_ASSERT, (const char *)c->tmp2.data);
         break;
     case K_FUNCDEF: {
-        TSNode name = field(n, c->f_name);
+        TSNode name = afd_pyast_field(n, AFD_PYF_NAME);
         size_t l = 0;
         const char *t = ts_node_is_null(name) ? "" : text_of(c, name, &l);
         if (!ts_node_is_null(name) && l >= 4 && memcmp(t, "test", 4) == 0)
@@ -1048,52 +1005,58 @@ static void leave(ctx *c, TSNode n)
         afd_buf_put(&c->out->toks, "}\x1f", 2);
 }
 
-/* Preorder walk with an ancestor stack; imports_only for the first pass. */
+/* The first pass only records imports (every later name is resolved through them); the second
+ * visits everything. Both keep the ancestor stack: the enter function pushes, leave pops. */
+static int enter_imports(void *vc, TSNode n)
+{
+    ctx *c = vc;
+    if (afd_pyast_grow((void **)&c->anc, &c->cap_anc, c->n_anc + 1, sizeof *c->anc) < 0)
+        return AFD_ENOMEM;
+    c->anc[c->n_anc++] = n;
+    uint8_t k = kind_of(c, n);
+    if (k == K_IMPORT || k == K_IMPORT_FROM)
+        visit_import(c, n, k == K_IMPORT_FROM);
+    if (c->rc)
+        return c->rc;
+    return k != K_IMPORT && k != K_IMPORT_FROM && k != K_STRING ? AFD_PYAST_DESCEND : AFD_PYAST_SKIP;
+}
+
+static int leave_imports(void *vc, TSNode n)
+{
+    (void)n;
+    ((ctx *)vc)->n_anc--;
+    return 0;
+}
+
+static int enter_all(void *vc, TSNode n)
+{
+    ctx *c = vc;
+    if (afd_pyast_grow((void **)&c->anc, &c->cap_anc, c->n_anc + 1, sizeof *c->anc) < 0)
+        return AFD_ENOMEM;
+    c->anc[c->n_anc++] = n;
+    int down = visit(c, n);
+    if (c->rc)
+        return c->rc;
+    return down ? AFD_PYAST_DESCEND : AFD_PYAST_SKIP;
+}
+
+static int leave_all(void *vc, TSNode n)
+{
+    ctx *c = vc;
+    leave(c, n);
+    c->n_anc--;
+    return 0;
+}
+
 static int walk(ctx *c, TSNode root, int imports_only)
 {
-    ts_tree_cursor_reset(&c->cur, root);
     c->n_anc = 0;
-    for (;;) {
-        TSNode n = ts_tree_cursor_current_node(&c->cur);
-        if (grow((void **)&c->anc, &c->cap_anc, c->n_anc + 1, sizeof *c->anc) < 0)
-            return AFD_ENOMEM;
-        c->anc[c->n_anc++] = n;
-        int down;
-        if (imports_only) {
-            uint8_t k = kind_of(c, n);
-            if (k == K_IMPORT || k == K_IMPORT_FROM)
-                visit_import(c, n, k == K_IMPORT_FROM);
-            down = k != K_IMPORT && k != K_IMPORT_FROM && k != K_STRING;
-        } else {
-            down = visit(c, n);
-        }
-        if (c->rc)
-            return c->rc;
-        if (down && ts_tree_cursor_goto_first_child(&c->cur))
-            continue;
-        if (!imports_only)
-            leave(c, n);
-        c->n_anc--;
-        for (;;) {
-            if (ts_tree_cursor_goto_next_sibling(&c->cur))
-                break;
-            if (!ts_tree_cursor_goto_parent(&c->cur))
-                return c->rc;
-            if (!imports_only)
-                leave(c, c->anc[c->n_anc - 1]);
-            c->n_anc--;
-        }
-    }
+    int rc = imports_only ? afd_pyast_walk(&c->cur, root, enter_imports, leave_imports, c)
+                          : afd_pyast_walk(&c->cur, root, enter_all, leave_all, c);
+    return rc < 0 ? rc : c->rc;
 }
 
 /* ---- parsing one side ---- */
-
-/* pysrc's refusals: the side does not parse as it is. */
-static int note_refused(void *vbad, uint32_t line)
-{
-    *(int *)vbad = 1;
-    return 0;
-}
 
 typedef struct bind {
     uint32_t fn, byte;
@@ -1167,27 +1130,20 @@ static void derive_task_awaits(ctx *c)
     afd_buf_finish(&found);
 }
 
+static int error_enter(void *line, TSNode n)
+{
+    if (afd_pyast_is_error(n) || ts_node_is_missing(n)) {
+        *(uint32_t *)line = afd_pyast_line(n);
+        return AFD_PYAST_STOP;
+    }
+    return ts_node_has_error(n) ? AFD_PYAST_DESCEND : AFD_PYAST_SKIP;
+}
+
 /* The line of the first ERROR or MISSING node (only subtrees with an error are entered). */
 static uint32_t first_error_line(TSNode root)
 {
-    TSTreeCursor cur = ts_tree_cursor_new(root);
-    uint32_t line = ts_node_start_point(root).row + 1;
-    for (;;) {
-        TSNode n = ts_tree_cursor_current_node(&cur);
-        if (ts_node_symbol(n) == SYM_ERROR || ts_node_is_missing(n)) {
-            line = ts_node_start_point(n).row + 1;
-            break;
-        }
-        if (ts_node_has_error(n) && ts_tree_cursor_goto_first_child(&cur))
-            continue;
-        int more = 0;
-        while (!(more = ts_tree_cursor_goto_next_sibling(&cur)))
-            if (!ts_tree_cursor_goto_parent(&cur))
-                break;
-        if (!more)
-            break;
-    }
-    ts_tree_cursor_delete(&cur);
+    uint32_t line = afd_pyast_line(root);
+    afd_pyast_walk(NULL, root, error_enter, NULL, &line); /* it allocates nothing that can fail */
     return line;
 }
 
@@ -1200,9 +1156,9 @@ static int analyse(ctx *c, const char *src, size_t len, facts *out)
         snprintf(out->why, sizeof out->why, "too large to analyse (%zu bytes)", len);
         return 0;
     }
-    int bad = 0;
+    int bad = 0; /* pysrc refused something: the side does not parse as it is */
     afd_pysrc ps;
-    int prc = afd_pysrc_parse(&ps, src, len, note_refused, &bad);
+    int prc = afd_pysrc_parse(&ps, src, len, afd_pyast_flag_refused, &bad);
     if (prc == AFD_ENOMEM) {
         afd_pysrc_finish(&ps);
         return prc;
@@ -1431,7 +1387,7 @@ static int reaches(const facts *sides, size_t n_sides, const char *from, size_t 
     node *q = NULL;
     size_t nq = 0, cap = 0, head = 0;
     *found = 0;
-    if (grow((void **)&q, &cap, 1, sizeof *q) < 0)
+    if (afd_pyast_grow((void **)&q, &cap, 1, sizeof *q) < 0)
         return AFD_ENOMEM;
     q[nq++] = (node){to, to_len};
     while (head < nq && !*found) {
@@ -1456,7 +1412,7 @@ static int reaches(const facts *sides, size_t n_sides, const char *from, size_t 
                     seen = q[k].len == vl && memcmp(q[k].s, v, vl) == 0;
                 if (seen)
                     continue;
-                if (grow((void **)&q, &cap, nq + 1, sizeof *q) < 0) {
+                if (afd_pyast_grow((void **)&q, &cap, nq + 1, sizeof *q) < 0) {
                     free(q);
                     return AFD_ENOMEM;
                 }
@@ -1725,35 +1681,6 @@ int afd_gate_run(const afd_gate_file *files, size_t n, int allow_src, afd_gate_c
     ctx c;
     memset(&c, 0, sizeof c);
     int rc = fb && fa ? 0 : AFD_ENOMEM;
-    if (rc == 0) {
-        const TSLanguage *lang = tree_sitter_python();
-        c.n_sym = ts_language_symbol_count(lang);
-        c.sym_kind = calloc(c.n_sym ? c.n_sym : 1, 1);
-        if (!c.sym_kind)
-            rc = AFD_ENOMEM;
-        for (uint32_t s = 0; rc == 0 && s < c.n_sym; s++) {
-            const char *name = ts_language_symbol_name(lang, (TSSymbol)s);
-            if (ts_language_symbol_type(lang, (TSSymbol)s) != TSSymbolTypeRegular || !name)
-                continue;
-            for (size_t i = 0; i < sizeof KIND_NAMES / sizeof KIND_NAMES[0]; i++)
-                if (strcmp(name, KIND_NAMES[i].name) == 0)
-                    c.sym_kind[s] = KIND_NAMES[i].kind;
-        }
-#define FIELD(var, name) c.var = ts_language_field_id_for_name(lang, name, (uint32_t)strlen(name))
-        FIELD(f_function, "function");
-        FIELD(f_arguments, "arguments");
-        FIELD(f_object, "object");
-        FIELD(f_attribute, "attribute");
-        FIELD(f_left, "left");
-        FIELD(f_right, "right");
-        FIELD(f_name, "name");
-        FIELD(f_alias, "alias");
-        FIELD(f_value, "value");
-        FIELD(f_body, "body");
-        FIELD(f_condition, "condition");
-        FIELD(f_module_name, "module_name");
-#undef FIELD
-    }
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const afd_gate_file *f = &files[i];
         if (same_text(f->before, f->before_len, f->after, f->after_len))
@@ -1861,7 +1788,6 @@ int afd_gate_run(const afd_gate_file *files, size_t n, int allow_src, afd_gate_c
     }
     free(fb);
     free(fa);
-    free(c.sym_kind);
     free(c.anc);
     free(c.imps);
     afd_buf_finish(&c.tmp);
