@@ -24,14 +24,12 @@
 #include "pyscan.h"
 #include "afd.h"
 #include "buf.h"
-#include "pysrc.h"
+#include "pyast.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define NONE32 0xffffffffu
-/* ts_builtin_sym_error of tree_sitter/parser.h; 0.20's api.h has no ts_node_is_error. */
-#define SYM_ERROR ((TSSymbol)0xffff)
 /* Name resolution walks at most this many enclosing scopes before it consults the module: real
  * code nests a few levels, and a crafted one (a million nested lambdas) must not make every name
  * a walk to the root. */
@@ -82,70 +80,67 @@ enum {
     K_INTERPOLATION,
 };
 
-typedef struct kind_name {
-    const char *name;
-    uint8_t kind;
-} kind_name;
-
-static const kind_name KIND_NAMES[] = {
-    {"identifier", K_IDENT},
-    {"attribute", K_ATTR},
-    {"subscript", K_SUBSCRIPT},
-    {"call", K_CALL},
-    {"string", K_STRING},
-    {"integer", K_INTEGER},
-    {"unary_operator", K_UNARY},
-    {"parenthesized_expression", K_PAREN},
-    {"pattern_list", K_CONTAINER},
-    {"tuple_pattern", K_CONTAINER},
-    {"list_pattern", K_CONTAINER},
-    {"expression_list", K_CONTAINER},
-    {"tuple", K_CONTAINER},
-    {"list", K_CONTAINER},
-    {"list_splat_pattern", K_CONTAINER},
-    {"dictionary_splat_pattern", K_CONTAINER},
-    {"list_splat", K_CONTAINER},
-    {"as_pattern_target", K_CONTAINER},
-    {"assignment", K_ASSIGN},
-    {"augmented_assignment", K_AUGASSIGN},
-    {"named_expression", K_NAMED_EXPR},
-    {"delete_statement", K_DELETE},
-    {"for_statement", K_FOR},
-    {"for_in_clause", K_FOR_IN},
-    {"with_statement", K_WITH},
-    {"as_pattern", K_AS_PATTERN},
-    {"await", K_AWAIT},
-    {"global_statement", K_GLOBAL},
-    {"nonlocal_statement", K_NONLOCAL},
-    {"function_definition", K_FUNCDEF},
-    {"class_definition", K_CLASSDEF},
-    {"lambda", K_LAMBDA},
-    {"parameters", K_PARAMS},
-    {"lambda_parameters", K_PARAMS},
-    {"default_parameter", K_DEFAULT_PARAM},
-    {"typed_parameter", K_TYPED_PARAM},
-    {"typed_default_parameter", K_TYPED_DEFAULT_PARAM},
-    {"import_statement", K_IMPORT},
-    {"import_from_statement", K_IMPORT},
-    {"future_import_statement", K_IMPORT},
-    {"dotted_name", K_DOTTED_NAME},
-    {"aliased_import", K_ALIASED_IMPORT},
-    {"keyword_argument", K_KEYWORD_ARG},
-    {"list_comprehension", K_COMP},
-    {"set_comprehension", K_COMP},
-    {"dictionary_comprehension", K_COMP},
-    {"generator_expression", K_COMP},
-    {"case_pattern", K_CASE_PATTERN},
-    {"keyword_pattern", K_KEYWORD_PATTERN},
-    {"class_pattern", K_CLASS_PATTERN},
-    {"string_start", K_STRING_START},
-    {"string_end", K_STRING_END},
-    {"interpolation", K_INTERPOLATION},
-    {"comment", K_SKIP},
-    {"type", K_SKIP},
-    {"type_parameter", K_SKIP},
-    {"type_alias_statement", K_SKIP},
-    {"string_content", K_SKIP},
+/* pyscan's kinds of the front end's node kinds: every target list is one container, and what
+ * never holds an access is skipped whole. */
+static const uint8_t SCAN_KIND[AFD_PY_KIND_COUNT] = {
+    [AFD_PY_IDENTIFIER] = K_IDENT,
+    [AFD_PY_ATTRIBUTE] = K_ATTR,
+    [AFD_PY_SUBSCRIPT] = K_SUBSCRIPT,
+    [AFD_PY_CALL] = K_CALL,
+    [AFD_PY_STRING] = K_STRING,
+    [AFD_PY_INTEGER] = K_INTEGER,
+    [AFD_PY_UNARY_OPERATOR] = K_UNARY,
+    [AFD_PY_PARENTHESIZED_EXPRESSION] = K_PAREN,
+    [AFD_PY_PATTERN_LIST] = K_CONTAINER,
+    [AFD_PY_TUPLE_PATTERN] = K_CONTAINER,
+    [AFD_PY_LIST_PATTERN] = K_CONTAINER,
+    [AFD_PY_EXPRESSION_LIST] = K_CONTAINER,
+    [AFD_PY_TUPLE] = K_CONTAINER,
+    [AFD_PY_LIST] = K_CONTAINER,
+    [AFD_PY_LIST_SPLAT_PATTERN] = K_CONTAINER,
+    [AFD_PY_DICTIONARY_SPLAT_PATTERN] = K_CONTAINER,
+    [AFD_PY_LIST_SPLAT] = K_CONTAINER,
+    [AFD_PY_AS_PATTERN_TARGET] = K_CONTAINER,
+    [AFD_PY_ASSIGNMENT] = K_ASSIGN,
+    [AFD_PY_AUGMENTED_ASSIGNMENT] = K_AUGASSIGN,
+    [AFD_PY_NAMED_EXPRESSION] = K_NAMED_EXPR,
+    [AFD_PY_DELETE_STATEMENT] = K_DELETE,
+    [AFD_PY_FOR_STATEMENT] = K_FOR,
+    [AFD_PY_FOR_IN_CLAUSE] = K_FOR_IN,
+    [AFD_PY_WITH_STATEMENT] = K_WITH,
+    [AFD_PY_AS_PATTERN] = K_AS_PATTERN,
+    [AFD_PY_AWAIT] = K_AWAIT,
+    [AFD_PY_GLOBAL_STATEMENT] = K_GLOBAL,
+    [AFD_PY_NONLOCAL_STATEMENT] = K_NONLOCAL,
+    [AFD_PY_FUNCTION_DEFINITION] = K_FUNCDEF,
+    [AFD_PY_CLASS_DEFINITION] = K_CLASSDEF,
+    [AFD_PY_LAMBDA] = K_LAMBDA,
+    [AFD_PY_PARAMETERS] = K_PARAMS,
+    [AFD_PY_LAMBDA_PARAMETERS] = K_PARAMS,
+    [AFD_PY_DEFAULT_PARAMETER] = K_DEFAULT_PARAM,
+    [AFD_PY_TYPED_PARAMETER] = K_TYPED_PARAM,
+    [AFD_PY_TYPED_DEFAULT_PARAMETER] = K_TYPED_DEFAULT_PARAM,
+    [AFD_PY_IMPORT_STATEMENT] = K_IMPORT,
+    [AFD_PY_IMPORT_FROM_STATEMENT] = K_IMPORT,
+    [AFD_PY_FUTURE_IMPORT_STATEMENT] = K_IMPORT,
+    [AFD_PY_DOTTED_NAME] = K_DOTTED_NAME,
+    [AFD_PY_ALIASED_IMPORT] = K_ALIASED_IMPORT,
+    [AFD_PY_KEYWORD_ARGUMENT] = K_KEYWORD_ARG,
+    [AFD_PY_LIST_COMPREHENSION] = K_COMP,
+    [AFD_PY_SET_COMPREHENSION] = K_COMP,
+    [AFD_PY_DICTIONARY_COMPREHENSION] = K_COMP,
+    [AFD_PY_GENERATOR_EXPRESSION] = K_COMP,
+    [AFD_PY_CASE_PATTERN] = K_CASE_PATTERN,
+    [AFD_PY_KEYWORD_PATTERN] = K_KEYWORD_PATTERN,
+    [AFD_PY_CLASS_PATTERN] = K_CLASS_PATTERN,
+    [AFD_PY_STRING_START] = K_STRING_START,
+    [AFD_PY_STRING_END] = K_STRING_END,
+    [AFD_PY_INTERPOLATION] = K_INTERPOLATION,
+    [AFD_PY_COMMENT] = K_SKIP,
+    [AFD_PY_TYPE] = K_SKIP,
+    [AFD_PY_TYPE_PARAMETER] = K_SKIP,
+    [AFD_PY_TYPE_ALIAS_STATEMENT] = K_SKIP,
+    [AFD_PY_STRING_CONTENT] = K_SKIP,
 };
 
 /* The methods that change their receiver; any other method call reads it. */
@@ -218,11 +213,7 @@ typedef struct item {
     uint8_t mode;
 } item;
 
-typedef struct kid {
-    TSNode node;
-    TSFieldId field;
-    uint8_t named;
-} kid;
+typedef afd_pykid kid;
 
 enum { SEG_ATTR, SEG_SUB };
 
@@ -252,10 +243,6 @@ typedef struct u32vec {
 typedef struct ctx {
     const char *src;
     size_t len;
-    uint8_t *sym_kind;
-    uint32_t n_sym;
-    TSFieldId f_left, f_right, f_name, f_value, f_body, f_parameters, f_object, f_attribute,
-        f_subscript, f_function, f_arguments, f_alias, f_superclasses, f_operator, f_argument;
     TSTreeCursor cur;
     kid *kids;
     size_t n_kids, cap_kids;
@@ -287,28 +274,9 @@ typedef struct ctx {
 
 /* ---- small utilities ---- */
 
-/* Makes room for need elements of size elem in *p (capacity *cap), growing geometrically. */
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t ncap = *cap ? *cap : 16;
-    while (ncap < need) {
-        if (ncap > SIZE_MAX / 2 / elem)
-            return AFD_ENOMEM;
-        ncap *= 2;
-    }
-    void *np = realloc(*p, ncap * elem);
-    if (!np)
-        return AFD_ENOMEM;
-    *p = np;
-    *cap = ncap;
-    return 0;
-}
-
 static int u32_push(u32vec *v, uint32_t x)
 {
-    int rc = grow((void **)&v->v, &v->cap, v->n + 1, sizeof *v->v);
+    int rc = afd_pyast_grow((void **)&v->v, &v->cap, v->n + 1, sizeof *v->v);
     if (rc < 0)
         return rc;
     v->v[v->n++] = x;
@@ -495,7 +463,7 @@ static int intern(ctx *c, const char *s, size_t n, uint32_t *off)
     }
     if (n + 1 > c->budget - c->strs.len)
         return AFD_EFULL;
-    int rc = grow((void **)&c->sents, &c->cap_sents, c->n_sents + 1, sizeof *c->sents);
+    int rc = afd_pyast_grow((void **)&c->sents, &c->cap_sents, c->n_sents + 1, sizeof *c->sents);
     if (rc < 0)
         return rc;
     size_t at = c->strs.len;
@@ -516,72 +484,33 @@ static int intern(ctx *c, const char *s, size_t n, uint32_t *off)
 
 static uint8_t kind_of(const ctx *c, TSNode n)
 {
-    TSSymbol s = ts_node_symbol(n);
-    return s < c->n_sym ? c->sym_kind[s] : K_OTHER;
-}
-
-/* ERROR and MISSING nodes: reported by the error walk, never looked into by the others. */
-static int is_bad(TSNode n)
-{
-    return ts_node_is_null(n) || ts_node_symbol(n) == SYM_ERROR || ts_node_is_missing(n);
-}
-
-static uint32_t line_of(TSNode n)
-{
-    return ts_node_start_point(n).row + 1;
+    (void)c;
+    return SCAN_KIND[afd_pyast_kind(n)];
 }
 
 static const char *text_of(const ctx *c, TSNode n, size_t *len)
 {
-    uint32_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
-    if (b < a || b > c->len)
-        b = a = 0;
-    *len = b - a;
-    return c->src + a;
+    return afd_pyast_text(c->src, c->len, n, len);
 }
 
 static int text_is(const ctx *c, TSNode n, const char *s)
 {
-    size_t len;
-    const char *t = text_of(c, n, &len);
-    return len == strlen(s) && memcmp(t, s, len) == 0;
+    return afd_pyast_text_is(c->src, c->len, n, s);
 }
 
 /* An identifier the walks can use: present, not made up by error recovery, not empty. */
 static int ident_ok(const ctx *c, TSNode n)
 {
     size_t len;
-    if (is_bad(n) || kind_of(c, n) != K_IDENT)
+    if (afd_pyast_is_bad(n) || kind_of(c, n) != K_IDENT)
         return 0;
     text_of(c, n, &len);
     return len > 0;
 }
 
-static TSNode field(const ctx *c, TSNode n, TSFieldId f)
-{
-    (void)c;
-    return ts_node_child_by_field_id(n, f);
-}
-
-/* Lists n's children into c->kids, through the shared cursor (O(1) per child: ts_node_child is
- * linear in the index, which would make a module of 200,000 statements quadratic). */
 static int list_kids(ctx *c, TSNode n)
 {
-    c->n_kids = 0;
-    if (ts_node_child_count(n) == 0)
-        return 0;
-    ts_tree_cursor_reset(&c->cur, n);
-    if (!ts_tree_cursor_goto_first_child(&c->cur))
-        return 0;
-    do {
-        int rc = grow((void **)&c->kids, &c->cap_kids, c->n_kids + 1, sizeof *c->kids);
-        if (rc < 0)
-            return rc;
-        TSNode k = ts_tree_cursor_current_node(&c->cur);
-        c->kids[c->n_kids++] =
-            (kid){k, ts_tree_cursor_current_field_id(&c->cur), (uint8_t)ts_node_is_named(k)};
-    } while (ts_tree_cursor_goto_next_sibling(&c->cur));
-    return 0;
+    return afd_pyast_children(&c->cur, n, &c->kids, &c->n_kids, &c->cap_kids);
 }
 
 /* Whether the node (with, for, for_in_clause) starts with the `async` keyword. */
@@ -597,7 +526,7 @@ static int push(ctx *c, TSNode n, uint32_t scope, uint32_t aux, uint8_t op, uint
 {
     if (ts_node_is_null(n))
         return 0;
-    int rc = grow((void **)&c->stk, &c->cap_stk, c->n_stk + 1, sizeof *c->stk);
+    int rc = afd_pyast_grow((void **)&c->stk, &c->cap_stk, c->n_stk + 1, sizeof *c->stk);
     if (rc < 0)
         return rc;
     c->stk[c->n_stk++] = (item){n, scope, aux, op, mode};
@@ -641,7 +570,7 @@ static uint64_t scope_hash(TSNode n)
  * or class's name node. */
 static int scope_add(ctx *c, TSNode n, uint8_t kind, uint32_t parent, TSNode name, uint32_t *out)
 {
-    int rc = grow((void **)&c->scopes, &c->cap_scopes, c->n_scopes + 1, sizeof *c->scopes);
+    int rc = afd_pyast_grow((void **)&c->scopes, &c->cap_scopes, c->n_scopes + 1, sizeof *c->scopes);
     if (rc < 0)
         return rc;
     uint32_t idx = (uint32_t)c->n_scopes;
@@ -734,7 +663,7 @@ static int name_add(ctx *c, uint32_t scope, TSNode id, uint8_t flags)
         c->names[i].flags |= flags;
         return 0;
     }
-    int rc = grow((void **)&c->names, &c->cap_names, c->n_names + 1, sizeof *c->names);
+    int rc = afd_pyast_grow((void **)&c->names, &c->cap_names, c->n_names + 1, sizeof *c->names);
     if (rc < 0)
         return rc;
     c->names[c->n_names] = (nament){scope, (uint32_t)(s - c->src), (uint32_t)n, flags};
@@ -783,7 +712,7 @@ static int alias_set(ctx *c, uint32_t fn, TSNode id, const res *r, uint32_t path
     const char *s = text_of(c, id, &n);
     alias *a = alias_find(c, fn, s, n);
     if (!a) {
-        int rc = grow((void **)&c->aliases, &c->cap_aliases, c->n_aliases + 1, sizeof *c->aliases);
+        int rc = afd_pyast_grow((void **)&c->aliases, &c->cap_aliases, c->n_aliases + 1, sizeof *c->aliases);
         if (rc < 0)
             return rc;
         rc = itab_insert(&c->alias_tab, hash_bytes(fn, s, n), (uint32_t)c->n_aliases);
@@ -803,22 +732,18 @@ static int alias_set(ctx *c, uint32_t fn, TSNode id, const res *r, uint32_t path
 
 /* ---- walk 1: errors ---- */
 
+static int error_enter(void *vc, TSNode n)
+{
+    if (afd_pyast_is_error(n) || ts_node_is_missing(n)) {
+        int rc = u32_push(&((ctx *)vc)->errors, afd_pyast_line(n));
+        return rc < 0 ? rc : AFD_PYAST_SKIP;
+    }
+    return ts_node_has_error(n) ? AFD_PYAST_DESCEND : AFD_PYAST_SKIP;
+}
+
 static int collect_errors(ctx *c, TSNode root)
 {
-    ts_tree_cursor_reset(&c->cur, root);
-    for (;;) {
-        TSNode n = ts_tree_cursor_current_node(&c->cur);
-        if (ts_node_symbol(n) == SYM_ERROR || ts_node_is_missing(n)) {
-            int rc = u32_push(&c->errors, line_of(n));
-            if (rc < 0)
-                return rc;
-        } else if (ts_node_has_error(n) && ts_tree_cursor_goto_first_child(&c->cur)) {
-            continue;
-        }
-        while (!ts_tree_cursor_goto_next_sibling(&c->cur))
-            if (!ts_tree_cursor_goto_parent(&c->cur))
-                return 0;
-    }
+    return afd_pyast_walk(&c->cur, root, error_enter, NULL, c);
 }
 
 /* ---- walk 2: scopes and bindings ---- */
@@ -833,9 +758,9 @@ static int bind_param(ctx *c, TSNode n, uint32_t outer, uint32_t inner)
         return name_add(c, inner, n, NF_LOCALVAR);
     case K_DEFAULT_PARAM:
     case K_TYPED_DEFAULT_PARAM:
-        rc = push(c, field(c, n, c->f_name), inner, 0, OP_VISIT, A_BIND);
+        rc = push(c, afd_pyast_field(n, AFD_PYF_NAME), inner, 0, OP_VISIT, A_BIND);
         if (rc == 0)
-            rc = push(c, field(c, n, c->f_value), outer, 0, OP_VISIT, A_GEN);
+            rc = push(c, afd_pyast_field(n, AFD_PYF_VALUE), outer, 0, OP_VISIT, A_GEN);
         return rc;
     case K_TYPED_PARAM:
         rc = list_kids(c, n);
@@ -883,12 +808,12 @@ static int bind_import(ctx *c, TSNode n, uint32_t scope)
     int rc = list_kids(c, n);
     for (size_t i = 0; rc == 0 && i < c->n_kids; i++) {
         TSNode k = c->kids[i].node;
-        if (c->kids[i].field != c->f_name)
+        if (c->kids[i].field != afd_pyast_field_id(AFD_PYF_NAME))
             continue;
         if (kind_of(c, k) == K_DOTTED_NAME) /* import a.b binds a */
             rc = name_add(c, scope, ts_node_named_child(k, 0), NF_BIND);
         else if (kind_of(c, k) == K_ALIASED_IMPORT)
-            rc = name_add(c, scope, field(c, k, c->f_alias), NF_BIND);
+            rc = name_add(c, scope, afd_pyast_field(k, AFD_PYF_ALIAS), NF_BIND);
     }
     return rc;
 }
@@ -898,7 +823,7 @@ static int a_visit(ctx *c, const item *it)
     TSNode n = it->node;
     uint32_t sc = it->scope;
     int rc = 0;
-    if (is_bad(n))
+    if (afd_pyast_is_bad(n))
         return 0;
     uint8_t k = kind_of(c, n);
     switch (it->mode) {
@@ -927,17 +852,17 @@ static int a_visit(ctx *c, const item *it)
     case K_FUNCDEF:
     case K_CLASSDEF:
     case K_LAMBDA: {
-        TSNode name = field(c, n, c->f_name);
+        TSNode name = afd_pyast_field(n, AFD_PYF_NAME);
         if (k != K_LAMBDA && (rc = name_add(c, sc, name, NF_BIND)) < 0)
             return rc;
         rc = scope_add(c, n, k == K_FUNCDEF ? S_FUNCTION : k == K_CLASSDEF ? S_CLASS : S_LAMBDA, sc,
                        name, &s);
         if (rc == 0)
-            rc = push(c, field(c, n, c->f_body), s, 0, OP_VISIT, A_GEN);
+            rc = push(c, afd_pyast_field(n, AFD_PYF_BODY), s, 0, OP_VISIT, A_GEN);
         if (rc == 0 && k == K_CLASSDEF)
-            rc = push(c, field(c, n, c->f_superclasses), sc, 0, OP_VISIT, A_GEN);
+            rc = push(c, afd_pyast_field(n, AFD_PYF_SUPERCLASSES), sc, 0, OP_VISIT, A_GEN);
         if (rc == 0 && k != K_CLASSDEF) {
-            TSNode params = field(c, n, c->f_parameters);
+            TSNode params = afd_pyast_field(n, AFD_PYF_PARAMETERS);
             if (!ts_node_is_null(params) && (rc = list_kids(c, params)) == 0)
                 for (size_t i = c->n_kids; rc == 0 && i-- > 0;)
                     if (c->kids[i].named)
@@ -953,21 +878,21 @@ static int a_visit(ctx *c, const item *it)
     case K_ASSIGN:
     case K_AUGASSIGN:
         /* Module-level assignment targets are the module globals. */
-        rc = push(c, field(c, n, c->f_left), sc, 0, OP_VISIT,
+        rc = push(c, afd_pyast_field(n, AFD_PYF_LEFT), sc, 0, OP_VISIT,
                   c->scopes[sc].kind == S_MODULE ? A_BIND_GLOBAL : A_BIND);
         if (rc == 0)
-            rc = push(c, field(c, n, c->f_right), sc, 0, OP_VISIT, A_GEN);
+            rc = push(c, afd_pyast_field(n, AFD_PYF_RIGHT), sc, 0, OP_VISIT, A_GEN);
         return rc;
     case K_NAMED_EXPR:
-        rc = name_add(c, c->scopes[sc].noncomp, field(c, n, c->f_name), NF_LOCALVAR);
-        return rc < 0 ? rc : push(c, field(c, n, c->f_value), sc, 0, OP_VISIT, A_GEN);
+        rc = name_add(c, c->scopes[sc].noncomp, afd_pyast_field(n, AFD_PYF_NAME), NF_LOCALVAR);
+        return rc < 0 ? rc : push(c, afd_pyast_field(n, AFD_PYF_VALUE), sc, 0, OP_VISIT, A_GEN);
     case K_DELETE:
         rc = list_kids(c, n);
         return rc < 0 ? rc : push_kids(c, sc, OP_VISIT, A_BIND);
     case K_FOR:
     case K_FOR_IN:
     case K_AS_PATTERN: {
-        TSFieldId target = k == K_AS_PATTERN ? c->f_alias : c->f_left;
+        TSFieldId target = k == K_AS_PATTERN ? afd_pyast_field_id(AFD_PYF_ALIAS) : afd_pyast_field_id(AFD_PYF_LEFT);
         rc = list_kids(c, n);
         for (size_t i = c->n_kids; rc == 0 && i-- > 0;)
             if (c->kids[i].named)
@@ -1075,7 +1000,7 @@ static int chain_walk(ctx *c, TSNode e, uint32_t sc, int push_keys, res *r)
     c->n_segs = 0;
     int valid = 1, rc = 0;
     for (;;) {
-        if (is_bad(e))
+        if (afd_pyast_is_bad(e))
             return 0;
         uint8_t k = kind_of(c, e);
         seg sg = {{{0}, 0, 0}, SEG_ATTR};
@@ -1087,13 +1012,13 @@ static int chain_walk(ctx *c, TSNode e, uint32_t sc, int push_keys, res *r)
                 return rc;
             int broken = 0;
             for (size_t i = 0; i < c->n_kids; i++)
-                broken |= is_bad(c->kids[i].node);
+                broken |= afd_pyast_is_bad(c->kids[i].node);
             if (broken) {
                 valid = 0;
-                TSNode base = field(c, e, k == K_ATTR ? c->f_object : c->f_value);
+                TSNode base = afd_pyast_field(e, k == K_ATTR ? AFD_PYF_OBJECT : AFD_PYF_VALUE);
                 if (push_keys && k == K_SUBSCRIPT)
                     for (size_t i = 0; i < c->n_kids && rc == 0; i++)
-                        if (c->kids[i].field == c->f_subscript)
+                        if (c->kids[i].field == afd_pyast_field_id(AFD_PYF_SUBSCRIPT))
                             rc = push(c, c->kids[i].node, sc, 0, OP_VISIT, M_READ);
                 if (rc == 0 && push_keys)
                     rc = push(c, base, sc, 0, OP_VISIT, M_READ);
@@ -1101,10 +1026,10 @@ static int chain_walk(ctx *c, TSNode e, uint32_t sc, int push_keys, res *r)
             }
         }
         if (k == K_ATTR) {
-            sg.node = field(c, e, c->f_attribute);
+            sg.node = afd_pyast_field(e, AFD_PYF_ATTRIBUTE);
             if (!ident_ok(c, sg.node))
                 valid = 0;
-            next = field(c, e, c->f_object);
+            next = afd_pyast_field(e, AFD_PYF_OBJECT);
         } else if (k == K_SUBSCRIPT) {
             if ((rc = list_kids(c, e)) < 0)
                 return rc;
@@ -1114,9 +1039,9 @@ static int chain_walk(ctx *c, TSNode e, uint32_t sc, int push_keys, res *r)
             next = (TSNode){{0}, 0, 0};
             for (size_t i = 0; i < c->n_kids; i++) {
                 const kid *kd = &c->kids[i];
-                if (kd->field == c->f_value) {
+                if (kd->field == afd_pyast_field_id(AFD_PYF_VALUE)) {
                     next = kd->node;
-                } else if (kd->field == c->f_subscript) {
+                } else if (kd->field == afd_pyast_field_id(AFD_PYF_SUBSCRIPT)) {
                     nkeys++;
                     sg.node = kd->node;
                     if (push_keys && (rc = push(c, kd->node, sc, 0, OP_VISIT, M_READ)) < 0)
@@ -1130,7 +1055,7 @@ static int chain_walk(ctx *c, TSNode e, uint32_t sc, int push_keys, res *r)
         } else if (k == K_PAREN) {
             /* (self.a).b is self.a.b; anything else in parentheses is the base. */
             TSNode inner = ts_node_named_child(e, 0);
-            if (ts_node_named_child_count(e) != 1 || is_bad(inner))
+            if (ts_node_named_child_count(e) != 1 || afd_pyast_is_bad(inner))
                 break;
             uint8_t ik = kind_of(c, inner);
             if (ik != K_IDENT && ik != K_ATTR && ik != K_SUBSCRIPT && ik != K_PAREN)
@@ -1140,7 +1065,7 @@ static int chain_walk(ctx *c, TSNode e, uint32_t sc, int push_keys, res *r)
         } else {
             break;
         }
-        rc = grow((void **)&c->segs, &c->cap_segs, c->n_segs + 1, sizeof *c->segs);
+        rc = afd_pyast_grow((void **)&c->segs, &c->cap_segs, c->n_segs + 1, sizeof *c->segs);
         if (rc < 0)
             return rc;
         c->segs[c->n_segs++] = sg;
@@ -1161,7 +1086,7 @@ static int put_string_key(ctx *c, TSNode s)
     if (list_kids(c, s) < 0 || c->n_kids < 2)
         return 0;
     TSNode st = c->kids[0].node, en = c->kids[c->n_kids - 1].node;
-    if (kind_of(c, st) != K_STRING_START || kind_of(c, en) != K_STRING_END || is_bad(en))
+    if (kind_of(c, st) != K_STRING_START || kind_of(c, en) != K_STRING_END || afd_pyast_is_bad(en))
         return 0;
     for (size_t i = 0; i < c->n_kids; i++)
         if (kind_of(c, c->kids[i].node) == K_INTERPOLATION)
@@ -1286,7 +1211,7 @@ static int put_int_key(ctx *c, TSNode n, int neg)
 
 static int put_key(ctx *c, TSNode key)
 {
-    if (ts_node_is_null(key) || is_bad(key))
+    if (ts_node_is_null(key) || afd_pyast_is_bad(key))
         return 0;
     switch (kind_of(c, key)) {
     case K_STRING:
@@ -1294,8 +1219,8 @@ static int put_key(ctx *c, TSNode key)
     case K_INTEGER:
         return put_int_key(c, key, 0);
     case K_UNARY: {
-        TSNode op = field(c, key, c->f_operator), arg = field(c, key, c->f_argument);
-        if (ts_node_is_null(op) || !text_is(c, op, "-") || is_bad(arg) || kind_of(c, arg) != K_INTEGER)
+        TSNode op = afd_pyast_field(key, AFD_PYF_OPERATOR), arg = afd_pyast_field(key, AFD_PYF_ARGUMENT);
+        if (ts_node_is_null(op) || !text_is(c, op, "-") || afd_pyast_is_bad(arg) || kind_of(c, arg) != K_INTEGER)
             return 0;
         return put_int_key(c, arg, 1);
     }
@@ -1333,10 +1258,10 @@ static int build_path(ctx *c, const res *r)
 
 static int emit(ctx *c, TSNode at, uint32_t sc, const res *r, uint32_t path_off, int write)
 {
-    int rc = grow((void **)&c->acc, &c->cap_acc, c->n_acc + 1, sizeof *c->acc);
+    int rc = afd_pyast_grow((void **)&c->acc, &c->cap_acc, c->n_acc + 1, sizeof *c->acc);
     if (rc < 0)
         return rc;
-    c->acc[c->n_acc++] = (racc){ts_node_start_byte(at), c->seq++, line_of(at), r->name_off, path_off,
+    c->acc[c->n_acc++] = (racc){ts_node_start_byte(at), c->seq++, afd_pyast_line(at), r->name_off, path_off,
                                 c->scopes[sc].fn_name_off, r->root, (uint8_t)write};
     return 0;
 }
@@ -1383,12 +1308,12 @@ static int is_mutating(const ctx *c, TSNode method)
 
 static int handle_call(ctx *c, TSNode n, uint32_t sc)
 {
-    TSNode fn = field(c, n, c->f_function);
-    int rc = push(c, field(c, n, c->f_arguments), sc, 0, OP_VISIT, M_READ);
-    if (rc < 0 || is_bad(fn))
+    TSNode fn = afd_pyast_field(n, AFD_PYF_FUNCTION);
+    int rc = push(c, afd_pyast_field(n, AFD_PYF_ARGUMENTS), sc, 0, OP_VISIT, M_READ);
+    if (rc < 0 || afd_pyast_is_bad(fn))
         return rc;
     if (kind_of(c, fn) == K_ATTR) {
-        TSNode method = field(c, fn, c->f_attribute), recv = field(c, fn, c->f_object);
+        TSNode method = afd_pyast_field(fn, AFD_PYF_ATTRIBUTE), recv = afd_pyast_field(fn, AFD_PYF_OBJECT);
         if (ident_ok(c, method) && !ts_node_is_null(recv))
             return handle_chain(c, recv, sc, is_mutating(c, method) ? M_MWRITE : M_READ);
     }
@@ -1399,12 +1324,12 @@ static int handle_call(ctx *c, TSNode n, uint32_t sc)
 static int b_bind(ctx *c, TSNode n, uint32_t sc)
 {
     int assign = kind_of(c, n) == K_ASSIGN;
-    TSNode target = field(c, n, assign ? c->f_left : c->f_name);
-    TSNode value = field(c, n, assign ? c->f_right : c->f_value);
+    TSNode target = afd_pyast_field(n, assign ? AFD_PYF_LEFT : AFD_PYF_NAME);
+    TSNode value = afd_pyast_field(n, assign ? AFD_PYF_RIGHT : AFD_PYF_VALUE);
     /* a = b = v: a is bound to v */
-    while (!is_bad(value) && kind_of(c, value) == K_ASSIGN)
-        value = field(c, value, c->f_right);
-    if (is_bad(target))
+    while (!afd_pyast_is_bad(value) && kind_of(c, value) == K_ASSIGN)
+        value = afd_pyast_field(value, AFD_PYF_RIGHT);
+    if (afd_pyast_is_bad(target))
         return 0;
     if (kind_of(c, target) != K_IDENT)
         return push(c, target, sc, 0, OP_UNBIND, 0);
@@ -1419,7 +1344,7 @@ static int b_bind(ctx *c, TSNode n, uint32_t sc)
         alias_clear(c, fn, target);
         return 0;
     }
-    if (is_bad(value) || (rc = chain_walk(c, value, sc, 0, &vr)) < 0 || vr.kind == R_NONE) {
+    if (afd_pyast_is_bad(value) || (rc = chain_walk(c, value, sc, 0, &vr)) < 0 || vr.kind == R_NONE) {
         alias_clear(c, fn, target);
         return rc;
     }
@@ -1455,7 +1380,7 @@ static int b_unbind(ctx *c, TSNode n, uint32_t sc)
     case K_DOTTED_NAME:
         return push(c, ts_node_named_child(n, 0), sc, 0, OP_UNBIND, 0);
     case K_ALIASED_IMPORT:
-        return push(c, field(c, n, c->f_alias), sc, 0, OP_UNBIND, 0);
+        return push(c, afd_pyast_field(n, AFD_PYF_ALIAS), sc, 0, OP_UNBIND, 0);
     default:
         return 0;
     }
@@ -1467,7 +1392,7 @@ static int b_visit(ctx *c, const item *it)
     uint32_t sc = it->scope, s;
     uint8_t m = it->mode;
     int rc = 0;
-    if (is_bad(n))
+    if (afd_pyast_is_bad(n))
         return 0;
     if (it->op == OP_BIND)
         return b_bind(c, n, sc);
@@ -1497,18 +1422,18 @@ static int b_visit(ctx *c, const item *it)
         int assign = k == K_ASSIGN;
         rc = push(c, n, sc, 0, OP_BIND, 0);
         if (rc == 0)
-            rc = push(c, field(c, n, assign ? c->f_left : c->f_name), sc, 0, OP_VISIT, M_STORE);
+            rc = push(c, afd_pyast_field(n, assign ? AFD_PYF_LEFT : AFD_PYF_NAME), sc, 0, OP_VISIT, M_STORE);
         if (rc == 0) /* the value is evaluated first */
-            rc = push(c, field(c, n, assign ? c->f_right : c->f_value), sc, 0, OP_VISIT, M_READ);
+            rc = push(c, afd_pyast_field(n, assign ? AFD_PYF_RIGHT : AFD_PYF_VALUE), sc, 0, OP_VISIT, M_READ);
         return rc;
     }
     case K_AUGASSIGN: {
-        TSNode left = field(c, n, c->f_left);
+        TSNode left = afd_pyast_field(n, AFD_PYF_LEFT);
         rc = push(c, left, sc, 0, OP_UNBIND, 0);
         if (rc == 0)
             rc = push(c, left, sc, 0, OP_VISIT, M_AUG);
         if (rc == 0)
-            rc = push(c, field(c, n, c->f_right), sc, 0, OP_VISIT, M_READ);
+            rc = push(c, afd_pyast_field(n, AFD_PYF_RIGHT), sc, 0, OP_VISIT, M_READ);
         return rc;
     }
     case K_DELETE:
@@ -1525,14 +1450,14 @@ static int b_visit(ctx *c, const item *it)
     case K_FOR_IN: {
         if ((rc = list_kids(c, n)) < 0)
             return rc;
-        if (has_async(c) && (rc = u32_push(&c->yields, line_of(n))) < 0)
+        if (has_async(c) && (rc = u32_push(&c->yields, afd_pyast_line(n))) < 0)
             return rc;
         TSNode left = {{0}, 0, 0}, right = {{0}, 0, 0};
         for (size_t i = c->n_kids; rc == 0 && i-- > 0;) {
             const kid *kd = &c->kids[i];
-            if (kd->field == c->f_left)
+            if (kd->field == afd_pyast_field_id(AFD_PYF_LEFT))
                 left = kd->node;
-            else if (kd->field == c->f_right && k == K_FOR)
+            else if (kd->field == afd_pyast_field_id(AFD_PYF_RIGHT) && k == K_FOR)
                 right = kd->node;
             else if (kd->named)
                 rc = push(c, kd->node, sc, 0, OP_VISIT, M_READ);
@@ -1551,14 +1476,14 @@ static int b_visit(ctx *c, const item *it)
     case K_AWAIT:
         if ((rc = list_kids(c, n)) < 0)
             return rc;
-        if ((k == K_AWAIT || has_async(c)) && (rc = u32_push(&c->yields, line_of(n))) < 0)
+        if ((k == K_AWAIT || has_async(c)) && (rc = u32_push(&c->yields, afd_pyast_line(n))) < 0)
             return rc;
         return push_kids(c, sc, OP_VISIT, M_READ);
     case K_AS_PATTERN:
         rc = list_kids(c, n);
         for (size_t i = c->n_kids; rc == 0 && i-- > 0;) {
             const kid *kd = &c->kids[i];
-            if (kd->field == c->f_alias) {
+            if (kd->field == afd_pyast_field_id(AFD_PYF_ALIAS)) {
                 rc = push(c, kd->node, sc, 0, OP_UNBIND, 0);
                 if (rc == 0)
                     rc = push(c, kd->node, sc, 0, OP_VISIT, M_STORE);
@@ -1570,16 +1495,16 @@ static int b_visit(ctx *c, const item *it)
     case K_FUNCDEF:
     case K_CLASSDEF:
     case K_LAMBDA: {
-        TSNode name = field(c, n, c->f_name);
+        TSNode name = afd_pyast_field(n, AFD_PYF_NAME);
         rc = scope_get(c, n, k == K_FUNCDEF ? S_FUNCTION : k == K_CLASSDEF ? S_CLASS : S_LAMBDA, sc,
                        name, &s);
         if (rc == 0)
-            rc = push(c, field(c, n, c->f_body), s, 0, OP_VISIT, M_READ);
+            rc = push(c, afd_pyast_field(n, AFD_PYF_BODY), s, 0, OP_VISIT, M_READ);
         if (rc == 0 && k != K_LAMBDA)
             rc = push(c, name, sc, 0, OP_UNBIND, 0);
         /* Default values and base classes are evaluated where the definition is. */
         if (rc == 0)
-            rc = push(c, field(c, n, k == K_CLASSDEF ? c->f_superclasses : c->f_parameters), sc, 0,
+            rc = push(c, afd_pyast_field(n, k == K_CLASSDEF ? AFD_PYF_SUPERCLASSES : AFD_PYF_PARAMETERS), sc, 0,
                       OP_VISIT, M_READ);
         return rc;
     }
@@ -1588,7 +1513,7 @@ static int b_visit(ctx *c, const item *it)
         for (size_t i = c->n_kids; rc == 0 && i-- > 0;) {
             uint8_t pk = kind_of(c, c->kids[i].node);
             if (pk == K_DEFAULT_PARAM || pk == K_TYPED_DEFAULT_PARAM)
-                rc = push(c, field(c, c->kids[i].node, c->f_value), sc, 0, OP_VISIT, M_READ);
+                rc = push(c, afd_pyast_field(c->kids[i].node, AFD_PYF_VALUE), sc, 0, OP_VISIT, M_READ);
         }
         return rc;
     case K_COMP:
@@ -1597,11 +1522,11 @@ static int b_visit(ctx *c, const item *it)
             rc = list_kids(c, n);
         return rc < 0 ? rc : push_kids(c, s, OP_VISIT, M_READ);
     case K_KEYWORD_ARG:
-        return push(c, field(c, n, c->f_value), sc, 0, OP_VISIT, M_READ);
+        return push(c, afd_pyast_field(n, AFD_PYF_VALUE), sc, 0, OP_VISIT, M_READ);
     case K_IMPORT:
         rc = list_kids(c, n);
         for (size_t i = 0; rc == 0 && i < c->n_kids; i++)
-            if (c->kids[i].field == c->f_name)
+            if (c->kids[i].field == afd_pyast_field_id(AFD_PYF_NAME))
                 rc = push(c, c->kids[i].node, sc, 0, OP_UNBIND, 0);
         return rc;
     default:
@@ -1622,41 +1547,11 @@ static int push_error_line(void *vc, uint32_t line)
 
 static int ctx_init(ctx *c, const char *src, size_t len)
 {
-    const TSLanguage *lang = tree_sitter_python();
     c->src = src;
     c->len = len;
     /* Names and paths come from the source's text, qualified names repeat their prefixes, and
      * the access array is 16 times the source at worst already: the strings may take as much. */
     c->budget = 16 * len + (16u << 20);
-    c->n_sym = ts_language_symbol_count(lang);
-    c->sym_kind = calloc(c->n_sym ? c->n_sym : 1, 1);
-    if (!c->sym_kind)
-        return AFD_ENOMEM;
-    for (uint32_t s = 0; s < c->n_sym; s++) {
-        if (ts_language_symbol_type(lang, (TSSymbol)s) != TSSymbolTypeRegular)
-            continue;
-        const char *name = ts_language_symbol_name(lang, (TSSymbol)s);
-        for (size_t i = 0; name && i < sizeof KIND_NAMES / sizeof KIND_NAMES[0]; i++)
-            if (strcmp(name, KIND_NAMES[i].name) == 0)
-                c->sym_kind[s] = KIND_NAMES[i].kind;
-    }
-#define FIELD(var, name) c->var = ts_language_field_id_for_name(lang, name, (uint32_t)strlen(name))
-    FIELD(f_left, "left");
-    FIELD(f_right, "right");
-    FIELD(f_name, "name");
-    FIELD(f_value, "value");
-    FIELD(f_body, "body");
-    FIELD(f_parameters, "parameters");
-    FIELD(f_object, "object");
-    FIELD(f_attribute, "attribute");
-    FIELD(f_subscript, "subscript");
-    FIELD(f_function, "function");
-    FIELD(f_arguments, "arguments");
-    FIELD(f_alias, "alias");
-    FIELD(f_superclasses, "superclasses");
-    FIELD(f_operator, "operator");
-    FIELD(f_argument, "argument");
-#undef FIELD
     int rc = intern(c, "", 0, &c->off_empty);
     if (rc == 0)
         rc = intern(c, "self", 4, &c->off_self);
@@ -1667,7 +1562,6 @@ static int ctx_init(ctx *c, const char *src, size_t len)
 
 static void ctx_free(ctx *c)
 {
-    free(c->sym_kind);
     free(c->kids);
     free(c->stk);
     free(c->segs);
