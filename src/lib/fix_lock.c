@@ -28,6 +28,60 @@ static int lock_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The indentation unit of fn's body: a tab when the guarded run is indented with tabs, else the
+ * body's indentation relative to the def (4 when it cannot be told). */
+static void indent_unit(const fixctx *c, TSNode fn, size_t ind, const char *at, size_t def_ind, char unit[16])
+{
+    if (ind > 0 && at[0] == '\t') {
+        snprintf(unit, 16, "\t");
+        return;
+    }
+    size_t u = 4;
+    TSNode body = afd_pyast_field(fn, AFD_PYF_BODY);
+    if (!ts_node_is_null(body) && ts_node_named_child_count(body) > 0) {
+        size_t bi = afd_fix_line_indent(c, ts_node_start_point(ts_node_named_child(body, 0)).row, NULL);
+        if (bi > def_ind && bi - def_ind <= 8)
+            u = bi - def_ind;
+    }
+    memset(unit, ' ', u);
+    unit[u] = 0;
+}
+
+/* Plans the creation of the lock `text` for site where the resource lives: at module setup for
+ * module state, first in `__init__` (after its docstring) for instance state; a class without
+ * `__init__` creates it where it is used, so only `import asyncio` may be needed. */
+static void lock_create(fixctx *c, const afd_lock_site *site, const char *text, TSNode init, uint32_t setup_row,
+                        int *has_asyncio)
+{
+    if (site->root == AFD_ROOT_GLOBAL) {
+        afd_buf *b = &c->edits[setup_row].before;
+        if (!*has_asyncio) {
+            afd_buf_printf(b, "import asyncio\n");
+            *has_asyncio = 1;
+        }
+        afd_buf_printf(b, "%s = asyncio.Lock()  # affidavit: guards %s (%s)\n", text, site->name,
+                       site->cause ? site->cause : "lost update");
+    } else if (!ts_node_is_null(init)) {
+        TSNode body = afd_pyast_field(init, AFD_PYF_BODY);
+        uint32_t k = ts_node_named_child_count(body);
+        TSNode st0 = k ? ts_node_named_child(body, 0) : body;
+        uint32_t row = ts_node_start_point(st0).row;
+        if (k && afd_fix_is_docstring(st0))
+            row = ts_node_end_point(st0).row + 1;
+        size_t bind = afd_fix_line_indent(c, ts_node_start_point(st0).row, NULL);
+        afd_buf_printf(&c->edits[row].before, "%.*s%s = asyncio.Lock()  # affidavit: guards self.%s (%s)\n",
+                       (int)bind, c->src + c->line_start[ts_node_start_point(st0).row], text, site->name,
+                       site->cause ? site->cause : "lost update");
+        if (!*has_asyncio) {
+            afd_buf_printf(&c->edits[setup_row].before, "import asyncio\n");
+            *has_asyncio = 1;
+        }
+    } else if (!*has_asyncio) {
+        afd_buf_printf(&c->edits[setup_row].before, "import asyncio\n");
+        *has_asyncio = 1;
+    }
+}
+
 int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t n, afd_buf *out, char *why,
                  size_t whylen)
 {
@@ -98,19 +152,7 @@ int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t
     size_t ind = afd_fix_line_indent(&c, r0, &at);
     size_t def_ind = afd_fix_line_indent(&c, ts_node_start_point(fn).row, NULL);
     char unit[16];
-    if (ind > 0 && at[0] == '\t') {
-        snprintf(unit, sizeof unit, "\t");
-    } else {
-        size_t u = 4;
-        TSNode body = afd_pyast_field(fn, AFD_PYF_BODY);
-        if (!ts_node_is_null(body) && ts_node_named_child_count(body) > 0) {
-            size_t bi = afd_fix_line_indent(&c, ts_node_start_point(ts_node_named_child(body, 0)).row, NULL);
-            if (bi > def_ind && bi - def_ind <= 8)
-                u = bi - def_ind;
-        }
-        memset(unit, ' ', u);
-        unit[u] = 0;
-    }
+    indent_unit(&c, fn, ind, at, def_ind, unit);
     /* the locks, one per resource, created where the resource lives */
     TSNode cls = afd_fix_enclosing(fn, AFD_PY_CLASS_DEFINITION);
     TSNode init = {{0}, 0, 0};
@@ -148,34 +190,7 @@ int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t
             goto out;
         }
         n_locks++;
-        /* where the lock is created */
-        if (sites[i].root == AFD_ROOT_GLOBAL) {
-            afd_buf *b = &c.edits[setup_row].before;
-            if (!has_asyncio) {
-                afd_buf_printf(b, "import asyncio\n");
-                has_asyncio = 1;
-            }
-            afd_buf_printf(b, "%s = asyncio.Lock()  # affidavit: guards %s (%s)\n", text, sites[i].name,
-                           sites[i].cause ? sites[i].cause : "lost update");
-        } else if (!ts_node_is_null(init)) {
-            TSNode body = afd_pyast_field(init, AFD_PYF_BODY);
-            uint32_t k = ts_node_named_child_count(body);
-            TSNode st0 = k ? ts_node_named_child(body, 0) : body;
-            uint32_t row = ts_node_start_point(st0).row;
-            if (k && afd_fix_is_docstring(st0))
-                row = ts_node_end_point(st0).row + 1;
-            size_t bind = afd_fix_line_indent(&c, ts_node_start_point(st0).row, NULL);
-            afd_buf_printf(&c.edits[row].before, "%.*s%s = asyncio.Lock()  # affidavit: guards self.%s (%s)\n",
-                           (int)bind, c.src + c.line_start[ts_node_start_point(st0).row], text, sites[i].name,
-                           sites[i].cause ? sites[i].cause : "lost update");
-            if (!has_asyncio) {
-                afd_buf_printf(&c.edits[setup_row].before, "import asyncio\n");
-                has_asyncio = 1;
-            }
-        } else if (!has_asyncio) {
-            afd_buf_printf(&c.edits[setup_row].before, "import asyncio\n");
-            has_asyncio = 1;
-        }
+        lock_create(&c, &sites[i], text, init, setup_row, &has_asyncio);
     }
     qsort(locks, n_locks, sizeof *locks, lock_cmp); /* one global order: no lock-order cycle */
     afd_buf *head = &c.edits[r0].before;
