@@ -180,6 +180,18 @@ int afd_fix_is_docstring(TSNode stmt)
            afd_pyast_is(ts_node_named_child(stmt, 0), AFD_PY_STRING);
 }
 
+/* The innermost statement holding the 1-based line into *st (a null node when no statement holds
+ * it), or AFD_EINVAL with "<what> is outside the file" when the line is not in the file. */
+int afd_fix_statement_at(fixctx *c, uint32_t line, const char *what, TSNode *st)
+{
+    if (!line || line > c->n_lines)
+        return afd_fix_refuse(c, "%s is outside the file", what);
+    TSNode chain[MAX_CHAIN];
+    size_t n = afd_fix_statement_chain(ts_tree_root_node(c->tree), line - 1, chain, MAX_CHAIN);
+    *st = n ? chain[n - 1] : (TSNode){{0}, 0, 0};
+    return 0;
+}
+
 /* The row before which module-level setup goes: after the last top-level import, else after the
  * module docstring, else at the top. */
 uint32_t afd_fix_module_setup_row(TSNode module, int *has_asyncio, const char *src)

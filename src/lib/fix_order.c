@@ -52,17 +52,13 @@ int afd_fix_await_task(const char *src, size_t len, uint32_t read_line, const ch
         rc = afd_fix_refuse(&c, "nothing to await");
     if (rc < 0)
         goto out;
-    if (!read_line || read_line > c.n_lines) {
-        rc = afd_fix_refuse(&c, "the read is outside the file");
+    TSNode stmt;
+    if ((rc = afd_fix_statement_at(&c, read_line, "the read", &stmt)) < 0)
         goto out;
-    }
-    TSNode chain[MAX_CHAIN];
-    size_t n = afd_fix_statement_chain(ts_tree_root_node(c.tree), read_line - 1, chain, MAX_CHAIN);
-    if (!n) {
+    if (ts_node_is_null(stmt)) {
         rc = afd_fix_refuse(&c, "no statement holds the read");
         goto out;
     }
-    TSNode stmt = chain[n - 1];
     TSNode fn = afd_fix_enclosing(stmt, AFD_PY_FUNCTION_DEFINITION);
     if (ts_node_is_null(fn) || !afd_fix_is_async_def(fn)) {
         rc = afd_fix_refuse(&c, "the read is not in an async function: nothing can be awaited there");
@@ -235,18 +231,13 @@ int afd_fix_event_wait(const char *src, size_t len, uint32_t read_line, afd_buf 
     int rc = afd_fix_start(&c, out);
     if (rc < 0)
         goto out;
-    if (!read_line || read_line > c.n_lines) {
-        rc = afd_fix_refuse(&c, "the check is outside the file");
+    TSNode st;
+    if ((rc = afd_fix_statement_at(&c, read_line, "the check", &st)) < 0)
         goto out;
-    }
-    TSNode root = ts_tree_root_node(c.tree);
-    TSNode chain[MAX_CHAIN];
-    size_t n = afd_fix_statement_chain(root, read_line - 1, chain, MAX_CHAIN);
-    if (!n) {
+    if (ts_node_is_null(st)) {
         rc = afd_fix_refuse(&c, "no statement holds the check");
         goto out;
     }
-    TSNode st = chain[n - 1];
     TSNode fn = afd_fix_enclosing(st, AFD_PY_FUNCTION_DEFINITION);
     if (ts_node_is_null(fn) || !afd_fix_is_async_def(fn)) {
         rc = afd_fix_refuse(&c, "the check is not in an async function: it cannot wait");
@@ -281,14 +272,9 @@ int afd_fix_offload(const char *src, size_t len, uint32_t line, afd_buf *out, ch
     int rc = afd_fix_start(&c, out);
     if (rc < 0)
         goto out;
-    if (!line || line > c.n_lines) {
-        rc = afd_fix_refuse(&c, "the blocking call is outside the file");
+    TSNode st;
+    if ((rc = afd_fix_statement_at(&c, line, "the blocking call", &st)) < 0)
         goto out;
-    }
-    TSNode root = ts_tree_root_node(c.tree);
-    TSNode chain[MAX_CHAIN];
-    size_t n = afd_fix_statement_chain(root, line - 1, chain, MAX_CHAIN);
-    TSNode st = n ? chain[n - 1] : (TSNode){{0}, 0, 0};
     if (ts_node_is_null(st) || ts_node_start_point(st).row != line - 1 || ts_node_end_point(st).row != line - 1) {
         rc = afd_fix_refuse(&c, "the blocking call at line %u is not a statement of one line", line);
         goto out;
@@ -330,7 +316,7 @@ int afd_fix_offload(const char *src, size_t len, uint32_t line, afd_buf *out, ch
         afd_buf_put_u8(b, '\n');
     c.edits[row].omit = 1;
     int has_asyncio = 0;
-    uint32_t setup_row = afd_fix_module_setup_row(root, &has_asyncio, src);
+    uint32_t setup_row = afd_fix_module_setup_row(ts_tree_root_node(c.tree), &has_asyncio, src);
     if (!has_asyncio)
         afd_buf_printf(&c.edits[setup_row].before, "import asyncio\n");
     rc = afd_fix_emit(&c, out, "");

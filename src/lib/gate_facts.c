@@ -56,15 +56,7 @@ uint8_t afd_gate_kind_of(const ctx *c, TSNode n)
     return GATE_KIND[afd_pyast_kind(n)];
 }
 
-const char *afd_gate_text_of(const ctx *c, TSNode n, size_t *len)
-{
-    return afd_pyast_text(c->src, c->len, n, len);
-}
 
-int afd_gate_text_is(const ctx *c, TSNode n, const char *s)
-{
-    return afd_pyast_text_is(c->src, c->len, n, s);
-}
 
 int afd_gate_is_space(char ch)
 {
@@ -77,7 +69,7 @@ void afd_gate_norm(const ctx *c, TSNode n, afd_buf *b)
 {
     b->len = 0;
     size_t len;
-    const char *t = afd_gate_text_of(c, n, &len);
+    const char *t = afd_pyast_text(c->src, c->len, n, &len);
     int sp = 0;
     size_t i = 0;
     for (; i < len && b->len < MAX_NORM; i++) {
@@ -125,7 +117,7 @@ int afd_gate_dotted(const ctx *c, TSNode n, afd_buf *b)
     if (np == 0)
         return 0;
     size_t l0;
-    const char *t0 = afd_gate_text_of(c, parts[np - 1], &l0);
+    const char *t0 = afd_pyast_text(c->src, c->len, parts[np - 1], &l0);
     int done = 0;
     for (size_t i = c->n_imps; i-- > 0 && !done;) /* the last import of a name wins, as in Python */
         if (strlen(c->imps[i].local) == l0 && memcmp(c->imps[i].local, t0, l0) == 0) {
@@ -136,7 +128,7 @@ int afd_gate_dotted(const ctx *c, TSNode n, afd_buf *b)
         afd_buf_put(b, t0, l0);
     for (size_t i = np - 1; i-- > 0;) {
         size_t l = 0;
-        const char *t = afd_gate_text_of(c, parts[i], &l);
+        const char *t = afd_pyast_text(c->src, c->len, parts[i], &l);
         afd_buf_put_u8(b, '.');
         afd_buf_put(b, t, l);
     }
@@ -293,7 +285,7 @@ TSNode afd_gate_block_child(const ctx *c, TSNode n)
 static void add_import(ctx *c, TSNode local, const char *qual)
 {
     size_t l = 0;
-    const char *t = afd_gate_text_of(c, local, &l);
+    const char *t = afd_pyast_text(c->src, c->len, local, &l);
     if (l == 0 || l >= sizeof c->imps[0].local || strlen(qual) >= MAX_DOTTED || c->rc || c->n_imps >= MAX_IMPORTS)
         return;
     if (afd_pyast_grow((void **)&c->imps, &c->cap_imps, c->n_imps + 1, sizeof *c->imps) < 0) {
@@ -312,7 +304,7 @@ void afd_gate_visit_import(ctx *c, TSNode n, int from)
     if (from) {
         TSNode m = afd_pyast_field(n, AFD_PYF_MODULE_NAME);
         size_t l = 0;
-        const char *t = ts_node_is_null(m) ? "" : afd_gate_text_of(c, m, &l);
+        const char *t = ts_node_is_null(m) ? "" : afd_pyast_text(c->src, c->len, m, &l);
         if (ts_node_is_null(m) || afd_gate_kind_of(c, m) != K_DOTTED_NAME || l >= sizeof mod)
             return; /* relative imports name the project's own modules */
         memcpy(mod, t, l);
@@ -333,7 +325,7 @@ void afd_gate_visit_import(ctx *c, TSNode n, int from)
         if (ts_node_is_null(name) || (from && ts_node_eq(name, afd_pyast_field(n, AFD_PYF_MODULE_NAME))))
             continue;
         size_t l = 0;
-        const char *t = afd_gate_text_of(c, name, &l);
+        const char *t = afd_pyast_text(c->src, c->len, name, &l);
         char q[MAX_DOTTED];
         size_t ml = from ? strlen(mod) + 1 : 0;
         if (ml + l >= sizeof q)

@@ -136,8 +136,6 @@ typedef struct ctx {
 
 /* Shared by the gate's files; each is documented where it is defined. */
 uint8_t afd_gate_kind_of(const ctx *c, TSNode n);
-const char *afd_gate_text_of(const ctx *c, TSNode n, size_t *len);
-int afd_gate_text_is(const ctx *c, TSNode n, const char *s);
 int afd_gate_is_space(char ch);
 void afd_gate_norm(const ctx *c, TSNode n, afd_buf *b);
 int afd_gate_dotted(const ctx *c, TSNode n, afd_buf *b);

@@ -47,7 +47,7 @@ static int is_zero_delay(const ctx *c, TSNode args)
     if (k != K_INTEGER && k != K_FLOAT)
         return 0;
     size_t l = 0;
-    const char *t = afd_gate_text_of(c, a, &l);
+    const char *t = afd_pyast_text(c->src, c->len, a, &l);
     char buf[32];
     if (l >= sizeof buf)
         return 0;
@@ -111,7 +111,7 @@ static void visit_offload(ctx *c, TSNode args, uint32_t skip)
         /* the text from the first argument after F to the last, as a call would have it */
         TSNode first = ts_node_named_child(args, skip + 1), last = ts_node_named_child(args, k - 1);
         size_t len;
-        const char *t = afd_gate_text_of(c, first, &len);
+        const char *t = afd_pyast_text(c->src, c->len, first, &len);
         size_t span = ts_node_end_byte(last) - ts_node_start_byte(first);
         afd_buf *b = &c->tmp2;
         b->len = 0;
@@ -146,7 +146,7 @@ static void visit_call(ctx *c, TSNode n)
     if (afd_gate_kind_of(c, fn) == K_ATTR) {
         TSNode a = afd_pyast_field(fn, AFD_PYF_ATTRIBUTE);
         size_t l = 0;
-        const char *t = ts_node_is_null(a) ? "" : afd_gate_text_of(c, a, &l);
+        const char *t = ts_node_is_null(a) ? "" : afd_pyast_text(c->src, c->len, a, &l);
         if (!ts_node_is_null(a) && l < sizeof methbuf) {
             memcpy(methbuf, t, l);
             methbuf[l] = 0;
@@ -226,7 +226,7 @@ static void visit_decorator(ctx *c, TSNode n)
             TSNode a = ts_node_named_child(args, 0);
             uint8_t k = afd_gate_kind_of(c, a);
             size_t l = 0;
-            const char *t = afd_gate_text_of(c, a, &l);
+            const char *t = afd_pyast_text(c->src, c->len, a, &l);
             char buf[32];
             if ((k == K_INTEGER || k == K_FLOAT) && l < sizeof buf) {
                 memcpy(buf, t, l);
@@ -348,11 +348,11 @@ static int is_broad_type(const ctx *c, TSNode t)
         return is_broad_type(c, ts_node_named_child(t, 0));
     if (k == K_IDENT) {
         for (size_t i = 0; BROAD[i]; i++)
-            if (afd_gate_text_is(c, t, BROAD[i]))
+            if (afd_pyast_text_is(c->src, c->len, t, BROAD[i]))
                 return 1;
     } else if (k == K_ATTR) {
         TSNode a = afd_pyast_field(t, AFD_PYF_ATTRIBUTE);
-        return !ts_node_is_null(a) && (afd_gate_text_is(c, a, "Exception") || afd_gate_text_is(c, a, "BaseException"));
+        return !ts_node_is_null(a) && (afd_pyast_text_is(c->src, c->len, a, "Exception") || afd_pyast_text_is(c->src, c->len, a, "BaseException"));
     }
     return 0;
 }
@@ -443,7 +443,7 @@ static void visit_try(ctx *c, TSNode n)
 static void put_token(ctx *c, TSNode n)
 {
     size_t l = 0;
-    const char *t = afd_gate_text_of(c, n, &l);
+    const char *t = afd_pyast_text(c->src, c->len, n, &l);
     while (l && afd_gate_is_space(*t)) {
         t++;
         l--;
@@ -493,7 +493,7 @@ static int visit(ctx *c, TSNode n)
     case K_FUNCDEF: {
         TSNode name = afd_pyast_field(n, AFD_PYF_NAME);
         size_t l = 0;
-        const char *t = ts_node_is_null(name) ? "" : afd_gate_text_of(c, name, &l);
+        const char *t = ts_node_is_null(name) ? "" : afd_pyast_text(c->src, c->len, name, &l);
         if (!ts_node_is_null(name) && l >= 4 && memcmp(t, "test", 4) == 0)
             afd_gate_add_fact(c, C_TESTNAME, t, l, 0, 0, 0);
         break;

@@ -305,15 +305,7 @@ uint8_t afd_pyscan_kind_of(const ctx *c, TSNode n)
     return SCAN_KIND[afd_pyast_kind(n)];
 }
 
-const char *afd_pyscan_text_of(const ctx *c, TSNode n, size_t *len)
-{
-    return afd_pyast_text(c->src, c->len, n, len);
-}
 
-int afd_pyscan_text_is(const ctx *c, TSNode n, const char *s)
-{
-    return afd_pyast_text_is(c->src, c->len, n, s);
-}
 
 /* An identifier the walks can use: present, not made up by error recovery, not empty. */
 int afd_pyscan_ident_ok(const ctx *c, TSNode n)
@@ -321,7 +313,7 @@ int afd_pyscan_ident_ok(const ctx *c, TSNode n)
     size_t len;
     if (afd_pyast_is_bad(n) || afd_pyscan_kind_of(c, n) != K_IDENT)
         return 0;
-    afd_pyscan_text_of(c, n, &len);
+    afd_pyast_text(c->src, c->len, n, &len);
     return len > 0;
 }
 

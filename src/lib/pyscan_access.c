@@ -34,7 +34,7 @@ static int resolve(ctx *c, TSNode id, uint32_t sc, res *r)
 {
     memset(r, 0, sizeof *r);
     size_t n;
-    const char *s = afd_pyscan_text_of(c, id, &n);
+    const char *s = afd_pyast_text(c->src, c->len, id, &n);
     if (n == 0)
         return 0;
     if ((n == 4 && memcmp(s, "self", 4) == 0) || (n == 3 && memcmp(s, "cls", 3) == 0)) {
@@ -179,7 +179,7 @@ static int put_string_key(ctx *c, TSNode s)
         if (afd_pyscan_kind_of(c, c->kids[i].node) == K_INTERPOLATION)
             return 0;
     size_t sl, el;
-    const char *stt = afd_pyscan_text_of(c, st, &sl), *ent = afd_pyscan_text_of(c, en, &el);
+    const char *stt = afd_pyast_text(c->src, c->len, st, &sl), *ent = afd_pyast_text(c->src, c->len, en, &el);
     size_t q = 0;
     while (q < sl && (stt[sl - 1 - q] == '\'' || stt[sl - 1 - q] == '"'))
         q++;
@@ -241,7 +241,7 @@ static int put_string_key(ctx *c, TSNode s)
 static int put_int_key(ctx *c, TSNode n, int neg)
 {
     size_t len;
-    const char *t = afd_pyscan_text_of(c, n, &len);
+    const char *t = afd_pyast_text(c->src, c->len, n, &len);
     char digits[32];
     if (len >= 2 && t[0] == '0' && strchr("xXoObB", t[1])) {
         unsigned base = (t[1] == 'x' || t[1] == 'X') ? 16 : (t[1] == 'o' || t[1] == 'O') ? 8 : 2;
@@ -307,7 +307,7 @@ static int put_key(ctx *c, TSNode key)
         return put_int_key(c, key, 0);
     case K_UNARY: {
         TSNode op = afd_pyast_field(key, AFD_PYF_OPERATOR), arg = afd_pyast_field(key, AFD_PYF_ARGUMENT);
-        if (ts_node_is_null(op) || !afd_pyscan_text_is(c, op, "-") || afd_pyast_is_bad(arg) || afd_pyscan_kind_of(c, arg) != K_INTEGER)
+        if (ts_node_is_null(op) || !afd_pyast_text_is(c->src, c->len, op, "-") || afd_pyast_is_bad(arg) || afd_pyscan_kind_of(c, arg) != K_INTEGER)
             return 0;
         return put_int_key(c, arg, 1);
     }
@@ -327,7 +327,7 @@ static int build_path(ctx *c, const res *r)
         const seg *sg = &c->segs[i];
         if (sg->kind == SEG_ATTR) {
             size_t n;
-            const char *t = afd_pyscan_text_of(c, sg->node, &n);
+            const char *t = afd_pyast_text(c->src, c->len, sg->node, &n);
             afd_buf_put(&c->path, ".", 1);
             afd_pyscan_put_clean(&c->path, t, n);
         } else {
@@ -386,7 +386,7 @@ static int handle_chain(ctx *c, TSNode e, uint32_t sc, uint8_t m)
 static int is_mutating(const ctx *c, TSNode method)
 {
     size_t n;
-    const char *t = afd_pyscan_text_of(c, method, &n);
+    const char *t = afd_pyast_text(c->src, c->len, method, &n);
     for (size_t i = 0; i < sizeof MUTATING / sizeof MUTATING[0]; i++)
         if (strlen(MUTATING[i]) == n && memcmp(MUTATING[i], t, n) == 0)
             return 1;

@@ -52,7 +52,7 @@ int afd_pyscan_scope_add(ctx *c, TSNode n, uint8_t kind, uint32_t parent, TSNode
             afd_pyscan_put_str(&c->tmp, q->kind == S_FUNCTION ? ".<locals>." : ".");
         }
         size_t len;
-        const char *t = afd_pyscan_ident_ok(c, name) ? afd_pyscan_text_of(c, name, &len) : (len = 1, "?");
+        const char *t = afd_pyscan_ident_ok(c, name) ? afd_pyast_text(c->src, c->len, name, &len) : (len = 1, "?");
         afd_pyscan_put_clean(&c->tmp, t, len);
         if (c->tmp.err)
             return c->tmp.err;
@@ -114,7 +114,7 @@ static int name_add(ctx *c, uint32_t scope, TSNode id, uint8_t flags)
     if (!afd_pyscan_ident_ok(c, id))
         return 0;
     size_t n;
-    const char *s = afd_pyscan_text_of(c, id, &n);
+    const char *s = afd_pyast_text(c->src, c->len, id, &n);
     uint64_t h = afd_pyscan_hash_bytes(scope, s, n);
     name_key k = {c, scope, s, n};
     uint32_t i = afd_pyscan_itab_find(&c->name_tab, h, name_eq, &k);
@@ -159,7 +159,7 @@ alias *afd_pyscan_alias_find(const ctx *c, uint32_t fn, const char *s, size_t n)
 void afd_pyscan_alias_clear(ctx *c, uint32_t fn, TSNode id)
 {
     size_t n;
-    const char *s = afd_pyscan_text_of(c, id, &n);
+    const char *s = afd_pyast_text(c->src, c->len, id, &n);
     alias *a = fn == NONE32 ? NULL : afd_pyscan_alias_find(c, fn, s, n);
     if (a)
         a->active = 0;
@@ -168,7 +168,7 @@ void afd_pyscan_alias_clear(ctx *c, uint32_t fn, TSNode id)
 int afd_pyscan_alias_set(ctx *c, uint32_t fn, TSNode id, const res *r, uint32_t path_off)
 {
     size_t n;
-    const char *s = afd_pyscan_text_of(c, id, &n);
+    const char *s = afd_pyast_text(c->src, c->len, id, &n);
     alias *a = afd_pyscan_alias_find(c, fn, s, n);
     if (!a) {
         int rc = afd_pyast_grow((void **)&c->aliases, &c->cap_aliases, c->n_aliases + 1, sizeof *c->aliases);

@@ -196,8 +196,6 @@ uint64_t afd_pyscan_hash_bytes(uint64_t seed, const char *s, size_t n);
 int afd_pyscan_charge(ctx *c, size_t n);
 int afd_pyscan_intern(ctx *c, const char *s, size_t n, uint32_t *off);
 uint8_t afd_pyscan_kind_of(const ctx *c, TSNode n);
-const char *afd_pyscan_text_of(const ctx *c, TSNode n, size_t *len);
-int afd_pyscan_text_is(const ctx *c, TSNode n, const char *s);
 int afd_pyscan_ident_ok(const ctx *c, TSNode n);
 int afd_pyscan_list_kids(ctx *c, TSNode n);
 int afd_pyscan_has_async(const ctx *c);
