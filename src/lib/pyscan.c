@@ -254,17 +254,11 @@ int afd_pyscan_charge(ctx *c, size_t n)
     return c->work > 4 * c->budget ? AFD_EFULL : 0;
 }
 
-typedef struct str_key {
-    const ctx *c;
-    const char *s;
-    size_t n;
-} str_key;
-
 static int str_eq(const void *env, uint32_t idx)
 {
-    const str_key *k = env;
+    const itab_key *k = env;
     const strent *e = &k->c->sents[idx];
-    return e->len == k->n && memcmp(k->c->strs.data + e->off, k->s, k->n) == 0;
+    return e->len == k->n && memcmp(k->c->strs.data + e->off, k->p, k->n) == 0;
 }
 
 /* The offset of the NUL-terminated copy of s[0, n) in the string buffer. s must not point into
@@ -272,7 +266,7 @@ static int str_eq(const void *env, uint32_t idx)
 int afd_pyscan_intern(ctx *c, const char *s, size_t n, uint32_t *off)
 {
     uint64_t h = afd_pyscan_hash_bytes(0, s, n);
-    str_key k = {c, s, n};
+    itab_key k = {c, 0, s, n};
     uint32_t i = afd_pyscan_itab_find(&c->str_tab, h, str_eq, &k);
     if (i != NONE32) {
         *off = c->sents[i].off;

@@ -8,16 +8,10 @@
 
 /* ---- scopes ---- */
 
-typedef struct scope_key {
-    const ctx *c;
-    const void *id;
-    uint32_t start;
-} scope_key;
-
 static int scope_eq(const void *env, uint32_t idx)
 {
-    const scope_key *k = env;
-    return k->c->scopes[idx].id == k->id && k->c->scopes[idx].start == k->start;
+    const itab_key *k = env;
+    return k->c->scopes[idx].id == k->p && k->c->scopes[idx].start == k->owner;
 }
 
 static uint64_t scope_hash(TSNode n)
@@ -79,7 +73,7 @@ int afd_pyscan_scope_add(ctx *c, TSNode n, uint8_t kind, uint32_t parent, TSNode
  * reach the node, so that the two walks need not agree node for node. */
 int afd_pyscan_scope_get(ctx *c, TSNode n, uint8_t kind, uint32_t parent, TSNode name, uint32_t *out)
 {
-    scope_key k = {c, n.id, ts_node_start_byte(n)};
+    itab_key k = {c, ts_node_start_byte(n), n.id, 0};
     uint32_t i = afd_pyscan_itab_find(&c->scope_tab, scope_hash(n), scope_eq, &k);
     if (i != NONE32) {
         *out = i;
@@ -88,23 +82,16 @@ int afd_pyscan_scope_get(ctx *c, TSNode n, uint8_t kind, uint32_t parent, TSNode
     return afd_pyscan_scope_add(c, n, kind, parent, name, out);
 }
 
-typedef struct name_key {
-    const ctx *c;
-    uint32_t scope;
-    const char *s;
-    size_t n;
-} name_key;
-
 static int name_eq(const void *env, uint32_t idx)
 {
-    const name_key *k = env;
+    const itab_key *k = env;
     const nament *e = &k->c->names[idx];
-    return e->scope == k->scope && e->len == k->n && memcmp(k->c->src + e->off, k->s, k->n) == 0;
+    return e->scope == k->owner && e->len == k->n && memcmp(k->c->src + e->off, k->p, k->n) == 0;
 }
 
 uint8_t afd_pyscan_name_flags(const ctx *c, uint32_t scope, const char *s, size_t n)
 {
-    name_key k = {c, scope, s, n};
+    itab_key k = {c, scope, s, n};
     uint32_t i = afd_pyscan_itab_find(&c->name_tab, afd_pyscan_hash_bytes(scope, s, n), name_eq, &k);
     return i == NONE32 ? 0 : c->names[i].flags;
 }
@@ -116,7 +103,7 @@ static int name_add(ctx *c, uint32_t scope, TSNode id, uint8_t flags)
     size_t n;
     const char *s = afd_pyast_text(c->src, c->len, id, &n);
     uint64_t h = afd_pyscan_hash_bytes(scope, s, n);
-    name_key k = {c, scope, s, n};
+    itab_key k = {c, scope, s, n};
     uint32_t i = afd_pyscan_itab_find(&c->name_tab, h, name_eq, &k);
     if (i != NONE32) {
         c->names[i].flags |= flags;
@@ -135,23 +122,16 @@ static int name_add(ctx *c, uint32_t scope, TSNode id, uint8_t flags)
 
 /* ---- aliases ---- */
 
-typedef struct alias_key {
-    const ctx *c;
-    uint32_t fn;
-    const char *s;
-    size_t n;
-} alias_key;
-
 static int alias_eq(const void *env, uint32_t idx)
 {
-    const alias_key *k = env;
+    const itab_key *k = env;
     const alias *a = &k->c->aliases[idx];
-    return a->fn == k->fn && a->len == k->n && memcmp(k->c->src + a->off, k->s, k->n) == 0;
+    return a->fn == k->owner && a->len == k->n && memcmp(k->c->src + a->off, k->p, k->n) == 0;
 }
 
 alias *afd_pyscan_alias_find(const ctx *c, uint32_t fn, const char *s, size_t n)
 {
-    alias_key k = {c, fn, s, n};
+    itab_key k = {c, fn, s, n};
     uint32_t i = afd_pyscan_itab_find(&c->alias_tab, afd_pyscan_hash_bytes(fn, s, n), alias_eq, &k);
     return i == NONE32 ? NULL : &c->aliases[i];
 }

@@ -185,6 +185,16 @@ typedef struct ctx {
     uint32_t off_empty, off_self, off_cls;
 } ctx;
 
+/* What an itab lookup compares an entry with: the entry's owner (the scope of a name, the function
+ * of an alias, the start byte of a scope's node; 0 for a string) and its bytes (the text of a name,
+ * an alias or a string, or a scope's node id with n 0). */
+typedef struct itab_key {
+    const ctx *c;  /* Borrowed. */
+    uint32_t owner;
+    const void *p; /* Borrowed. */
+    size_t n;
+} itab_key;
+
 /* Shared by the walks; each is documented where it is defined. */
 int afd_pyscan_u32_push(u32vec *v, uint32_t x);
 size_t afd_pyscan_utf8_seq(const unsigned char *p, size_t n);
