@@ -192,6 +192,23 @@ int afd_fix_statement_at(fixctx *c, uint32_t line, const char *what, TSNode *st)
     return 0;
 }
 
+/* The innermost statement holding the 1-based line, which must be in an async function: into *st
+ * and *fn, or AFD_EINVAL with a reason naming what the line holds ("the read"), and for a plain
+ * function what cannot be done there. */
+int afd_fix_async_statement_at(fixctx *c, uint32_t line, const char *what, const char *cannot, TSNode *st,
+                               TSNode *fn)
+{
+    int rc = afd_fix_statement_at(c, line, what, st);
+    if (rc < 0)
+        return rc;
+    if (ts_node_is_null(*st))
+        return afd_fix_refuse(c, "no statement holds %s", what);
+    *fn = afd_fix_enclosing(*st, AFD_PY_FUNCTION_DEFINITION);
+    if (ts_node_is_null(*fn) || !afd_fix_is_async_def(*fn))
+        return afd_fix_refuse(c, "%s is not in an async function: %s", what, cannot);
+    return 0;
+}
+
 /* The row before which module-level setup goes: after the last top-level import, else after the
  * module docstring, else at the top. */
 uint32_t afd_fix_module_setup_row(TSNode module, int *has_asyncio, const char *src)

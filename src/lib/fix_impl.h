@@ -40,6 +40,8 @@ typedef struct fixctx {
 int afd_fix_refuse(fixctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 size_t afd_fix_statement_chain(TSNode root, uint32_t row, TSNode *chain, size_t cap);
 int afd_fix_statement_at(fixctx *c, uint32_t line, const char *what, TSNode *st);
+int afd_fix_async_statement_at(fixctx *c, uint32_t line, const char *what, const char *cannot, TSNode *st,
+                               TSNode *fn);
 size_t afd_fix_line_indent(const fixctx *c, uint32_t row, const char **at);
 int afd_fix_has_multiline_string(TSNode n);
 TSNode afd_fix_enclosing(TSNode n, enum afd_py_kind kind);

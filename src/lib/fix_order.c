@@ -52,18 +52,10 @@ int afd_fix_await_task(const char *src, size_t len, uint32_t read_line, const ch
         rc = afd_fix_refuse(&c, "nothing to await");
     if (rc < 0)
         goto out;
-    TSNode stmt;
-    if ((rc = afd_fix_statement_at(&c, read_line, "the read", &stmt)) < 0)
+    TSNode stmt, fn;
+    rc = afd_fix_async_statement_at(&c, read_line, "the read", "nothing can be awaited there", &stmt, &fn);
+    if (rc < 0)
         goto out;
-    if (ts_node_is_null(stmt)) {
-        rc = afd_fix_refuse(&c, "no statement holds the read");
-        goto out;
-    }
-    TSNode fn = afd_fix_enclosing(stmt, AFD_PY_FUNCTION_DEFINITION);
-    if (ts_node_is_null(fn) || !afd_fix_is_async_def(fn)) {
-        rc = afd_fix_refuse(&c, "the read is not in an async function: nothing can be awaited there");
-        goto out;
-    }
     /* the last handle to the writer's task bound before the statement, anywhere in the function */
     TSNode handle = {{0}, 0, 0};
     TSNode stack[512];
@@ -231,18 +223,9 @@ int afd_fix_event_wait(const char *src, size_t len, uint32_t read_line, afd_buf 
     int rc = afd_fix_start(&c, out);
     if (rc < 0)
         goto out;
-    TSNode st;
-    if ((rc = afd_fix_statement_at(&c, read_line, "the check", &st)) < 0)
+    TSNode st, fn;
+    if ((rc = afd_fix_async_statement_at(&c, read_line, "the check", "it cannot wait", &st, &fn)) < 0)
         goto out;
-    if (ts_node_is_null(st)) {
-        rc = afd_fix_refuse(&c, "no statement holds the check");
-        goto out;
-    }
-    TSNode fn = afd_fix_enclosing(st, AFD_PY_FUNCTION_DEFINITION);
-    if (ts_node_is_null(fn) || !afd_fix_is_async_def(fn)) {
-        rc = afd_fix_refuse(&c, "the check is not in an async function: it cannot wait");
-        goto out;
-    }
     TSNode ev = find_is_set(src, st);
     if (ts_node_is_null(ev)) {
         rc = afd_fix_refuse(&c, "the statement at line %u does not test `<event>.is_set()`", read_line);
