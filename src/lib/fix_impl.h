@@ -26,12 +26,12 @@ typedef struct line_edit {
 typedef struct fixctx {
     afd_pysrc ps;     /* Owned (fix_parse .. afd_fix_finish); its tree is parsed from a blanked copy */
     TSTree *tree;     /* Borrowed: ps.tree. */
-    const char *src;  /* the real source: the text edited and written out */
+    const char *src;  /* Borrowed: the real source, the text edited and written out */
     size_t len;
     size_t n_lines;
-    size_t *line_start; /* byte offset of each line; line_start[n_lines] == len */
-    line_edit *edits;
-    char *why;
+    size_t *line_start; /* Owned: byte offset of each line; line_start[n_lines] == len */
+    line_edit *edits;   /* Owned: one per line and one past the last */
+    char *why;          /* Borrowed: the caller's reason buffer (may be NULL) */
     size_t whylen;
 } fixctx;
 

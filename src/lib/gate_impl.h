@@ -64,7 +64,7 @@ typedef struct fact {
 } fact;
 
 typedef struct facts {
-    fact *v;
+    fact *v; /* Owned. */
     size_t n, cap;
     afd_buf strs;
     afd_buf toks;   /* leaf token stream, for not_noop */
@@ -125,12 +125,12 @@ typedef struct ctx {
     const char *src; /* Borrowed: the sanitized copy (afd_pysrc.text) of the side being analysed. */
     size_t len;
     TSTreeCursor cur;
-    TSNode *anc;
+    TSNode *anc; /* Owned: the ancestor stack of the walk, the current node last */
     size_t n_anc, cap_anc;
-    imp *imps;
+    imp *imps; /* Owned: the renaming imports of the side being analysed */
     size_t n_imps, cap_imps;
     afd_buf tmp, tmp2;
-    facts *out;
+    facts *out; /* Borrowed: the side being analysed */
     int rc;
 } ctx;
 

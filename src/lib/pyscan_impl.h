@@ -68,7 +68,7 @@ enum {
 enum { S_MODULE, S_FUNCTION, S_CLASS, S_LAMBDA, S_COMP };
 
 typedef struct pyscope {
-    const void *id;       /* the defining node (TSNode.id and start byte identify it) */
+    const void *id;       /* Borrowed: the defining node (TSNode.id and start byte identify it) */
     uint32_t start;
     uint32_t parent;
     uint32_t fnscope;     /* nearest function through lambdas and comprehensions, or NONE32 */
@@ -102,8 +102,8 @@ typedef struct strent {
 
 /* An open-addressing table of indices into an entry array the caller keeps. */
 typedef struct itab {
-    uint32_t *slot; /* entry index + 1; 0 marks an empty slot */
-    uint64_t *hash;
+    uint32_t *slot; /* Owned: entry index + 1; 0 marks an empty slot */
+    uint64_t *hash; /* Owned: the hash of each slot's entry */
     size_t cap, used;
 } itab;
 
@@ -149,36 +149,36 @@ typedef struct racc {
 } racc;
 
 typedef struct u32vec {
-    uint32_t *v;
+    uint32_t *v; /* Owned. */
     size_t n, cap;
 } u32vec;
 
 typedef struct ctx {
-    const char *src;
+    const char *src; /* Borrowed: the sanitized copy (afd_pysrc.text) the tree was parsed from. */
     size_t len;
     TSTreeCursor cur;
-    kid *kids;
+    kid *kids; /* Owned: the children of the node being visited (afd_pyast_children) */
     size_t n_kids, cap_kids;
-    item *stk;
+    item *stk; /* Owned: the walk's work stack */
     size_t n_stk, cap_stk;
-    seg *segs;
+    seg *segs; /* Owned: the segments of the chain being resolved, outermost first */
     size_t n_segs, cap_segs;
     afd_buf path, tmp, strs;
     size_t budget; /* bytes the interned strings may take */
     size_t work;   /* bytes of paths and qualified names built so far (bounded by 4 budgets) */
-    strent *sents;
+    strent *sents; /* Owned: the interned strings, indexed by str_tab */
     size_t n_sents, cap_sents;
     itab str_tab;
-    pyscope *scopes;
+    pyscope *scopes; /* Owned. */
     size_t n_scopes, cap_scopes;
     itab scope_tab;
-    nament *names;
+    nament *names; /* Owned. */
     size_t n_names, cap_names;
     itab name_tab;
-    alias *aliases;
+    alias *aliases; /* Owned. */
     size_t n_aliases, cap_aliases;
     itab alias_tab;
-    racc *acc;
+    racc *acc; /* Owned: the accesses found, their strings in strs */
     size_t n_acc, cap_acc;
     uint32_t seq;
     u32vec yields, errors;
