@@ -1,17 +1,21 @@
 /* gate.c -- the policy gate (see gate.h).
  *
  * Each side of each changed file is parsed with tree-sitter and walked once (iteratively, with a
- * cursor and an explicit afd_gate_ancestor stack: a crafted `1+1+...` nests 100,000 deep) into "facts":
+ * cursor and an explicit ancestor stack: a crafted `1+1+...` nests 100,000 deep) into "facts":
  * (category, normalized text) pairs such as (SLEEP, "asyncio.sleep(0.1)") or (ASSERT, "assert x
  * == 1"). A check then compares the multisets of one category before and after: what the after
  * side holds more of was added by the patch. Questions about context (is this sleep inside a
- * `while`? which function binds this task?) scan the afd_gate_ancestor stack upwards, at most
+ * `while`? which function binds this task?) scan the ancestor stack upwards, at most
  * MAX_ANCESTOR_HOPS nodes, and stop at the enclosing function.
  *
  * Before parsing, a copy of the source has what libtree-sitter 0.20.7 cannot take blanked out
  * (comments; brackets nested beyond CPython's limit; long runs of continuation-only lines) by
  * pysrc.h, as for pyscan.c; blanking comments also makes them invisible to every comparison, which
- * is what `not_noop` wants. */
+ * is what `not_noop` wants.
+ *
+ * This file holds the comparisons and the checks (afd_gate_run); gate_facts.c parses a side and
+ * holds the helpers the visits share, gate_visit.c the visits and the walks; gate_impl.h is their
+ * shared state. Node kinds and the walk itself come from pyast.h. */
 #include "gate_impl.h"
 
 #include <math.h>
@@ -288,7 +292,7 @@ static int check_lock_cycle(afd_gate_check *ck, const facts *befores, const fact
     return 0;
 }
 
-/* The last afd_gate_dotted component of s[0..len): its start in *tail, its length returned. */
+/* The last dotted component of s[0..len): its start in *tail, its length returned. */
 static size_t last_part_n(const char *s, size_t len, const char **tail)
 {
     *tail = s;

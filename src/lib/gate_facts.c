@@ -186,7 +186,7 @@ void afd_gate_add_edge(ctx *c, const char *outer, const char *inner)
     afd_gate_add_fact_str(c, C_EDGE, e);
 }
 
-/* The afd_gate_ancestor i levels above the current node (1 = parent), or a null node. */
+/* The ancestor i levels above the current node (1 = parent), or a null node. */
 TSNode afd_gate_ancestor(const ctx *c, size_t i)
 {
     TSNode z;
@@ -235,7 +235,7 @@ static int search_enter(void *vs, TSNode x)
 
 /* Whether n's subtree, nested scopes left out, holds a node of kind k1 or k2. The search is bounded:
  * past MAX_SEARCH_NODES it answers no (a try body that large is no retry of one call). It has a
- * cursor of its own: the afd_gate_walk's is in use. */
+ * cursor of its own: the walk's is in use. */
 int afd_gate_subtree_has(ctx *c, TSNode n, uint8_t k1, uint8_t k2)
 {
     (void)c;

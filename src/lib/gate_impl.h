@@ -23,7 +23,7 @@
 /* Lock nesting edges kept per side: the cycle search is quadratic in them, and real code nests a
  * handful of locks. A file with more fails `no_lock_cycle` rather than stall the gate. */
 #define MAX_EDGES 256u
-/* Renaming imports remembered per side (every afd_gate_dotted name is looked up in them). */
+/* Renaming imports remembered per side (every dotted name is looked up in them). */
 #define MAX_IMPORTS 1024u
 /* New primitives whose uses are checked; the rest of an absurd patch is not looked at. */
 #define MAX_CHECKED_CREATIONS 64u

@@ -524,7 +524,7 @@ static void leave(ctx *c, TSNode n)
 }
 
 /* The first pass only records imports (every later name is resolved through them); the second
- * visits everything. Both keep the afd_gate_ancestor stack: the enter function pushes, leave pops. */
+ * visits everything. Both keep the ancestor stack: the enter function pushes, leave pops. */
 static int enter_imports(void *vc, TSNode n)
 {
     ctx *c = vc;

@@ -20,7 +20,11 @@
  *
  * Beyond pyscan.h: AFD_EFULL also answers a source whose parse exceeds its time limit (garbage
  * megabytes long) or whose tree libtree-sitter broke (see pysrc.h), and the error lines
- * include those of brackets nested too deep and of long runs of continuation-only lines. */
+ * include those of brackets nested too deep and of long runs of continuation-only lines.
+ *
+ * Walks 1 and 2 live in pyscan_bind.c, walk 3 in pyscan_access.c; this file holds the driver, the
+ * interned strings, the index tables and the node helpers they share (pyscan_impl.h). Node kinds,
+ * fields and the cursor walks come from pyast.h. */
 #include "pyscan_impl.h"
 
 #include <stdlib.h>
