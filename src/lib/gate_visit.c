@@ -376,7 +376,8 @@ static int is_idle_stmt(const ctx *c, TSNode s)
     afd_buf b;
     afd_buf_init(&b);
     int idle = 0;
-    if (afd_gate_dotted(c, afd_pyast_field(e, AFD_PYF_FUNCTION), &b)) {
+    /* dotted sets data when it answers 1; testing it too tells the compiler so */
+    if (afd_gate_dotted(c, afd_pyast_field(e, AFD_PYF_FUNCTION), &b) && b.data) {
         const char *q = (const char *)b.data;
         char head[64];
         size_t hl = strcspn(q, ".");
