@@ -228,7 +228,8 @@ uint32_t afd_fix_module_setup_row(TSNode module, int *has_asyncio, const char *s
                 for (uint32_t j = 0; j < m; j++) {
                     TSNode nm = ts_node_named_child(ch, j);
                     uint32_t a = ts_node_start_byte(nm), b = ts_node_end_byte(nm);
-                    if (afd_pyast_is(nm, AFD_PY_DOTTED_NAME) && b - a == 7 && memcmp(src + a, "asyncio", 7) == 0)
+                    if (afd_pyast_is(nm, AFD_PY_DOTTED_NAME) && b - a == 7 &&
+                        memcmp(src + a, "asyncio", 7) == 0)
                         *has_asyncio = 1;
                 }
             }
@@ -239,8 +240,8 @@ uint32_t afd_fix_module_setup_row(TSNode module, int *has_asyncio, const char *s
 
 /* ---- the regression test ---- */
 
-int afd_fix_regression_test(const char *src, size_t len, const char *test, const char *token, const char *summary,
-                            afd_buf *out, char *why, size_t whylen)
+int afd_fix_regression_test(const char *src, size_t len, const char *test, const char *token,
+                            const char *summary, afd_buf *out, char *why, size_t whylen)
 {
     fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
     int rc = afd_fix_start(&c, out);
@@ -258,8 +259,10 @@ int afd_fix_regression_test(const char *src, size_t len, const char *test, const
             for (uint32_t j = 0; j < m; j++)
                 has_affidavit |= afd_fix_text_is(src, ts_node_named_child(ch, j), "affidavit");
         }
-        TSNode def = afd_pyast_is(ch, AFD_PY_DECORATED_DEFINITION) ? afd_pyast_field(ch, AFD_PYF_DEFINITION) : ch;
-        if (!afd_pyast_is(def, AFD_PY_FUNCTION_DEFINITION) || !afd_fix_text_is(src, afd_pyast_field(def, AFD_PYF_NAME), test))
+        TSNode def =
+            afd_pyast_is(ch, AFD_PY_DECORATED_DEFINITION) ? afd_pyast_field(ch, AFD_PYF_DEFINITION) : ch;
+        if (!afd_pyast_is(def, AFD_PY_FUNCTION_DEFINITION) ||
+            !afd_fix_text_is(src, afd_pyast_field(def, AFD_PYF_NAME), test))
             continue;
         TSNode params = afd_pyast_field(def, AFD_PYF_PARAMETERS);
         if (!afd_fix_is_async_def(def)) {

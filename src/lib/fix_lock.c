@@ -12,7 +12,8 @@ static TSNode find_init(TSNode class_body, const char *src)
     uint32_t k = ts_node_named_child_count(class_body);
     for (uint32_t i = 0; i < k; i++) {
         TSNode ch = ts_node_named_child(class_body, i);
-        TSNode def = afd_pyast_is(ch, AFD_PY_DECORATED_DEFINITION) ? afd_pyast_field(ch, AFD_PYF_DEFINITION) : ch;
+        TSNode def =
+            afd_pyast_is(ch, AFD_PY_DECORATED_DEFINITION) ? afd_pyast_field(ch, AFD_PYF_DEFINITION) : ch;
         if (!afd_pyast_is(def, AFD_PY_FUNCTION_DEFINITION))
             continue;
         TSNode name = afd_pyast_field(def, AFD_PYF_NAME);
@@ -50,8 +51,8 @@ static void indent_unit(const fixctx *c, TSNode fn, size_t ind, const char *at, 
 /* Plans the creation of the lock `text` for site where the resource lives: at module setup for
  * module state, first in `__init__` (after its docstring) for instance state; a class without
  * `__init__` creates it where it is used, so only `import asyncio` may be needed. */
-static void lock_create(fixctx *c, const afd_lock_site *site, const char *text, TSNode init, uint32_t setup_row,
-                        int *has_asyncio)
+static void lock_create(fixctx *c, const afd_lock_site *site, const char *text, TSNode init,
+                        uint32_t setup_row, int *has_asyncio)
 {
     if (site->root == AFD_ROOT_GLOBAL) {
         afd_buf *b = &c->edits[setup_row].before;
@@ -113,7 +114,8 @@ int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t
     for (;; depth++) {
         int same = 1;
         for (size_t k = 0; k < m && same; k++)
-            same = depth < lens[k] && ts_node_eq(ts_node_parent(chains[k][depth]), ts_node_parent(chains[0][depth]));
+            same = depth < lens[k] &&
+                   ts_node_eq(ts_node_parent(chains[k][depth]), ts_node_parent(chains[0][depth]));
         if (!same)
             break;
     }
@@ -135,13 +137,15 @@ int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t
     if (!afd_pyast_is(fn, AFD_PY_FUNCTION_DEFINITION))
         fn = afd_fix_enclosing(block, AFD_PY_FUNCTION_DEFINITION);
     if (ts_node_is_null(fn) || !afd_fix_is_async_def(fn)) {
-        rc = afd_fix_refuse(&c, "the read and the write are not in one async function: an async with cannot go there");
+        rc = afd_fix_refuse(
+            &c, "the read and the write are not in one async function: an async with cannot go there");
         goto out;
     }
     uint32_t r0 = ts_node_start_point(first).row, r1 = ts_node_end_point(last).row;
     for (TSNode s = first;; s = ts_node_next_named_sibling(s)) {
         if (afd_fix_has_multiline_string(s)) {
-            rc = afd_fix_refuse(&c, "a multi-line string lies in the statements to guard: re-indenting it would change it");
+            rc = afd_fix_refuse(
+                &c, "a multi-line string lies in the statements to guard: re-indenting it would change it");
             goto out;
         }
         if (ts_node_eq(s, last) || ts_node_is_null(s))
@@ -173,8 +177,8 @@ int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t
             if (!ts_node_is_null(init))
                 snprintf(text, sizeof text, "self._affidavit_lock_%s", sites[i].name);
             else
-                snprintf(text, sizeof text, "self.__dict__.setdefault(\"_affidavit_lock_%s\", asyncio.Lock())",
-                         sites[i].name);
+                snprintf(text, sizeof text,
+                         "self.__dict__.setdefault(\"_affidavit_lock_%s\", asyncio.Lock())", sites[i].name);
         } else {
             rc = afd_fix_refuse(&c, "only module state and instance state get a lock");
             goto out;
@@ -215,12 +219,13 @@ out:
 static TSNode async_with_name(TSNode st)
 {
     TSNode none = {{0}, 0, 0};
-    if (!afd_pyast_is(st, AFD_PY_WITH_STATEMENT) || ts_node_child_count(st) == 0 || !afd_pyast_is_token(ts_node_child(st, 0), "async"))
+    if (!afd_pyast_is(st, AFD_PY_WITH_STATEMENT) || ts_node_child_count(st) == 0 ||
+        !afd_pyast_is_token(ts_node_child(st, 0), "async"))
         return none;
     TSNode clause = ts_node_named_child(st, 0);
     TSNode body = afd_pyast_field(st, AFD_PYF_BODY);
-    if (!afd_pyast_is(clause, AFD_PY_WITH_CLAUSE) || ts_node_named_child_count(clause) != 1 || ts_node_is_null(body) ||
-        ts_node_start_point(body).row <= ts_node_start_point(st).row)
+    if (!afd_pyast_is(clause, AFD_PY_WITH_CLAUSE) || ts_node_named_child_count(clause) != 1 ||
+        ts_node_is_null(body) || ts_node_start_point(body).row <= ts_node_start_point(st).row)
         return none;
     TSNode item = ts_node_named_child(clause, 0);
     TSNode value = afd_pyast_field(item, AFD_PYF_VALUE);
@@ -255,9 +260,10 @@ static int is_rebound(const char *src, TSNode n, TSNode name)
     while (sp) {
         TSNode cur = stack[--sp];
         TSNode left = {{0}, 0, 0};
-        if (afd_pyast_is(cur, AFD_PY_ASSIGNMENT) || afd_pyast_is(cur, AFD_PY_AUGMENTED_ASSIGNMENT) || afd_pyast_is(cur, AFD_PY_FOR_STATEMENT) ||
-            afd_pyast_is(cur, AFD_PY_NAMED_EXPRESSION))
-            left = afd_pyast_field(cur, afd_pyast_is(cur, AFD_PY_NAMED_EXPRESSION) ? AFD_PYF_NAME : AFD_PYF_LEFT);
+        if (afd_pyast_is(cur, AFD_PY_ASSIGNMENT) || afd_pyast_is(cur, AFD_PY_AUGMENTED_ASSIGNMENT) ||
+            afd_pyast_is(cur, AFD_PY_FOR_STATEMENT) || afd_pyast_is(cur, AFD_PY_NAMED_EXPRESSION))
+            left = afd_pyast_field(cur,
+                                   afd_pyast_is(cur, AFD_PY_NAMED_EXPRESSION) ? AFD_PYF_NAME : AFD_PYF_LEFT);
         else if (afd_pyast_is(cur, AFD_PY_AS_PATTERN))
             left = afd_pyast_field(cur, AFD_PYF_ALIAS);
         if (!ts_node_is_null(left)) {
@@ -282,8 +288,8 @@ static int is_rebound(const char *src, TSNode n, TSNode name)
     return 0;
 }
 
-int afd_fix_lock_order(const char *src, size_t len, uint32_t outer_line, uint32_t inner_line, afd_buf *out, char *why,
-                       size_t whylen)
+int afd_fix_lock_order(const char *src, size_t len, uint32_t outer_line, uint32_t inner_line, afd_buf *out,
+                       char *why, size_t whylen)
 {
     fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
     int rc = afd_fix_start(&c, out);
@@ -307,22 +313,26 @@ int afd_fix_lock_order(const char *src, size_t len, uint32_t outer_line, uint32_
     TSNode a = ts_node_is_null(outer) ? outer : async_with_name(outer);
     TSNode b = ts_node_is_null(inner) ? inner : async_with_name(inner);
     if (ts_node_is_null(a) || ts_node_is_null(b)) {
-        rc = afd_fix_refuse(&c, "the locks are not taken by `async with NAME:` statements at lines %u and %u", outer_line,
-                    inner_line);
+        rc = afd_fix_refuse(&c, "the locks are not taken by `async with NAME:` statements at lines %u and %u",
+                            outer_line, inner_line);
         goto out;
     }
-    if (ts_node_start_byte(inner) < ts_node_start_byte(outer) || ts_node_end_byte(inner) > ts_node_end_byte(outer)) {
+    if (ts_node_start_byte(inner) < ts_node_start_byte(outer) ||
+        ts_node_end_byte(inner) > ts_node_end_byte(outer)) {
         rc = afd_fix_refuse(&c, "the inner `async with` is not inside the outer one");
         goto out;
     }
     TSNode fn = afd_fix_enclosing(outer, AFD_PY_FUNCTION_DEFINITION);
-    if (ts_node_is_null(fn) || !afd_fix_is_async_def(fn) || !ts_node_eq(afd_fix_enclosing(inner, AFD_PY_FUNCTION_DEFINITION), fn)) {
+    if (ts_node_is_null(fn) || !afd_fix_is_async_def(fn) ||
+        !ts_node_eq(afd_fix_enclosing(inner, AFD_PY_FUNCTION_DEFINITION), fn)) {
         rc = afd_fix_refuse(&c, "the two acquisitions are not in one async function");
         goto out;
     }
     /* the locks come from the caller: the function is called with them in either order */
-    if (!is_parameter(src, fn, a) || !is_parameter(src, fn, b) || is_rebound(src, fn, a) || is_rebound(src, fn, b)) {
-        rc = afd_fix_refuse(&c, "the locks are not parameters the function leaves unchanged: no single order to put them in");
+    if (!is_parameter(src, fn, a) || !is_parameter(src, fn, b) || is_rebound(src, fn, a) ||
+        is_rebound(src, fn, b)) {
+        rc = afd_fix_refuse(
+            &c, "the locks are not parameters the function leaves unchanged: no single order to put them in");
         goto out;
     }
     TSNode ibody = afd_pyast_field(inner, AFD_PYF_BODY);
@@ -361,14 +371,16 @@ int afd_fix_lock_order(const char *src, size_t len, uint32_t outer_line, uint32_
         }
         c.edits[r].drop = (uint8_t)unit;
     }
-    int an = (int)(ts_node_end_byte(a) - ts_node_start_byte(a)), bn = (int)(ts_node_end_byte(b) - ts_node_start_byte(b));
+    int an = (int)(ts_node_end_byte(a) - ts_node_start_byte(a)),
+        bn = (int)(ts_node_end_byte(b) - ts_node_start_byte(b));
     const char *as = src + ts_node_start_byte(a), *bs = src + ts_node_start_byte(b);
-    afd_buf_printf(&c.edits[outer_line - 1].before,
-                   "%.*s_affidavit_lock_a, _affidavit_lock_b = sorted((%.*s, %.*s), key=id)  # affidavit: one "
-                   "global order for every caller\n"
-                   "%.*sasync with _affidavit_lock_a, _affidavit_lock_b:  # affidavit: both locks, taken together "
-                   "(was: async with %.*s:)\n",
-                   (int)oind, oat, an, as, bn, bs, (int)oind, oat, an, as);
+    afd_buf_printf(
+        &c.edits[outer_line - 1].before,
+        "%.*s_affidavit_lock_a, _affidavit_lock_b = sorted((%.*s, %.*s), key=id)  # affidavit: one "
+        "global order for every caller\n"
+        "%.*sasync with _affidavit_lock_a, _affidavit_lock_b:  # affidavit: both locks, taken together "
+        "(was: async with %.*s:)\n",
+        (int)oind, oat, an, as, bn, bs, (int)oind, oat, an, as);
     c.edits[outer_line - 1].omit = 1;
     c.edits[inner_line - 1].omit = 1;
     rc = afd_fix_emit(&c, out, "");

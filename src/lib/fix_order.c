@@ -65,11 +65,13 @@ int afd_fix_await_task(const char *src, size_t len, uint32_t read_line, const ch
         TSNode cur = stack[--sp];
         if (ts_node_start_byte(cur) >= ts_node_start_byte(stmt))
             continue;
-        if (afd_pyast_is(cur, AFD_PY_FUNCTION_DEFINITION) || afd_pyast_is(cur, AFD_PY_CLASS_DEFINITION) || afd_pyast_is(cur, AFD_PY_LAMBDA))
+        if (afd_pyast_is(cur, AFD_PY_FUNCTION_DEFINITION) || afd_pyast_is(cur, AFD_PY_CLASS_DEFINITION) ||
+            afd_pyast_is(cur, AFD_PY_LAMBDA))
             continue; /* another scope's names */
         if (afd_pyast_is(cur, AFD_PY_ASSIGNMENT)) {
             TSNode h = spawned_handle(src, cur, writer);
-            if (!ts_node_is_null(h) && (ts_node_is_null(handle) || ts_node_start_byte(h) > ts_node_start_byte(handle)))
+            if (!ts_node_is_null(h) &&
+                (ts_node_is_null(handle) || ts_node_start_byte(h) > ts_node_start_byte(handle)))
                 handle = h;
         }
         uint32_t k = ts_node_child_count(cur);
@@ -77,14 +79,16 @@ int afd_fix_await_task(const char *src, size_t len, uint32_t read_line, const ch
             stack[sp++] = ts_node_child(cur, i);
     }
     if (ts_node_is_null(handle)) {
-        rc = afd_fix_refuse(&c, "the reader holds no handle to the writer's task (%s) before the read", writer);
+        rc = afd_fix_refuse(&c, "the reader holds no handle to the writer's task (%s) before the read",
+                            writer);
         goto out;
     }
     uint32_t row = ts_node_start_point(stmt).row;
     const char *at;
     size_t ind = afd_fix_line_indent(&c, row, &at);
-    afd_buf_printf(&c.edits[row].before, "%.*sawait %.*s  # affidavit: the write this reads happens in that task\n",
-                   (int)ind, at, (int)(ts_node_end_byte(handle) - ts_node_start_byte(handle)),
+    afd_buf_printf(&c.edits[row].before,
+                   "%.*sawait %.*s  # affidavit: the write this reads happens in that task\n", (int)ind, at,
+                   (int)(ts_node_end_byte(handle) - ts_node_start_byte(handle)),
                    src + ts_node_start_byte(handle));
     rc = afd_fix_emit(&c, out, "");
 out:
@@ -99,8 +103,10 @@ static TSNode module_function(const char *src, TSNode root, const char *name)
     uint32_t k = ts_node_named_child_count(root);
     for (uint32_t i = 0; i < k; i++) {
         TSNode ch = ts_node_named_child(root, i);
-        TSNode def = afd_pyast_is(ch, AFD_PY_DECORATED_DEFINITION) ? afd_pyast_field(ch, AFD_PYF_DEFINITION) : ch;
-        if (afd_pyast_is(def, AFD_PY_FUNCTION_DEFINITION) && afd_fix_text_is(src, afd_pyast_field(def, AFD_PYF_NAME), name))
+        TSNode def =
+            afd_pyast_is(ch, AFD_PY_DECORATED_DEFINITION) ? afd_pyast_field(ch, AFD_PYF_DEFINITION) : ch;
+        if (afd_pyast_is(def, AFD_PY_FUNCTION_DEFINITION) &&
+            afd_fix_text_is(src, afd_pyast_field(def, AFD_PYF_NAME), name))
             return def;
     }
     return (TSNode){{0}, 0, 0};
@@ -141,7 +147,8 @@ int afd_fix_event_gate(const char *src, size_t len, const char *test, uint32_t w
          * writer's function, is done */
         TSNode wfn = afd_fix_enclosing(wst, AFD_PY_FUNCTION_DEFINITION);
         for (size_t i = 0; i < nw; i++)
-            if ((afd_pyast_is(wchain[i], AFD_PY_FOR_STATEMENT) || afd_pyast_is(wchain[i], AFD_PY_WHILE_STATEMENT)) &&
+            if ((afd_pyast_is(wchain[i], AFD_PY_FOR_STATEMENT) ||
+                 afd_pyast_is(wchain[i], AFD_PY_WHILE_STATEMENT)) &&
                 !ts_node_is_null(wfn) && ts_node_start_byte(wchain[i]) > ts_node_start_byte(wfn)) {
                 wst = wchain[i];
                 break;
@@ -174,19 +181,22 @@ int afd_fix_event_gate(const char *src, size_t len, const char *test, uint32_t w
         row = ts_node_end_point(st0).row + 1;
     const char *at;
     size_t ind = afd_fix_line_indent(&c, ts_node_start_point(st0).row, &at);
-    afd_buf_printf(&c.edits[row].before, "%.*sglobal %s\n%.*s%s = asyncio.Event()  # affidavit: one per run\n",
-                   (int)ind, at, ev, (int)ind, at, ev);
+    afd_buf_printf(&c.edits[row].before,
+                   "%.*sglobal %s\n%.*s%s = asyncio.Event()  # affidavit: one per run\n", (int)ind, at, ev,
+                   (int)ind, at, ev);
     /* after the write: set it */
     uint32_t wrow = ts_node_end_point(wst).row + 1;
     size_t wind = afd_fix_line_indent(&c, ts_node_start_point(wst).row, &at);
-    afd_buf_printf(&c.edits[wrow].before, "%.*sif %s is not None:  # affidavit: the write is done\n%.*s    %s.set()\n",
-                   (int)wind, at, ev, (int)wind, at, ev);
+    afd_buf_printf(&c.edits[wrow].before,
+                   "%.*sif %s is not None:  # affidavit: the write is done\n%.*s    %s.set()\n", (int)wind,
+                   at, ev, (int)wind, at, ev);
     /* before the read: wait for it */
     uint32_t rrow = ts_node_start_point(rst).row;
     size_t rind = afd_fix_line_indent(&c, rrow, &at);
-    afd_buf_printf(&c.edits[rrow].before,
-                   "%.*sif %s is not None:  # affidavit: read only after the write\n%.*s    await %s.wait()\n",
-                   (int)rind, at, ev, (int)rind, at, ev);
+    afd_buf_printf(
+        &c.edits[rrow].before,
+        "%.*sif %s is not None:  # affidavit: read only after the write\n%.*s    await %s.wait()\n",
+        (int)rind, at, ev, (int)rind, at, ev);
     rc = afd_fix_emit(&c, out, "");
 out:
     afd_fix_finish(&c);
@@ -201,12 +211,13 @@ static TSNode find_is_set(const char *src, TSNode n)
     if (afd_pyast_is(n, AFD_PY_CALL)) {
         TSNode fn = afd_pyast_field(n, AFD_PYF_FUNCTION);
         TSNode args = afd_pyast_field(n, AFD_PYF_ARGUMENTS);
-        if (afd_pyast_is(fn, AFD_PY_ATTRIBUTE) && afd_fix_text_is(src, afd_pyast_field(fn, AFD_PYF_ATTRIBUTE), "is_set") &&
+        if (afd_pyast_is(fn, AFD_PY_ATTRIBUTE) &&
+            afd_fix_text_is(src, afd_pyast_field(fn, AFD_PYF_ATTRIBUTE), "is_set") &&
             !ts_node_is_null(args) && ts_node_named_child_count(args) == 0)
             return afd_pyast_field(fn, AFD_PYF_OBJECT);
     }
-    if (afd_pyast_is(n, AFD_PY_LAMBDA) || afd_pyast_is(n, AFD_PY_FUNCTION_DEFINITION) || afd_pyast_is(n, AFD_PY_CLASS_DEFINITION) ||
-        afd_pyast_is(n, AFD_PY_BLOCK))
+    if (afd_pyast_is(n, AFD_PY_LAMBDA) || afd_pyast_is(n, AFD_PY_FUNCTION_DEFINITION) ||
+        afd_pyast_is(n, AFD_PY_CLASS_DEFINITION) || afd_pyast_is(n, AFD_PY_BLOCK))
         return (TSNode){{0}, 0, 0}; /* not the statement's own test */
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k; i++) {
@@ -217,7 +228,8 @@ static TSNode find_is_set(const char *src, TSNode n)
     return (TSNode){{0}, 0, 0};
 }
 
-int afd_fix_event_wait(const char *src, size_t len, uint32_t read_line, afd_buf *out, char *why, size_t whylen)
+int afd_fix_event_wait(const char *src, size_t len, uint32_t read_line, afd_buf *out, char *why,
+                       size_t whylen)
 {
     fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
     int rc = afd_fix_start(&c, out);
@@ -239,8 +251,8 @@ int afd_fix_event_wait(const char *src, size_t len, uint32_t read_line, afd_buf 
     uint32_t row = ts_node_start_point(st).row;
     const char *at;
     size_t ind = afd_fix_line_indent(&c, row, &at);
-    afd_buf_printf(&c.edits[row].before, "%.*sawait %.*s.wait()  # affidavit: check only once it is set\n", (int)ind,
-                   at, (int)(b - a), src + a);
+    afd_buf_printf(&c.edits[row].before, "%.*sawait %.*s.wait()  # affidavit: check only once it is set\n",
+                   (int)ind, at, (int)(b - a), src + a);
     rc = afd_fix_emit(&c, out, "");
 out:
     afd_fix_finish(&c);
@@ -258,7 +270,8 @@ int afd_fix_offload(const char *src, size_t len, uint32_t line, afd_buf *out, ch
     TSNode st;
     if ((rc = afd_fix_statement_at(&c, line, "the blocking call", &st)) < 0)
         goto out;
-    if (ts_node_is_null(st) || ts_node_start_point(st).row != line - 1 || ts_node_end_point(st).row != line - 1) {
+    if (ts_node_is_null(st) || ts_node_start_point(st).row != line - 1 ||
+        ts_node_end_point(st).row != line - 1) {
         rc = afd_fix_refuse(&c, "the blocking call at line %u is not a statement of one line", line);
         goto out;
     }
@@ -268,7 +281,8 @@ int afd_fix_offload(const char *src, size_t len, uint32_t line, afd_buf *out, ch
         TSNode e = ts_node_named_child(st, 0);
         if (afd_pyast_is(e, AFD_PY_CALL))
             call = e;
-        else if (afd_pyast_is(e, AFD_PY_ASSIGNMENT) && afd_pyast_is(afd_pyast_field(e, AFD_PYF_RIGHT), AFD_PY_CALL))
+        else if (afd_pyast_is(e, AFD_PY_ASSIGNMENT) &&
+                 afd_pyast_is(afd_pyast_field(e, AFD_PYF_RIGHT), AFD_PY_CALL))
             call = afd_pyast_field(e, AFD_PYF_RIGHT);
     }
     TSNode fnx = ts_node_is_null(call) ? call : afd_pyast_field(call, AFD_PYF_FUNCTION);
@@ -279,8 +293,9 @@ int afd_fix_offload(const char *src, size_t len, uint32_t line, afd_buf *out, ch
     }
     TSNode fn = afd_fix_enclosing(st, AFD_PY_FUNCTION_DEFINITION);
     if (ts_node_is_null(fn) || !afd_fix_is_async_def(fn)) {
-        rc = afd_fix_refuse(&c, "the blocking call is not made by an async function (it is in a plain function its "
-                        "coroutine calls): offloading the caller is not synthesized");
+        rc = afd_fix_refuse(
+            &c, "the blocking call is not made by an async function (it is in a plain function its "
+                "coroutine calls): offloading the caller is not synthesized");
         goto out;
     }
     uint32_t cs = ts_node_start_byte(call), ce = ts_node_end_byte(call);

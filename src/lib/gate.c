@@ -257,12 +257,13 @@ static int check_lock_cycle(afd_gate_check *ck, const facts *befores, const fact
 {
     for (size_t fi = 0; fi < n; fi++) {
         const facts *b = &befores[fi], *a = &afters[fi];
-        int rc = refuse(ck, b, a, C_UNSORTED, "an `async with` whose locks are out of text order", files[fi].path);
+        int rc =
+            refuse(ck, b, a, C_UNSORTED, "an `async with` whose locks are out of text order", files[fi].path);
         if (rc < 0)
             return rc;
         if (a->edges_overflow)
-            set_fail(ck, "%s nests more than %u lock acquisitions: too many to check for cycles", files[fi].path,
-                     MAX_EDGES);
+            set_fail(ck, "%s nests more than %u lock acquisitions: too many to check for cycles",
+                     files[fi].path, MAX_EDGES);
         sref *ea = NULL, *eb = NULL;
         size_t na = 0, nb = 0;
         rc = collect(a, C_EDGE, &ea, &na);
@@ -281,8 +282,8 @@ static int check_lock_cycle(afd_gate_check *ck, const facts *befores, const fact
             rc = reaches(a, 1, ea[i].s, ul, sep + 1, ea[i].len - ul - 1, &found);
             if (rc == 0 && found)
                 set_fail(ck, "acquiring %.*s then %.*s in %s inverts another nesting (a lock-order cycle)",
-                         (int)(ul > 60 ? 60 : ul), ea[i].s, (int)(ea[i].len - ul - 1 > 60 ? 60 : ea[i].len - ul - 1),
-                         sep + 1, files[fi].path);
+                         (int)(ul > 60 ? 60 : ul), ea[i].s,
+                         (int)(ea[i].len - ul - 1 > 60 ? 60 : ea[i].len - ul - 1), sep + 1, files[fi].path);
         }
         free(ea);
         free(eb);
@@ -327,8 +328,8 @@ static size_t count_uses(const facts *afters, size_t n, const char *use, const c
 
 /* The asyncio.Event or Condition the program already creates (in the before side of any file)
  * whose text ends like target's: its kind ("Event") in kind/kind_len, 1; 0 when none. */
-static int existing_waitable(const facts *befores, size_t n, const char *target, size_t tlen, const char **kind,
-                             size_t *kind_len)
+static int existing_waitable(const facts *befores, size_t n, const char *target, size_t tlen,
+                             const char **kind, size_t *kind_len)
 {
     const char *tl;
     size_t tll = last_part_n(target, tlen, &tl);
@@ -341,7 +342,8 @@ static int existing_waitable(const facts *befores, size_t n, const char *target,
         for (size_t k = 0; k < ncr && !found; k++) {
             const char *sep = memchr(cr[k].s, 0x1f, cr[k].len);
             size_t kl = sep ? (size_t)(sep - cr[k].s) : 0;
-            int waitable = (kl == 5 && !memcmp(cr[k].s, "Event", 5)) || (kl == 9 && !memcmp(cr[k].s, "Condition", 9));
+            int waitable =
+                (kl == 5 && !memcmp(cr[k].s, "Event", 5)) || (kl == 9 && !memcmp(cr[k].s, "Condition", 9));
             const char *cl;
             size_t cll = waitable ? last_part_n(sep + 1, cr[k].len - kl - 1, &cl) : 0;
             if (waitable && cll == tll && !memcmp(cl, tl, tll)) {
@@ -463,9 +465,10 @@ static int check_primitives(afd_gate_check *sync, afd_gate_check *used, const fa
             size_t u1 = count_uses(afters, n, need1, target);
             size_t u2 = need2 ? count_uses(afters, n, need2, target) : 1;
             if (u1 == 0 || u2 == 0)
-                set_fail(used, "%s (asyncio.%s) is never %s: not used at both ends (syntactic; reachability is "
-                         "checked by verification)", target, kind,
-                         u1 == 0 ? (strcmp(need1, "acq") == 0 ? "acquired" : need1) : need2);
+                set_fail(used,
+                         "%s (asyncio.%s) is never %s: not used at both ends (syntactic; reachability is "
+                         "checked by verification)",
+                         target, kind, u1 == 0 ? (strcmp(need1, "acq") == 0 ? "acquired" : need1) : need2);
         }
         free(ca);
         free(cb);
@@ -475,12 +478,14 @@ static int check_primitives(afd_gate_check *sync, afd_gate_check *used, const fa
     if (substance)
         snprintf(sync->reason, sizeof sync->reason, "the patch %s", what);
     else
-        set_fail(sync, "the patch adds no synchronization primitive (Lock, Event, Condition, Semaphore, Queue, "
+        set_fail(sync,
+                 "the patch adds no synchronization primitive (Lock, Event, Condition, Semaphore, Queue, "
                  "an awaited task handle or an `async with`)");
     if (used->passed)
-        snprintf(used->reason, sizeof used->reason,
-                 "every primitive the patch creates is used at both ends (syntactic; reachability is checked by "
-                 "verification)");
+        snprintf(
+            used->reason, sizeof used->reason,
+            "every primitive the patch creates is used at both ends (syntactic; reachability is checked by "
+            "verification)");
     return 0;
 }
 
@@ -502,8 +507,8 @@ int afd_gate_run(const afd_gate_file *files, size_t n, int allow_src, afd_gate_c
         out[i].reason[0] = 0;
     }
     for (size_t i = 0; i < n; i++)
-        if (!files[i].path || (!files[i].before && !files[i].after) || (!files[i].before && files[i].before_len) ||
-            (!files[i].after && files[i].after_len))
+        if (!files[i].path || (!files[i].before && !files[i].after) ||
+            (!files[i].before && files[i].before_len) || (!files[i].after && files[i].after_len))
             return AFD_EINVAL;
     facts *fb = calloc(n ? n : 1, sizeof *fb), *fa = calloc(n ? n : 1, sizeof *fa);
     ctx c;
@@ -526,7 +531,8 @@ int afd_gate_run(const afd_gate_file *files, size_t n, int allow_src, afd_gate_c
         int is_test = afd_gate_is_test_path(f->path);
         /* structural safety */
         if (!is_test && !allow_src)
-            set_fail(&out[AFD_GATE_SRC_ALLOWED], "%s is not a test file and source edits are not allowed", f->path);
+            set_fail(&out[AFD_GATE_SRC_ALLOWED], "%s is not a test file and source edits are not allowed",
+                     f->path);
         if (afd_gate_is_third_party_path(f->path))
             set_fail(&out[AFD_GATE_NO_THIRD_PARTY], "%s is third-party code", f->path);
         if (a->present && !a->parse_ok)
@@ -587,7 +593,8 @@ int afd_gate_run(const afd_gate_file *files, size_t n, int allow_src, afd_gate_c
         rc = check_lock_cycle(&out[AFD_GATE_NO_LOCK_CYCLE], fb, fa, files, n);
     }
     if (rc == 0)
-        rc = check_primitives(&out[AFD_GATE_SYNC_PRIMITIVE], &out[AFD_GATE_PRIMITIVE_USED_TWICE], fb, fa, files, n);
+        rc = check_primitives(&out[AFD_GATE_SYNC_PRIMITIVE], &out[AFD_GATE_PRIMITIVE_USED_TWICE], fb, fa,
+                              files, n);
     if (rc == 0) {
         static const char *const OK[AFD_GATE__COUNT] = {
             [AFD_GATE_NO_SLEEP] = "adds no sleep, call_later or polling loop",
@@ -600,7 +607,8 @@ int afd_gate_run(const afd_gate_file *files, size_t n, int allow_src, afd_gate_c
             [AFD_GATE_NO_LOCK_CYCLE] = "lock acquisitions added keep one order",
             [AFD_GATE_SRC_ALLOWED] = "changes only test files, or source edits are allowed",
             [AFD_GATE_NO_THIRD_PARTY] = "changes no third-party file",
-            [AFD_GATE_PARSES] = "every new text passes the tree-sitter parse check (compile() runs in verification)",
+            [AFD_GATE_PARSES] =
+                "every new text passes the tree-sitter parse check (compile() runs in verification)",
         };
         for (int i = 0; i < AFD_GATE__COUNT; i++)
             if (out[i].passed && !out[i].reason[0] && OK[i])

@@ -286,7 +286,8 @@ static void add_import(ctx *c, TSNode local, const char *qual)
 {
     size_t l = 0;
     const char *t = afd_pyast_text(c->src, c->len, local, &l);
-    if (l == 0 || l >= sizeof c->imps[0].local || strlen(qual) >= MAX_DOTTED || c->rc || c->n_imps >= MAX_IMPORTS)
+    if (l == 0 || l >= sizeof c->imps[0].local || strlen(qual) >= MAX_DOTTED || c->rc ||
+        c->n_imps >= MAX_IMPORTS)
         return;
     if (afd_pyast_grow((void **)&c->imps, &c->cap_imps, c->n_imps + 1, sizeof *c->imps) < 0) {
         c->rc = AFD_ENOMEM;
@@ -385,7 +386,8 @@ static void derive_task_awaits(ctx *c)
     nb = 0;
     for (size_t i = 0; i < f->n; i++)
         if (f->v[i].cat == C_TASKBIND)
-            bs[nb++] = (bind){f->v[i].fn, f->v[i].byte, (const char *)f->strs.data + f->v[i].off, f->v[i].len};
+            bs[nb++] =
+                (bind){f->v[i].fn, f->v[i].byte, (const char *)f->strs.data + f->v[i].off, f->v[i].len};
     qsort(bs, nb, sizeof *bs, cmp_bind);
     afd_buf found;
     afd_buf_init(&found);
@@ -454,7 +456,8 @@ int afd_gate_analyse(ctx *c, const char *src, size_t len, facts *out)
     if (bad)
         snprintf(out->why, sizeof out->why, "brackets or continuations nested too deep");
     if (prc < 0) {
-        snprintf(out->why, sizeof out->why, "the parse timed out or its tree is too wide to afd_gate_analyse");
+        snprintf(out->why, sizeof out->why,
+                 "the parse timed out or its tree is too wide to afd_gate_analyse");
         afd_pysrc_finish(&ps);
         return 0;
     }

@@ -31,27 +31,27 @@
 /* ---- categories of facts ---- */
 
 enum {
-    C_SLEEP,       /* a sleep call: resolved name + arguments */
-    C_POLL,        /* a sleep inside a while loop */
-    C_TIMEOUT,     /* a timeout call */
-    C_TMARK,       /* @pytest.mark.timeout(...), with its value */
-    C_RETRY_DEC,   /* a retry/flaky decorator */
-    C_RETRY_LOOP,  /* a try in a loop whose handler lets the loop go round again */
-    C_ASSERT,      /* an assert statement or a self.assert*() call */
-    C_APPROX,      /* pytest.approx( */
-    C_SWALLOW,     /* an except clause that swallows */
-    C_SUPPRESS,    /* contextlib.suppress( */
-    C_SKIP,        /* a skip/xfail mark or call */
-    C_TESTNAME,    /* def test*: the name */
-    C_CREATE,      /* a primitive's creation: "Kind\x1ftarget" */
-    C_USE,         /* a primitive's use: "acq|set|wait|notify|put|get\x1freceiver" */
-    C_TASKBIND,    /* target of create_task/ensure_future, with fn and byte */
-    C_AWAIT,       /* `await name`, with fn and byte */
-    C_TASKAWAIT,   /* derived: an await of a name bound to a task earlier in the same function */
-    C_AWITH,       /* a lock-like item of an `async with` */
-    C_EDGE,        /* nested acquisition "outer\x1finner" */
-    C_UNSORTED,    /* an `async with a, b` whose locks are not in text order */
-    C_OFFLOAD,     /* a call moved off the event loop: asyncio.to_thread(F, ...), run_in_executor(x, F, ...) */
+    C_SLEEP,      /* a sleep call: resolved name + arguments */
+    C_POLL,       /* a sleep inside a while loop */
+    C_TIMEOUT,    /* a timeout call */
+    C_TMARK,      /* @pytest.mark.timeout(...), with its value */
+    C_RETRY_DEC,  /* a retry/flaky decorator */
+    C_RETRY_LOOP, /* a try in a loop whose handler lets the loop go round again */
+    C_ASSERT,     /* an assert statement or a self.assert*() call */
+    C_APPROX,     /* pytest.approx( */
+    C_SWALLOW,    /* an except clause that swallows */
+    C_SUPPRESS,   /* contextlib.suppress( */
+    C_SKIP,       /* a skip/xfail mark or call */
+    C_TESTNAME,   /* def test*: the name */
+    C_CREATE,     /* a primitive's creation: "Kind\x1ftarget" */
+    C_USE,        /* a primitive's use: "acq|set|wait|notify|put|get\x1freceiver" */
+    C_TASKBIND,   /* target of create_task/ensure_future, with fn and byte */
+    C_AWAIT,      /* `await name`, with fn and byte */
+    C_TASKAWAIT,  /* derived: an await of a name bound to a task earlier in the same function */
+    C_AWITH,      /* a lock-like item of an `async with` */
+    C_EDGE,       /* nested acquisition "outer\x1finner" */
+    C_UNSORTED,   /* an `async with a, b` whose locks are not in text order */
+    C_OFFLOAD,    /* a call moved off the event loop: asyncio.to_thread(F, ...), run_in_executor(x, F, ...) */
     C__COUNT
 };
 
@@ -141,7 +141,8 @@ void afd_gate_norm(const ctx *c, TSNode n, afd_buf *b);
 int afd_gate_dotted(const ctx *c, TSNode n, afd_buf *b);
 int afd_gate_in_list(const char *s, const char *const *list);
 const char *afd_gate_last_part(const char *s);
-void afd_gate_add_fact(ctx *c, uint8_t cat, const char *s, size_t len, uint32_t fn, uint32_t byte, double val);
+void afd_gate_add_fact(ctx *c, uint8_t cat, const char *s, size_t len, uint32_t fn, uint32_t byte,
+                       double val);
 void afd_gate_add_fact_str(ctx *c, uint8_t cat, const char *s);
 void afd_gate_add_edge(ctx *c, const char *outer, const char *inner);
 TSNode afd_gate_ancestor(const ctx *c, size_t i);

@@ -23,16 +23,18 @@ static const char *const PRIMS[] = {"asyncio.Lock", "asyncio.Event", "asyncio.Co
                                     "asyncio.BoundedSemaphore", "asyncio.Queue", "asyncio.LifoQueue",
                                     "asyncio.PriorityQueue", NULL};
 static const char *const TASK_MAKERS[] = {"asyncio.create_task", "asyncio.ensure_future", NULL};
-static const char *const LOG_HEADS[] = {"print", "logging", "log", "logger", "LOG", "LOGGER", "_log", "_logger", NULL};
-static const char *const LOG_METHODS[] = {"debug", "info", "warning", "warn", "error", "exception", "critical",
-                                          "log", NULL};
+static const char *const LOG_HEADS[] = {"print",  "logging", "log",     "logger", "LOG",
+                                        "LOGGER", "_log",    "_logger", NULL};
+static const char *const LOG_METHODS[] = {"debug",     "info",     "warning", "warn", "error",
+                                          "exception", "critical", "log",     NULL};
 
 /* The target of `target = <n>` when n is an assignment's whole right side, into b; "" otherwise. */
 static void bound_target(ctx *c, TSNode n, afd_buf *b)
 {
     TSNode p = afd_gate_ancestor(c, 1);
     b->len = 0;
-    if (!ts_node_is_null(p) && afd_gate_kind_of(c, p) == K_ASSIGN && ts_node_eq(afd_pyast_field(p, AFD_PYF_RIGHT), n))
+    if (!ts_node_is_null(p) && afd_gate_kind_of(c, p) == K_ASSIGN &&
+        ts_node_eq(afd_pyast_field(p, AFD_PYF_RIGHT), n))
         afd_gate_norm(c, afd_pyast_field(p, AFD_PYF_LEFT), b);
     afd_buf_put_u8(b, 0);
     b->len--;
@@ -153,7 +155,8 @@ static void visit_call(ctx *c, TSNode n)
             meth = methbuf;
         }
     }
-    if (afd_gate_in_list(q, SLEEPS) || (meth && (strcmp(meth, "call_later") == 0 || strcmp(meth, "call_at") == 0))) {
+    if (afd_gate_in_list(q, SLEEPS) ||
+        (meth && (strcmp(meth, "call_later") == 0 || strcmp(meth, "call_at") == 0))) {
         visit_sleep(c, q[0] ? q : meth, args);
         return;
     }
@@ -180,8 +183,8 @@ static void visit_call(ctx *c, TSNode n)
     } else if (afd_gate_in_list(q, TASK_MAKERS) || (meth && strcmp(meth, "create_task") == 0)) {
         bound_target(c, n, &c->tmp2);
         if (c->tmp2.len)
-            afd_gate_add_fact(c, C_TASKBIND, (const char *)c->tmp2.data, c->tmp2.len, afd_gate_enclosing_fn(c),
-                     ts_node_start_byte(n), 0);
+            afd_gate_add_fact(c, C_TASKBIND, (const char *)c->tmp2.data, c->tmp2.len,
+                              afd_gate_enclosing_fn(c), ts_node_start_byte(n), 0);
     }
     if (meth) {
         static const char *const USES[][2] = {
@@ -235,8 +238,8 @@ static void visit_decorator(ctx *c, TSNode n)
             }
         }
         afd_gate_add_fact(c, C_TMARK, (const char *)c->tmp2.data, c->tmp2.len, 0, 0, v);
-    } else if (strcmp(last, "flaky") == 0 || strcmp(last, "retry") == 0 || strcmp(q, "pytest.mark.repeat") == 0 ||
-               (first_len == 7 && strncmp(q, "backoff", 7) == 0) ||
+    } else if (strcmp(last, "flaky") == 0 || strcmp(last, "retry") == 0 ||
+               strcmp(q, "pytest.mark.repeat") == 0 || (first_len == 7 && strncmp(q, "backoff", 7) == 0) ||
                (first_len == 8 && strncmp(q, "tenacity", 8) == 0) ||
                (first_len == 8 && strncmp(q, "retrying", 8) == 0) || strstr(q, "retry") != NULL) {
         afd_gate_add_fact_str(c, C_RETRY_DEC, (const char *)c->tmp2.data);
@@ -293,7 +296,8 @@ static void visit_with(ctx *c, TSNode n)
     }
     const char *prev = NULL;
     int unsorted = 0;
-    for (const char *s = (const char *)mine.data; s < (const char *)mine.data + mine.len; s += strlen(s) + 1) {
+    for (const char *s = (const char *)mine.data; s < (const char *)mine.data + mine.len;
+         s += strlen(s) + 1) {
         char text[MAX_NORM + 64];
         afd_gate_add_fact_str(c, C_AWITH, s);
         snprintf(text, sizeof text, "acq\x1f%s", s);
@@ -322,8 +326,10 @@ static void visit_with(ctx *c, TSNode n)
             c->rc = outer.err;
             break;
         }
-        for (const char *o = (const char *)outer.data; o < (const char *)outer.data + outer.len; o += strlen(o) + 1)
-            for (const char *s = (const char *)mine.data; s < (const char *)mine.data + mine.len; s += strlen(s) + 1)
+        for (const char *o = (const char *)outer.data; o < (const char *)outer.data + outer.len;
+             o += strlen(o) + 1)
+            for (const char *s = (const char *)mine.data; s < (const char *)mine.data + mine.len;
+                 s += strlen(s) + 1)
                 afd_gate_add_edge(c, o, s);
     }
     afd_buf_finish(&outer);
@@ -352,7 +358,8 @@ static int is_broad_type(const ctx *c, TSNode t)
                 return 1;
     } else if (k == K_ATTR) {
         TSNode a = afd_pyast_field(t, AFD_PYF_ATTRIBUTE);
-        return !ts_node_is_null(a) && (afd_pyast_text_is(c->src, c->len, a, "Exception") || afd_pyast_text_is(c->src, c->len, a, "BaseException"));
+        return !ts_node_is_null(a) && (afd_pyast_text_is(c->src, c->len, a, "Exception") ||
+                                       afd_pyast_text_is(c->src, c->len, a, "BaseException"));
     }
     return 0;
 }
@@ -382,8 +389,9 @@ static int is_idle_stmt(const ctx *c, TSNode s)
         char head[64];
         size_t hl = strcspn(q, ".");
         snprintf(head, sizeof head, "%.*s", (int)(hl < 63 ? hl : 63), q);
-        idle = afd_gate_in_list(head, LOG_HEADS) || (strchr(q, '.') && afd_gate_in_list(afd_gate_last_part(q), LOG_METHODS) &&
-                                            (strstr(q, "log") || strstr(q, "LOG")));
+        idle = afd_gate_in_list(head, LOG_HEADS) ||
+               (strchr(q, '.') && afd_gate_in_list(afd_gate_last_part(q), LOG_METHODS) &&
+                (strstr(q, "log") || strstr(q, "LOG")));
     }
     afd_buf_finish(&b);
     return idle;
@@ -398,7 +406,8 @@ static void visit_except(ctx *c, TSNode n)
         return;
     if (afd_gate_block_statements_all(c, body, is_idle_stmt))
         swallow = 1;
-    else if ((ts_node_is_null(type) || is_broad_type(c, type)) && !afd_gate_block_has_top(c, body, K_RAISE, K_RAISE, K_RAISE))
+    else if ((ts_node_is_null(type) || is_broad_type(c, type)) &&
+             !afd_gate_block_has_top(c, body, K_RAISE, K_RAISE, K_RAISE))
         swallow = 1;
     if (!swallow)
         return;
@@ -505,8 +514,8 @@ static int visit(ctx *c, TSNode n)
             uint8_t ek = afd_gate_kind_of(c, e);
             if (ek == K_IDENT || ek == K_ATTR) {
                 afd_gate_norm(c, e, &c->tmp2);
-                afd_gate_add_fact(c, C_AWAIT, (const char *)c->tmp2.data, c->tmp2.len, afd_gate_enclosing_fn(c),
-                         ts_node_start_byte(n), 0);
+                afd_gate_add_fact(c, C_AWAIT, (const char *)c->tmp2.data, c->tmp2.len,
+                                  afd_gate_enclosing_fn(c), ts_node_start_byte(n), 0);
             }
         }
         break;

@@ -127,7 +127,8 @@ int afd_pyast_text_is(const char *src, size_t len, TSNode n, const char *s)
     return l == strlen(s) && memcmp(t, s, l) == 0;
 }
 
-int afd_pyast_walk(TSTreeCursor *cur, TSNode root, afd_pyast_enter_fn enter, afd_pyast_leave_fn leave, void *ctx)
+int afd_pyast_walk(TSTreeCursor *cur, TSNode root, afd_pyast_enter_fn enter, afd_pyast_leave_fn leave,
+                   void *ctx)
 {
     if (ts_node_is_null(root))
         return 0;
@@ -177,7 +178,8 @@ int afd_pyast_children(TSTreeCursor *cur, TSNode n, afd_pykid **kids, size_t *n_
         if (rc < 0)
             return rc;
         TSNode k = ts_tree_cursor_current_node(cur);
-        (*kids)[(*n_kids)++] = (afd_pykid){k, ts_tree_cursor_current_field_id(cur), (uint8_t)ts_node_is_named(k)};
+        (*kids)[(*n_kids)++] =
+            (afd_pykid){k, ts_tree_cursor_current_field_id(cur), (uint8_t)ts_node_is_named(k)};
     } while (ts_tree_cursor_goto_next_sibling(cur));
     return 0;
 }

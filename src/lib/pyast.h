@@ -21,107 +21,107 @@
 #include <tree_sitter/api.h>
 
 /* X(ENUM_SUFFIX, "grammar node type"): every named node type some walker looks at. */
-#define AFD_PY_KINDS(X)                                                                                                \
-    X(ARGUMENT_LIST, "argument_list")                                                                                  \
-    X(AS_PATTERN, "as_pattern")                                                                                        \
-    X(AS_PATTERN_TARGET, "as_pattern_target")                                                                          \
-    X(ASSERT_STATEMENT, "assert_statement")                                                                            \
-    X(ASSIGNMENT, "assignment")                                                                                        \
-    X(ALIASED_IMPORT, "aliased_import")                                                                                \
-    X(ATTRIBUTE, "attribute")                                                                                          \
-    X(AUGMENTED_ASSIGNMENT, "augmented_assignment")                                                                    \
-    X(AWAIT, "await")                                                                                                  \
-    X(BLOCK, "block")                                                                                                  \
-    X(BREAK_STATEMENT, "break_statement")                                                                              \
-    X(CALL, "call")                                                                                                    \
-    X(CASE_PATTERN, "case_pattern")                                                                                    \
-    X(CLASS_DEFINITION, "class_definition")                                                                            \
-    X(CLASS_PATTERN, "class_pattern")                                                                                  \
-    X(COMMENT, "comment")                                                                                              \
-    X(CONCATENATED_STRING, "concatenated_string")                                                                      \
-    X(CONTINUE_STATEMENT, "continue_statement")                                                                        \
-    X(DECORATED_DEFINITION, "decorated_definition")                                                                    \
-    X(DECORATOR, "decorator")                                                                                          \
-    X(DEFAULT_PARAMETER, "default_parameter")                                                                          \
-    X(DELETE_STATEMENT, "delete_statement")                                                                            \
-    X(DICTIONARY_COMPREHENSION, "dictionary_comprehension")                                                            \
-    X(DICTIONARY_SPLAT_PATTERN, "dictionary_splat_pattern")                                                            \
-    X(DOTTED_NAME, "dotted_name")                                                                                      \
-    X(ELLIPSIS, "ellipsis")                                                                                            \
-    X(EXCEPT_CLAUSE, "except_clause")                                                                                  \
-    X(EXCEPT_GROUP_CLAUSE, "except_group_clause")                                                                      \
-    X(EXPRESSION_LIST, "expression_list")                                                                              \
-    X(EXPRESSION_STATEMENT, "expression_statement")                                                                    \
-    X(FLOAT, "float")                                                                                                  \
-    X(FOR_IN_CLAUSE, "for_in_clause")                                                                                  \
-    X(FOR_STATEMENT, "for_statement")                                                                                  \
-    X(FUNCTION_DEFINITION, "function_definition")                                                                      \
-    X(FUTURE_IMPORT_STATEMENT, "future_import_statement")                                                              \
-    X(GENERATOR_EXPRESSION, "generator_expression")                                                                    \
-    X(GLOBAL_STATEMENT, "global_statement")                                                                            \
-    X(IDENTIFIER, "identifier")                                                                                        \
-    X(IMPORT_FROM_STATEMENT, "import_from_statement")                                                                  \
-    X(IMPORT_STATEMENT, "import_statement")                                                                            \
-    X(INTEGER, "integer")                                                                                              \
-    X(INTERPOLATION, "interpolation")                                                                                  \
-    X(KEYWORD_ARGUMENT, "keyword_argument")                                                                            \
-    X(KEYWORD_PATTERN, "keyword_pattern")                                                                              \
-    X(KEYWORD_SEPARATOR, "keyword_separator")                                                                          \
-    X(LAMBDA, "lambda")                                                                                                \
-    X(LAMBDA_PARAMETERS, "lambda_parameters")                                                                          \
-    X(LIST, "list")                                                                                                    \
-    X(LIST_COMPREHENSION, "list_comprehension")                                                                        \
-    X(LIST_PATTERN, "list_pattern")                                                                                    \
-    X(LIST_SPLAT, "list_splat")                                                                                        \
-    X(LIST_SPLAT_PATTERN, "list_splat_pattern")                                                                        \
-    X(MODULE, "module")                                                                                                \
-    X(NAMED_EXPRESSION, "named_expression")                                                                            \
-    X(NONLOCAL_STATEMENT, "nonlocal_statement")                                                                        \
-    X(PARAMETERS, "parameters")                                                                                        \
-    X(PARENTHESIZED_EXPRESSION, "parenthesized_expression")                                                            \
-    X(PASS_STATEMENT, "pass_statement")                                                                                \
-    X(PATTERN_LIST, "pattern_list")                                                                                    \
-    X(POSITIONAL_SEPARATOR, "positional_separator")                                                                    \
-    X(RAISE_STATEMENT, "raise_statement")                                                                              \
-    X(RETURN_STATEMENT, "return_statement")                                                                            \
-    X(SET_COMPREHENSION, "set_comprehension")                                                                          \
-    X(STRING, "string")                                                                                                \
-    X(STRING_CONTENT, "string_content")                                                                                \
-    X(STRING_END, "string_end")                                                                                        \
-    X(STRING_START, "string_start")                                                                                    \
-    X(SUBSCRIPT, "subscript")                                                                                          \
-    X(TRY_STATEMENT, "try_statement")                                                                                  \
-    X(TUPLE, "tuple")                                                                                                  \
-    X(TUPLE_PATTERN, "tuple_pattern")                                                                                  \
-    X(TYPE, "type")                                                                                                    \
-    X(TYPE_ALIAS_STATEMENT, "type_alias_statement")                                                                    \
-    X(TYPE_PARAMETER, "type_parameter")                                                                                \
-    X(TYPED_DEFAULT_PARAMETER, "typed_default_parameter")                                                              \
-    X(TYPED_PARAMETER, "typed_parameter")                                                                              \
-    X(UNARY_OPERATOR, "unary_operator")                                                                                \
-    X(WHILE_STATEMENT, "while_statement")                                                                              \
-    X(WITH_CLAUSE, "with_clause")                                                                                      \
+#define AFD_PY_KINDS(X)                                                                                      \
+    X(ARGUMENT_LIST, "argument_list")                                                                        \
+    X(AS_PATTERN, "as_pattern")                                                                              \
+    X(AS_PATTERN_TARGET, "as_pattern_target")                                                                \
+    X(ASSERT_STATEMENT, "assert_statement")                                                                  \
+    X(ASSIGNMENT, "assignment")                                                                              \
+    X(ALIASED_IMPORT, "aliased_import")                                                                      \
+    X(ATTRIBUTE, "attribute")                                                                                \
+    X(AUGMENTED_ASSIGNMENT, "augmented_assignment")                                                          \
+    X(AWAIT, "await")                                                                                        \
+    X(BLOCK, "block")                                                                                        \
+    X(BREAK_STATEMENT, "break_statement")                                                                    \
+    X(CALL, "call")                                                                                          \
+    X(CASE_PATTERN, "case_pattern")                                                                          \
+    X(CLASS_DEFINITION, "class_definition")                                                                  \
+    X(CLASS_PATTERN, "class_pattern")                                                                        \
+    X(COMMENT, "comment")                                                                                    \
+    X(CONCATENATED_STRING, "concatenated_string")                                                            \
+    X(CONTINUE_STATEMENT, "continue_statement")                                                              \
+    X(DECORATED_DEFINITION, "decorated_definition")                                                          \
+    X(DECORATOR, "decorator")                                                                                \
+    X(DEFAULT_PARAMETER, "default_parameter")                                                                \
+    X(DELETE_STATEMENT, "delete_statement")                                                                  \
+    X(DICTIONARY_COMPREHENSION, "dictionary_comprehension")                                                  \
+    X(DICTIONARY_SPLAT_PATTERN, "dictionary_splat_pattern")                                                  \
+    X(DOTTED_NAME, "dotted_name")                                                                            \
+    X(ELLIPSIS, "ellipsis")                                                                                  \
+    X(EXCEPT_CLAUSE, "except_clause")                                                                        \
+    X(EXCEPT_GROUP_CLAUSE, "except_group_clause")                                                            \
+    X(EXPRESSION_LIST, "expression_list")                                                                    \
+    X(EXPRESSION_STATEMENT, "expression_statement")                                                          \
+    X(FLOAT, "float")                                                                                        \
+    X(FOR_IN_CLAUSE, "for_in_clause")                                                                        \
+    X(FOR_STATEMENT, "for_statement")                                                                        \
+    X(FUNCTION_DEFINITION, "function_definition")                                                            \
+    X(FUTURE_IMPORT_STATEMENT, "future_import_statement")                                                    \
+    X(GENERATOR_EXPRESSION, "generator_expression")                                                          \
+    X(GLOBAL_STATEMENT, "global_statement")                                                                  \
+    X(IDENTIFIER, "identifier")                                                                              \
+    X(IMPORT_FROM_STATEMENT, "import_from_statement")                                                        \
+    X(IMPORT_STATEMENT, "import_statement")                                                                  \
+    X(INTEGER, "integer")                                                                                    \
+    X(INTERPOLATION, "interpolation")                                                                        \
+    X(KEYWORD_ARGUMENT, "keyword_argument")                                                                  \
+    X(KEYWORD_PATTERN, "keyword_pattern")                                                                    \
+    X(KEYWORD_SEPARATOR, "keyword_separator")                                                                \
+    X(LAMBDA, "lambda")                                                                                      \
+    X(LAMBDA_PARAMETERS, "lambda_parameters")                                                                \
+    X(LIST, "list")                                                                                          \
+    X(LIST_COMPREHENSION, "list_comprehension")                                                              \
+    X(LIST_PATTERN, "list_pattern")                                                                          \
+    X(LIST_SPLAT, "list_splat")                                                                              \
+    X(LIST_SPLAT_PATTERN, "list_splat_pattern")                                                              \
+    X(MODULE, "module")                                                                                      \
+    X(NAMED_EXPRESSION, "named_expression")                                                                  \
+    X(NONLOCAL_STATEMENT, "nonlocal_statement")                                                              \
+    X(PARAMETERS, "parameters")                                                                              \
+    X(PARENTHESIZED_EXPRESSION, "parenthesized_expression")                                                  \
+    X(PASS_STATEMENT, "pass_statement")                                                                      \
+    X(PATTERN_LIST, "pattern_list")                                                                          \
+    X(POSITIONAL_SEPARATOR, "positional_separator")                                                          \
+    X(RAISE_STATEMENT, "raise_statement")                                                                    \
+    X(RETURN_STATEMENT, "return_statement")                                                                  \
+    X(SET_COMPREHENSION, "set_comprehension")                                                                \
+    X(STRING, "string")                                                                                      \
+    X(STRING_CONTENT, "string_content")                                                                      \
+    X(STRING_END, "string_end")                                                                              \
+    X(STRING_START, "string_start")                                                                          \
+    X(SUBSCRIPT, "subscript")                                                                                \
+    X(TRY_STATEMENT, "try_statement")                                                                        \
+    X(TUPLE, "tuple")                                                                                        \
+    X(TUPLE_PATTERN, "tuple_pattern")                                                                        \
+    X(TYPE, "type")                                                                                          \
+    X(TYPE_ALIAS_STATEMENT, "type_alias_statement")                                                          \
+    X(TYPE_PARAMETER, "type_parameter")                                                                      \
+    X(TYPED_DEFAULT_PARAMETER, "typed_default_parameter")                                                    \
+    X(TYPED_PARAMETER, "typed_parameter")                                                                    \
+    X(UNARY_OPERATOR, "unary_operator")                                                                      \
+    X(WHILE_STATEMENT, "while_statement")                                                                    \
+    X(WITH_CLAUSE, "with_clause")                                                                            \
     X(WITH_STATEMENT, "with_statement")
 
 /* X(ENUM_SUFFIX, "grammar field name"): every field some walker reads. */
-#define AFD_PY_FIELDS(X)                                                                                               \
-    X(ALIAS, "alias")                                                                                                  \
-    X(ARGUMENT, "argument")                                                                                            \
-    X(ARGUMENTS, "arguments")                                                                                          \
-    X(ATTRIBUTE, "attribute")                                                                                          \
-    X(BODY, "body")                                                                                                    \
-    X(CONDITION, "condition")                                                                                          \
-    X(DEFINITION, "definition")                                                                                        \
-    X(FUNCTION, "function")                                                                                            \
-    X(LEFT, "left")                                                                                                    \
-    X(MODULE_NAME, "module_name")                                                                                      \
-    X(NAME, "name")                                                                                                    \
-    X(OBJECT, "object")                                                                                                \
-    X(OPERATOR, "operator")                                                                                            \
-    X(PARAMETERS, "parameters")                                                                                        \
-    X(RIGHT, "right")                                                                                                  \
-    X(SUBSCRIPT, "subscript")                                                                                          \
-    X(SUPERCLASSES, "superclasses")                                                                                    \
+#define AFD_PY_FIELDS(X)                                                                                     \
+    X(ALIAS, "alias")                                                                                        \
+    X(ARGUMENT, "argument")                                                                                  \
+    X(ARGUMENTS, "arguments")                                                                                \
+    X(ATTRIBUTE, "attribute")                                                                                \
+    X(BODY, "body")                                                                                          \
+    X(CONDITION, "condition")                                                                                \
+    X(DEFINITION, "definition")                                                                              \
+    X(FUNCTION, "function")                                                                                  \
+    X(LEFT, "left")                                                                                          \
+    X(MODULE_NAME, "module_name")                                                                            \
+    X(NAME, "name")                                                                                          \
+    X(OBJECT, "object")                                                                                      \
+    X(OPERATOR, "operator")                                                                                  \
+    X(PARAMETERS, "parameters")                                                                              \
+    X(RIGHT, "right")                                                                                        \
+    X(SUBSCRIPT, "subscript")                                                                                \
+    X(SUPERCLASSES, "superclasses")                                                                          \
     X(VALUE, "value")
 
 /* AFD_PY_OTHER: a named node type no walker tells apart, an anonymous token, or an ERROR node. */
@@ -177,7 +177,8 @@ typedef int (*afd_pyast_leave_fn)(void *ctx, TSNode n);
  * 100,000 nested parentheses must not exhaust the C stack). cur: a cursor to reuse (reset to root
  * here), or NULL for one of the walk's own. leave may be NULL. Returns 0 (the walk ended or an
  * enter stopped it) or the first negative code of enter or leave. */
-int afd_pyast_walk(TSTreeCursor *cur, TSNode root, afd_pyast_enter_fn enter, afd_pyast_leave_fn leave, void *ctx);
+int afd_pyast_walk(TSTreeCursor *cur, TSNode root, afd_pyast_enter_fn enter, afd_pyast_leave_fn leave,
+                   void *ctx);
 
 /* One child as a cursor lists it: the node, the field it is in (0 for none), whether named. */
 typedef struct afd_pykid {

@@ -44,7 +44,8 @@ static TSNode unwrap(TSNode n, const char *src, const char *deco, int *has_deco)
             continue;
         TSNode e = ts_node_named_child(d, 0);
         uint32_t a = ts_node_start_byte(e), b = ts_node_end_byte(e);
-        if (deco && afd_pyast_is(e, AFD_PY_IDENTIFIER) && strlen(deco) == b - a && !memcmp(src + a, deco, b - a))
+        if (deco && afd_pyast_is(e, AFD_PY_IDENTIFIER) && strlen(deco) == b - a &&
+            !memcmp(src + a, deco, b - a))
             *has_deco = 1;
     }
     return afd_pyast_field(n, AFD_PYF_DEFINITION);
@@ -58,7 +59,8 @@ static void required_params(TSNode fn, const char *src, int skip_first, afd_pyme
     for (uint32_t i = 0; i < k; i++) {
         TSNode p = ts_node_named_child(ps, i);
         enum afd_py_kind t = afd_pyast_kind(p);
-        if (t == AFD_PY_KEYWORD_SEPARATOR || t == AFD_PY_LIST_SPLAT_PATTERN || t == AFD_PY_DICTIONARY_SPLAT_PATTERN)
+        if (t == AFD_PY_KEYWORD_SEPARATOR || t == AFD_PY_LIST_SPLAT_PATTERN ||
+            t == AFD_PY_DICTIONARY_SPLAT_PATTERN)
             break; /* what follows is keyword-only or optional */
         if (t == AFD_PY_POSITIONAL_SEPARATOR)
             continue;
@@ -159,7 +161,8 @@ int afd_pydef_method(const char *src, size_t len, const char *cls, const char *m
             if (!afd_pyast_is(fn, AFD_PY_FUNCTION_DEFINITION))
                 continue;
             TSNode name = afd_pyast_field(fn, AFD_PYF_NAME);
-            list_add(out->methods, sizeof out->methods, text, ts_node_start_byte(name), ts_node_end_byte(name));
+            list_add(out->methods, sizeof out->methods, text, ts_node_start_byte(name),
+                     ts_node_end_byte(name));
             if (!name_is(fn, text, method))
                 continue;
             out->found_method = 1; /* a later def of the same name replaces an earlier one, as in Python */
@@ -195,8 +198,8 @@ static int first_part_is(TSNode dotted, const char *src, const char *name)
 }
 
 /* One import statement: fills module and attr and returns 1 when it binds name. */
-static int import_binds(TSNode st, const char *src, const char *name, char *module, size_t module_cap, char *attr,
-                        size_t attr_cap)
+static int import_binds(TSNode st, const char *src, const char *name, char *module, size_t module_cap,
+                        char *attr, size_t attr_cap)
 {
     int from = afd_pyast_is(st, AFD_PY_IMPORT_FROM_STATEMENT);
     TSNode mod;
@@ -235,8 +238,8 @@ static int import_binds(TSNode st, const char *src, const char *name, char *modu
     return found;
 }
 
-int afd_pydef_import(const char *src, size_t len, const char *name, char *module, size_t module_cap, char *attr,
-                     size_t attr_cap)
+int afd_pydef_import(const char *src, size_t len, const char *name, char *module, size_t module_cap,
+                     char *attr, size_t attr_cap)
 {
     if (!src || !name || !module || !attr || !module_cap || !attr_cap)
         return AFD_EINVAL;

@@ -173,7 +173,8 @@ static int put_string_key(ctx *c, TSNode s)
     if (afd_pyscan_list_kids(c, s) < 0 || c->n_kids < 2)
         return 0;
     TSNode st = c->kids[0].node, en = c->kids[c->n_kids - 1].node;
-    if (afd_pyscan_kind_of(c, st) != K_STRING_START || afd_pyscan_kind_of(c, en) != K_STRING_END || afd_pyast_is_bad(en))
+    if (afd_pyscan_kind_of(c, st) != K_STRING_START || afd_pyscan_kind_of(c, en) != K_STRING_END ||
+        afd_pyast_is_bad(en))
         return 0;
     for (size_t i = 0; i < c->n_kids; i++)
         if (afd_pyscan_kind_of(c, c->kids[i].node) == K_INTERPOLATION)
@@ -307,7 +308,8 @@ static int put_key(ctx *c, TSNode key)
         return put_int_key(c, key, 0);
     case K_UNARY: {
         TSNode op = afd_pyast_field(key, AFD_PYF_OPERATOR), arg = afd_pyast_field(key, AFD_PYF_ARGUMENT);
-        if (ts_node_is_null(op) || !afd_pyast_text_is(c->src, c->len, op, "-") || afd_pyast_is_bad(arg) || afd_pyscan_kind_of(c, arg) != K_INTEGER)
+        if (ts_node_is_null(op) || !afd_pyast_text_is(c->src, c->len, op, "-") || afd_pyast_is_bad(arg) ||
+            afd_pyscan_kind_of(c, arg) != K_INTEGER)
             return 0;
         return put_int_key(c, arg, 1);
     }
@@ -509,9 +511,11 @@ int afd_pyscan_b_visit(ctx *c, const item *it)
         int assign = k == K_ASSIGN;
         rc = afd_pyscan_push(c, n, sc, 0, OP_BIND, 0);
         if (rc == 0)
-            rc = afd_pyscan_push(c, afd_pyast_field(n, assign ? AFD_PYF_LEFT : AFD_PYF_NAME), sc, 0, OP_VISIT, M_STORE);
+            rc = afd_pyscan_push(c, afd_pyast_field(n, assign ? AFD_PYF_LEFT : AFD_PYF_NAME), sc, 0, OP_VISIT,
+                                 M_STORE);
         if (rc == 0) /* the value is evaluated first */
-            rc = afd_pyscan_push(c, afd_pyast_field(n, assign ? AFD_PYF_RIGHT : AFD_PYF_VALUE), sc, 0, OP_VISIT, M_READ);
+            rc = afd_pyscan_push(c, afd_pyast_field(n, assign ? AFD_PYF_RIGHT : AFD_PYF_VALUE), sc, 0,
+                                 OP_VISIT, M_READ);
         return rc;
     }
     case K_AUGASSIGN: {
@@ -563,7 +567,8 @@ int afd_pyscan_b_visit(ctx *c, const item *it)
     case K_AWAIT:
         if ((rc = afd_pyscan_list_kids(c, n)) < 0)
             return rc;
-        if ((k == K_AWAIT || afd_pyscan_has_async(c)) && (rc = afd_pyscan_u32_push(&c->yields, afd_pyast_line(n))) < 0)
+        if ((k == K_AWAIT || afd_pyscan_has_async(c)) &&
+            (rc = afd_pyscan_u32_push(&c->yields, afd_pyast_line(n))) < 0)
             return rc;
         return afd_pyscan_push_kids(c, sc, OP_VISIT, M_READ);
     case K_AS_PATTERN:
@@ -583,16 +588,20 @@ int afd_pyscan_b_visit(ctx *c, const item *it)
     case K_CLASSDEF:
     case K_LAMBDA: {
         TSNode name = afd_pyast_field(n, AFD_PYF_NAME);
-        rc = afd_pyscan_scope_get(c, n, k == K_FUNCDEF ? S_FUNCTION : k == K_CLASSDEF ? S_CLASS : S_LAMBDA, sc,
-                       name, &s);
+        rc = afd_pyscan_scope_get(c, n,
+                                  k == K_FUNCDEF    ? S_FUNCTION
+                                  : k == K_CLASSDEF ? S_CLASS
+                                                    : S_LAMBDA,
+                                  sc, name, &s);
         if (rc == 0)
             rc = afd_pyscan_push(c, afd_pyast_field(n, AFD_PYF_BODY), s, 0, OP_VISIT, M_READ);
         if (rc == 0 && k != K_LAMBDA)
             rc = afd_pyscan_push(c, name, sc, 0, OP_UNBIND, 0);
         /* Default values and base classes are evaluated where the definition is. */
         if (rc == 0)
-            rc = afd_pyscan_push(c, afd_pyast_field(n, k == K_CLASSDEF ? AFD_PYF_SUPERCLASSES : AFD_PYF_PARAMETERS), sc, 0,
-                      OP_VISIT, M_READ);
+            rc = afd_pyscan_push(
+                c, afd_pyast_field(n, k == K_CLASSDEF ? AFD_PYF_SUPERCLASSES : AFD_PYF_PARAMETERS), sc, 0,
+                OP_VISIT, M_READ);
         return rc;
     }
     case K_PARAMS:
@@ -600,7 +609,8 @@ int afd_pyscan_b_visit(ctx *c, const item *it)
         for (size_t i = c->n_kids; rc == 0 && i-- > 0;) {
             uint8_t pk = afd_pyscan_kind_of(c, c->kids[i].node);
             if (pk == K_DEFAULT_PARAM || pk == K_TYPED_DEFAULT_PARAM)
-                rc = afd_pyscan_push(c, afd_pyast_field(c->kids[i].node, AFD_PYF_VALUE), sc, 0, OP_VISIT, M_READ);
+                rc = afd_pyscan_push(c, afd_pyast_field(c->kids[i].node, AFD_PYF_VALUE), sc, 0, OP_VISIT,
+                                     M_READ);
         }
         return rc;
     case K_COMP:

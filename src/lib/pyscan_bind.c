@@ -46,7 +46,8 @@ int afd_pyscan_scope_add(ctx *c, TSNode n, uint8_t kind, uint32_t parent, TSNode
             afd_pyscan_put_str(&c->tmp, q->kind == S_FUNCTION ? ".<locals>." : ".");
         }
         size_t len;
-        const char *t = afd_pyscan_ident_ok(c, name) ? afd_pyast_text(c->src, c->len, name, &len) : (len = 1, "?");
+        const char *t =
+            afd_pyscan_ident_ok(c, name) ? afd_pyast_text(c->src, c->len, name, &len) : (len = 1, "?");
         afd_pyscan_put_clean(&c->tmp, t, len);
         if (c->tmp.err)
             return c->tmp.err;
@@ -294,8 +295,11 @@ int afd_pyscan_a_visit(ctx *c, const item *it)
         TSNode name = afd_pyast_field(n, AFD_PYF_NAME);
         if (k != K_LAMBDA && (rc = name_add(c, sc, name, NF_BIND)) < 0)
             return rc;
-        rc = afd_pyscan_scope_add(c, n, k == K_FUNCDEF ? S_FUNCTION : k == K_CLASSDEF ? S_CLASS : S_LAMBDA, sc,
-                       name, &s);
+        rc = afd_pyscan_scope_add(c, n,
+                                  k == K_FUNCDEF    ? S_FUNCTION
+                                  : k == K_CLASSDEF ? S_CLASS
+                                                    : S_LAMBDA,
+                                  sc, name, &s);
         if (rc == 0)
             rc = afd_pyscan_push(c, afd_pyast_field(n, AFD_PYF_BODY), s, 0, OP_VISIT, A_GEN);
         if (rc == 0 && k == K_CLASSDEF)
@@ -331,7 +335,8 @@ int afd_pyscan_a_visit(ctx *c, const item *it)
     case K_FOR:
     case K_FOR_IN:
     case K_AS_PATTERN: {
-        TSFieldId target = k == K_AS_PATTERN ? afd_pyast_field_id(AFD_PYF_ALIAS) : afd_pyast_field_id(AFD_PYF_LEFT);
+        TSFieldId target =
+            k == K_AS_PATTERN ? afd_pyast_field_id(AFD_PYF_ALIAS) : afd_pyast_field_id(AFD_PYF_LEFT);
         rc = afd_pyscan_list_kids(c, n);
         for (size_t i = c->n_kids; rc == 0 && i-- > 0;)
             if (c->kids[i].named)
