@@ -475,6 +475,36 @@ static int b_unbind(ctx *c, TSNode n, uint32_t sc)
     }
 }
 
+/* A for statement or a comprehension's for clause (k): an `async for` is a yield site; the
+ * target is a store, and everything else a read. */
+static int b_for(ctx *c, TSNode n, uint32_t sc, uint8_t k)
+{
+    int rc;
+    if ((rc = afd_pyscan_list_kids(c, n)) < 0)
+        return rc;
+    if (afd_pyscan_has_async(c) && (rc = afd_pyscan_u32_push(&c->yields, afd_pyast_line(n))) < 0)
+        return rc;
+    TSNode left = {{0}, 0, 0}, right = {{0}, 0, 0};
+    for (size_t i = c->n_kids; rc == 0 && i-- > 0;) {
+        const kid *kd = &c->kids[i];
+        if (kd->field == afd_pyast_field_id(AFD_PYF_LEFT))
+            left = kd->node;
+        else if (kd->field == afd_pyast_field_id(AFD_PYF_RIGHT) && k == K_FOR)
+            right = kd->node;
+        else if (kd->named)
+            rc = afd_pyscan_push(c, kd->node, sc, 0, OP_VISIT, M_READ);
+    }
+    /* Iterable, then the target, then (a loop statement's) body: a comprehension's
+     * variables are its own and alias nothing. */
+    if (rc == 0 && k == K_FOR)
+        rc = afd_pyscan_push(c, left, sc, 0, OP_UNBIND, 0);
+    if (rc == 0)
+        rc = afd_pyscan_push(c, left, sc, 0, OP_VISIT, M_STORE);
+    if (rc == 0)
+        rc = afd_pyscan_push(c, right, sc, 0, OP_VISIT, M_READ);
+    return rc;
+}
+
 int afd_pyscan_b_visit(ctx *c, const item *it)
 {
     TSNode n = it->node;
@@ -538,31 +568,8 @@ int afd_pyscan_b_visit(ctx *c, const item *it)
         }
         return rc;
     case K_FOR:
-    case K_FOR_IN: {
-        if ((rc = afd_pyscan_list_kids(c, n)) < 0)
-            return rc;
-        if (afd_pyscan_has_async(c) && (rc = afd_pyscan_u32_push(&c->yields, afd_pyast_line(n))) < 0)
-            return rc;
-        TSNode left = {{0}, 0, 0}, right = {{0}, 0, 0};
-        for (size_t i = c->n_kids; rc == 0 && i-- > 0;) {
-            const kid *kd = &c->kids[i];
-            if (kd->field == afd_pyast_field_id(AFD_PYF_LEFT))
-                left = kd->node;
-            else if (kd->field == afd_pyast_field_id(AFD_PYF_RIGHT) && k == K_FOR)
-                right = kd->node;
-            else if (kd->named)
-                rc = afd_pyscan_push(c, kd->node, sc, 0, OP_VISIT, M_READ);
-        }
-        /* Iterable, then the target, then (a loop statement's) body: a comprehension's
-         * variables are its own and alias nothing. */
-        if (rc == 0 && k == K_FOR)
-            rc = afd_pyscan_push(c, left, sc, 0, OP_UNBIND, 0);
-        if (rc == 0)
-            rc = afd_pyscan_push(c, left, sc, 0, OP_VISIT, M_STORE);
-        if (rc == 0)
-            rc = afd_pyscan_push(c, right, sc, 0, OP_VISIT, M_READ);
-        return rc;
-    }
+    case K_FOR_IN:
+        return b_for(c, n, sc, k);
     case K_WITH:
     case K_AWAIT:
         if ((rc = afd_pyscan_list_kids(c, n)) < 0)
