@@ -11,11 +11,12 @@
  * Before parsing, a copy of the source has what libtree-sitter 0.20.7 cannot take blanked out
  * (comments; brackets nested beyond CPython's limit; long runs of continuation-only lines) by
  * pysrc.h, as for pyscan.c; blanking comments also makes them invisible to every comparison, which
- * is what `not_noop` wants. */
-#include "gate.h"
-#include "afd.h"
-#include "buf.h"
-#include "pysrc.h"
+ * is what `not_noop` wants.
+ *
+ * This file holds the comparisons and the checks (afd_gate_run); gate_facts.c parses a side and
+ * holds the helpers the visits share, gate_visit.c the visits and the walks; gate_impl.h is their
+ * shared state. Node kinds and the walk itself come from pyast.h. */
+#include "gate_impl.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -23,1223 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SYM_ERROR ((TSSymbol)0xffff)
-#define MAX_ANCESTOR_HOPS 512u
-/* Normalized texts are cut here (and tagged with their full length): a multiset comparison of
- * long statements by their first 240 characters is good enough, and it bounds the work a deeply
- * nested file can cause. */
-#define MAX_NORM 240u
-/* A subtree search (does this try body await anything?) looks at this many nodes at most. */
-#define MAX_SEARCH_NODES 4096u
-#define MAX_DOTTED 256u
-/* Lock nesting edges kept per side: the cycle search is quadratic in them, and real code nests a
- * handful of locks. A file with more fails `no_lock_cycle` rather than stall the gate. */
-#define MAX_EDGES 256u
-/* Renaming imports remembered per side (every dotted name is looked up in them). */
-#define MAX_IMPORTS 1024u
-/* New primitives whose uses are checked; the rest of an absurd patch is not looked at. */
-#define MAX_CHECKED_CREATIONS 64u
-
-/* ---- categories of facts ---- */
-
-enum {
-    C_SLEEP,       /* a sleep call: resolved name + arguments */
-    C_POLL,        /* a sleep inside a while loop */
-    C_TIMEOUT,     /* a timeout call */
-    C_TMARK,       /* @pytest.mark.timeout(...), with its value */
-    C_RETRY_DEC,   /* a retry/flaky decorator */
-    C_RETRY_LOOP,  /* a try in a loop whose handler lets the loop go round again */
-    C_ASSERT,      /* an assert statement or a self.assert*() call */
-    C_APPROX,      /* pytest.approx( */
-    C_SWALLOW,     /* an except clause that swallows */
-    C_SUPPRESS,    /* contextlib.suppress( */
-    C_SKIP,        /* a skip/xfail mark or call */
-    C_TESTNAME,    /* def test*: the name */
-    C_CREATE,      /* a primitive's creation: "Kind\x1ftarget" */
-    C_USE,         /* a primitive's use: "acq|set|wait|notify|put|get\x1freceiver" */
-    C_TASKBIND,    /* target of create_task/ensure_future, with fn and byte */
-    C_AWAIT,       /* `await name`, with fn and byte */
-    C_TASKAWAIT,   /* derived: an await of a name bound to a task earlier in the same function */
-    C_AWITH,       /* a lock-like item of an `async with` */
-    C_EDGE,        /* nested acquisition "outer\x1finner" */
-    C_UNSORTED,    /* an `async with a, b` whose locks are not in text order */
-    C_OFFLOAD,     /* a call moved off the event loop: asyncio.to_thread(F, ...), run_in_executor(x, F, ...) */
-    C__COUNT
-};
-
-typedef struct fact {
-    uint8_t cat;
-    uint32_t off, len; /* text in facts.strs */
-    uint32_t fn;       /* enclosing function's start byte + 1, 0 at module level */
-    uint32_t byte;
-    double val;
-} fact;
-
-typedef struct facts {
-    fact *v;
-    size_t n, cap;
-    afd_buf strs;
-    afd_buf toks;   /* leaf token stream, for not_noop */
-    int present;    /* this side exists */
-    int analysed;   /* facts are meaningful */
-    int parse_ok;   /* parsed without ERROR/MISSING (and not refused as too large) */
-    size_t n_edges;
-    int edges_overflow; /* more than MAX_EDGES lock nesting edges */
-    char why[96];   /* parse failure reason */
-} facts;
-
-/* ---- node kinds ---- */
-
-enum {
-    K_OTHER,
-    K_IDENT,
-    K_ATTR,
-    K_CALL,
-    K_STRING,
-    K_DECORATOR,
-    K_WITH,
-    K_WHILE,
-    K_FOR,
-    K_TRY,
-    K_EXCEPT,
-    K_ASSERT,
-    K_FUNCDEF,
-    K_CLASSDEF,
-    K_LAMBDA,
-    K_AWAIT,
-    K_BLOCK,
-    K_ASSIGN,
-    K_IMPORT,
-    K_IMPORT_FROM,
-    K_ALIASED_IMPORT,
-    K_DOTTED_NAME,
-    K_AS_PATTERN,
-    K_TUPLE,
-    K_PAREN,
-    K_EXPR_STMT,
-    K_PASS,
-    K_CONTINUE,
-    K_RETURN,
-    K_RAISE,
-    K_BREAK,
-    K_ELLIPSIS,
-    K_ARGLIST,
-    K_INTEGER,
-    K_FLOAT,
-};
-
-typedef struct kind_name {
-    const char *name;
-    uint8_t kind;
-} kind_name;
-
-static const kind_name KIND_NAMES[] = {
-    {"identifier", K_IDENT},
-    {"attribute", K_ATTR},
-    {"call", K_CALL},
-    {"string", K_STRING},
-    {"concatenated_string", K_STRING},
-    {"decorator", K_DECORATOR},
-    {"with_statement", K_WITH},
-    {"while_statement", K_WHILE},
-    {"for_statement", K_FOR},
-    {"try_statement", K_TRY},
-    {"except_clause", K_EXCEPT},
-    {"except_group_clause", K_EXCEPT},
-    {"assert_statement", K_ASSERT},
-    {"function_definition", K_FUNCDEF},
-    {"class_definition", K_CLASSDEF},
-    {"lambda", K_LAMBDA},
-    {"await", K_AWAIT},
-    {"block", K_BLOCK},
-    {"assignment", K_ASSIGN},
-    {"import_statement", K_IMPORT},
-    {"import_from_statement", K_IMPORT_FROM},
-    {"aliased_import", K_ALIASED_IMPORT},
-    {"dotted_name", K_DOTTED_NAME},
-    {"as_pattern", K_AS_PATTERN},
-    {"tuple", K_TUPLE},
-    {"parenthesized_expression", K_PAREN},
-    {"expression_statement", K_EXPR_STMT},
-    {"pass_statement", K_PASS},
-    {"continue_statement", K_CONTINUE},
-    {"return_statement", K_RETURN},
-    {"raise_statement", K_RAISE},
-    {"break_statement", K_BREAK},
-    {"ellipsis", K_ELLIPSIS},
-    {"argument_list", K_ARGLIST},
-    {"integer", K_INTEGER},
-    {"float", K_FLOAT},
-};
-
-typedef struct imp {
-    char local[64];
-    char qual[MAX_DOTTED];
-} imp;
-
-typedef struct ctx {
-    const char *src; /* sanitized copy */
-    size_t len;
-    uint8_t *sym_kind;
-    uint32_t n_sym;
-    TSFieldId f_function, f_arguments, f_object, f_attribute, f_left, f_right, f_name, f_alias,
-        f_value, f_body, f_condition, f_module_name;
-    TSTreeCursor cur;
-    TSNode *anc;
-    size_t n_anc, cap_anc;
-    imp *imps;
-    size_t n_imps, cap_imps;
-    afd_buf tmp, tmp2;
-    facts *out;
-    int rc;
-} ctx;
-
-/* ---- small helpers ---- */
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t nc = *cap ? *cap * 2 : 16;
-    while (nc < need)
-        nc *= 2;
-    if (nc > SIZE_MAX / elem)
-        return AFD_ENOMEM;
-    void *q = realloc(*p, nc * elem);
-    if (!q)
-        return AFD_ENOMEM;
-    *p = q;
-    *cap = nc;
-    return 0;
-}
-
-static uint8_t kind_of(const ctx *c, TSNode n)
-{
-    TSSymbol s = ts_node_symbol(n);
-    return s < c->n_sym ? c->sym_kind[s] : K_OTHER;
-}
-
-static TSNode field(TSNode n, TSFieldId f)
-{
-    TSNode z;
-    memset(&z, 0, sizeof z);
-    if (ts_node_is_null(n) || f == 0)
-        return z;
-    return ts_node_child_by_field_id(n, f);
-}
-
-static const char *text_of(const ctx *c, TSNode n, size_t *len)
-{
-    uint32_t a = ts_node_start_byte(n), b = ts_node_end_byte(n);
-    if (a > c->len)
-        a = (uint32_t)c->len;
-    if (b > c->len)
-        b = (uint32_t)c->len;
-    if (b < a)
-        b = a;
-    *len = b - a;
-    return c->src + a;
-}
-
-static int text_is(const ctx *c, TSNode n, const char *s)
-{
-    size_t len;
-    const char *t = text_of(c, n, &len);
-    return len == strlen(s) && memcmp(t, s, len) == 0;
-}
-
-static int is_space(char ch)
-{
-    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v';
-}
-
-/* The node's text with whitespace runs (and line continuations) collapsed to one space, into b
- * (reset first, NUL-terminated). Cut at MAX_NORM characters and tagged with the full length. */
-static void norm(const ctx *c, TSNode n, afd_buf *b)
-{
-    b->len = 0;
-    size_t len;
-    const char *t = text_of(c, n, &len);
-    int sp = 0;
-    size_t i = 0;
-    for (; i < len && b->len < MAX_NORM; i++) {
-        char ch = t[i];
-        if (ch == '\\' && i + 1 < len && (t[i + 1] == '\n' || t[i + 1] == '\r'))
-            ch = ' ';
-        if (is_space(ch)) {
-            sp = b->len > 0;
-            continue;
-        }
-        if (sp)
-            afd_buf_put_u8(b, ' ');
-        sp = 0;
-        afd_buf_put_u8(b, (uint8_t)ch);
-    }
-    if (i < len)
-        afd_buf_printf(b, "~%zu", len);
-    afd_buf_put_u8(b, 0);
-    b->len--;
-}
-
-/* "a.b.c" for an identifier or an attribute chain of identifiers into b, with the first component
- * replaced through the import aliases; 0 when n is anything else. */
-static int dotted(const ctx *c, TSNode n, afd_buf *b)
-{
-    TSNode parts[16];
-    size_t np = 0;
-    b->len = 0;
-    while (!ts_node_is_null(n)) {
-        uint8_t k = kind_of(c, n);
-        if (k == K_IDENT) {
-            if (np >= 16)
-                return 0;
-            parts[np++] = n;
-            break;
-        }
-        if (k != K_ATTR || np >= 15)
-            return 0;
-        TSNode a = field(n, c->f_attribute);
-        if (ts_node_is_null(a) || kind_of(c, a) != K_IDENT)
-            return 0;
-        parts[np++] = a;
-        n = field(n, c->f_object);
-    }
-    if (np == 0)
-        return 0;
-    size_t l0;
-    const char *t0 = text_of(c, parts[np - 1], &l0);
-    int done = 0;
-    for (size_t i = c->n_imps; i-- > 0 && !done;) /* the last import of a name wins, as in Python */
-        if (strlen(c->imps[i].local) == l0 && memcmp(c->imps[i].local, t0, l0) == 0) {
-            afd_buf_printf(b, "%s", c->imps[i].qual);
-            done = 1;
-        }
-    if (!done)
-        afd_buf_put(b, t0, l0);
-    for (size_t i = np - 1; i-- > 0;) {
-        size_t l = 0;
-        const char *t = text_of(c, parts[i], &l);
-        afd_buf_put_u8(b, '.');
-        afd_buf_put(b, t, l);
-    }
-    afd_buf_put_u8(b, 0);
-    b->len--;
-    return b->len > 0 && b->len < MAX_DOTTED && !b->err;
-}
-
-static int in_list(const char *s, const char *const *list)
-{
-    for (size_t i = 0; list[i]; i++)
-        if (strcmp(s, list[i]) == 0)
-            return 1;
-    return 0;
-}
-
-static const char *last_part(const char *s)
-{
-    const char *d = strrchr(s, '.');
-    return d ? d + 1 : s;
-}
-
-static void add_fact(ctx *c, uint8_t cat, const char *s, size_t len, uint32_t fn, uint32_t byte, double val)
-{
-    facts *f = c->out;
-    if (c->rc)
-        return;
-    if (grow((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v) < 0) {
-        c->rc = AFD_ENOMEM;
-        return;
-    }
-    uint32_t off = (uint32_t)f->strs.len;
-    afd_buf_put(&f->strs, s, len);
-    if (f->strs.err) {
-        c->rc = f->strs.err;
-        return;
-    }
-    f->v[f->n++] = (fact){cat, off, (uint32_t)len, fn, byte, val};
-}
-
-static void add_fact_str(ctx *c, uint8_t cat, const char *s)
-{
-    add_fact(c, cat, s, strlen(s), 0, 0, 0);
-}
-
-static void add_edge(ctx *c, const char *outer, const char *inner)
-{
-    if (c->out->n_edges >= MAX_EDGES) {
-        c->out->edges_overflow = 1;
-        return;
-    }
-    c->out->n_edges++;
-    char e[2 * MAX_NORM + 64];
-    snprintf(e, sizeof e, "%s\x1f%s", outer, inner);
-    add_fact_str(c, C_EDGE, e);
-}
-
-/* The ancestor i levels above the current node (1 = parent), or a null node. */
-static TSNode ancestor(const ctx *c, size_t i)
-{
-    TSNode z;
-    memset(&z, 0, sizeof z);
-    if (i >= c->n_anc)
-        return z;
-    return c->anc[c->n_anc - 1 - i];
-}
-
-static int is_scope_kind(uint8_t k)
-{
-    return k == K_FUNCDEF || k == K_LAMBDA || k == K_CLASSDEF;
-}
-
-/* Start byte + 1 of the enclosing function, 0 at module level (or too deep to tell). */
-static uint32_t enclosing_fn(const ctx *c)
-{
-    for (size_t i = 1; i <= MAX_ANCESTOR_HOPS; i++) {
-        TSNode a = ancestor(c, i);
-        if (ts_node_is_null(a))
-            break;
-        if (is_scope_kind(kind_of(c, a)))
-            return ts_node_start_byte(a) + 1;
-    }
-    return 0;
-}
-
-/* Whether n's subtree, nested scopes left out, holds a node of kind k1 or k2. The search is bounded:
- * past MAX_SEARCH_NODES it answers no (a try body that large is no retry of one call). */
-static int subtree_has(ctx *c, TSNode n, uint8_t k1, uint8_t k2)
-{
-    TSTreeCursor cur = ts_tree_cursor_new(n);
-    unsigned seen = 0;
-    int found = 0;
-    for (;;) {
-        TSNode x = ts_tree_cursor_current_node(&cur);
-        uint8_t k = kind_of(c, x);
-        if (k == k1 || k == k2) {
-            found = 1;
-            break;
-        }
-        if (++seen > MAX_SEARCH_NODES)
-            break;
-        if (!is_scope_kind(k) && ts_tree_cursor_goto_first_child(&cur))
-            continue;
-        int more = 0;
-        while (!(more = ts_tree_cursor_goto_next_sibling(&cur)))
-            if (!ts_tree_cursor_goto_parent(&cur))
-                break;
-        if (!more)
-            break;
-    }
-    ts_tree_cursor_delete(&cur);
-    return found;
-}
-
-/* Whether a block has statements and ok() holds for each. */
-static int block_statements_all(const ctx *c, TSNode block, int (*ok)(const ctx *, TSNode))
-{
-    uint32_t nc = ts_node_named_child_count(block);
-    if (nc == 0)
-        return 0;
-    for (uint32_t i = 0; i < nc; i++)
-        if (!ok(c, ts_node_named_child(block, i)))
-            return 0;
-    return 1;
-}
-
-static int block_has_top(const ctx *c, TSNode block, uint8_t k1, uint8_t k2, uint8_t k3)
-{
-    uint32_t nc = ts_node_named_child_count(block);
-    for (uint32_t i = 0; i < nc; i++) {
-        uint8_t k = kind_of(c, ts_node_named_child(block, i));
-        if (k == k1 || k == k2 || k == k3)
-            return 1;
-    }
-    return 0;
-}
-
-static TSNode block_child(const ctx *c, TSNode n)
-{
-    uint32_t nc = ts_node_named_child_count(n);
-    for (uint32_t i = 0; i < nc; i++) {
-        TSNode k = ts_node_named_child(n, i);
-        if (kind_of(c, k) == K_BLOCK)
-            return k;
-    }
-    TSNode z;
-    memset(&z, 0, sizeof z);
-    return z;
-}
-
-/* ---- imports ---- */
-
-static void add_import(ctx *c, TSNode local, const char *qual)
-{
-    size_t l = 0;
-    const char *t = text_of(c, local, &l);
-    if (l == 0 || l >= sizeof c->imps[0].local || strlen(qual) >= MAX_DOTTED || c->rc || c->n_imps >= MAX_IMPORTS)
-        return;
-    if (grow((void **)&c->imps, &c->cap_imps, c->n_imps + 1, sizeof *c->imps) < 0) {
-        c->rc = AFD_ENOMEM;
-        return;
-    }
-    imp *m = &c->imps[c->n_imps++];
-    memcpy(m->local, t, l);
-    m->local[l] = 0;
-    snprintf(m->qual, sizeof m->qual, "%s", qual);
-}
-
-static void visit_import(ctx *c, TSNode n, int from)
-{
-    char mod[MAX_DOTTED] = "";
-    if (from) {
-        TSNode m = field(n, c->f_module_name);
-        size_t l = 0;
-        const char *t = ts_node_is_null(m) ? "" : text_of(c, m, &l);
-        if (ts_node_is_null(m) || kind_of(c, m) != K_DOTTED_NAME || l >= sizeof mod)
-            return; /* relative imports name the project's own modules */
-        memcpy(mod, t, l);
-        mod[l] = 0;
-    }
-    uint32_t nc = ts_node_named_child_count(n);
-    for (uint32_t i = 0; i < nc; i++) {
-        TSNode k = ts_node_named_child(n, i);
-        uint8_t kk = kind_of(c, k);
-        TSNode name = k, alias;
-        memset(&alias, 0, sizeof alias);
-        if (kk == K_ALIASED_IMPORT) {
-            name = field(k, c->f_name);
-            alias = field(k, c->f_alias);
-        } else if (kk != K_DOTTED_NAME) {
-            continue;
-        }
-        if (ts_node_is_null(name) || (from && ts_node_eq(name, field(n, c->f_module_name))))
-            continue;
-        size_t l = 0;
-        const char *t = text_of(c, name, &l);
-        char q[MAX_DOTTED];
-        size_t ml = from ? strlen(mod) + 1 : 0;
-        if (ml + l >= sizeof q)
-            continue; /* a name that long is no module we know */
-        if (from) {
-            memcpy(q, mod, ml - 1);
-            q[ml - 1] = '.';
-        }
-        memcpy(q + ml, t, l);
-        q[ml + l] = 0;
-        if (!ts_node_is_null(alias))
-            add_import(c, alias, q);
-        else if (from)
-            add_import(c, name, q);
-        /* `import a.b` binds a: nothing to rename */
-    }
-}
-
-/* ---- the visits ---- */
-
-static const char *const SLEEPS[] = {"asyncio.sleep", "time.sleep", "anyio.sleep", "trio.sleep", NULL};
-static const char *const YIELD_SLEEPS[] = {"asyncio.sleep", "anyio.sleep", "trio.sleep", NULL};
-static const char *const TIMEOUTS[] = {"asyncio.wait_for", "asyncio.timeout", "asyncio.timeout_at",
-                                       "anyio.fail_after", "anyio.move_on_after", "async_timeout.timeout",
-                                       "trio.fail_after", "trio.move_on_after", NULL};
-static const char *const SKIP_MARKS[] = {"pytest.mark.skip", "pytest.mark.skipif", "pytest.mark.xfail",
-                                         "unittest.skip", "unittest.skipIf", "unittest.skipUnless",
-                                         "unittest.expectedFailure", NULL};
-static const char *const SKIP_CALLS[] = {"pytest.skip", "pytest.xfail", NULL};
-static const char *const PRIMS[] = {"asyncio.Lock", "asyncio.Event", "asyncio.Condition", "asyncio.Semaphore",
-                                    "asyncio.BoundedSemaphore", "asyncio.Queue", "asyncio.LifoQueue",
-                                    "asyncio.PriorityQueue", NULL};
-static const char *const TASK_MAKERS[] = {"asyncio.create_task", "asyncio.ensure_future", NULL};
-static const char *const LOG_HEADS[] = {"print", "logging", "log", "logger", "LOG", "LOGGER", "_log", "_logger", NULL};
-static const char *const LOG_METHODS[] = {"debug", "info", "warning", "warn", "error", "exception", "critical",
-                                          "log", NULL};
-
-/* The target of `target = <n>` when n is an assignment's whole right side, into b; "" otherwise. */
-static void bound_target(ctx *c, TSNode n, afd_buf *b)
-{
-    TSNode p = ancestor(c, 1);
-    b->len = 0;
-    if (!ts_node_is_null(p) && kind_of(c, p) == K_ASSIGN && ts_node_eq(field(p, c->f_right), n))
-        norm(c, field(p, c->f_left), b);
-    afd_buf_put_u8(b, 0);
-    b->len--;
-}
-
-static int is_zero_delay(const ctx *c, TSNode args)
-{
-    if (ts_node_is_null(args) || ts_node_named_child_count(args) != 1)
-        return 0;
-    TSNode a = ts_node_named_child(args, 0);
-    uint8_t k = kind_of(c, a);
-    if (k != K_INTEGER && k != K_FLOAT)
-        return 0;
-    size_t l = 0;
-    const char *t = text_of(c, a, &l);
-    char buf[32];
-    if (l >= sizeof buf)
-        return 0;
-    memcpy(buf, t, l);
-    buf[l] = 0;
-    return strtod(buf, NULL) == 0.0;
-}
-
-/* A sleep's fact: q and its argument list's text ("(0.1)"); zero is a zero-delay yield. */
-static void sleep_fact(ctx *c, const char *q, const char *argtext, int zero)
-{
-    afd_buf *t = &c->tmp2;
-    char text[MAX_DOTTED + MAX_NORM + 24];
-    snprintf(text, sizeof text, "%s%s", q, argtext);
-    if (!(in_list(q, YIELD_SLEEPS) && zero))
-        add_fact_str(c, C_SLEEP, text);
-    /* Polling: a sleep (a zero one too: a busy wait) inside a while loop of the same function. */
-    for (size_t i = 1; i <= MAX_ANCESTOR_HOPS; i++) {
-        TSNode a = ancestor(c, i);
-        if (ts_node_is_null(a) || is_scope_kind(kind_of(c, a)))
-            break;
-        if (kind_of(c, a) == K_WHILE) {
-            norm(c, field(a, c->f_condition), t);
-            char ptext[sizeof text + MAX_NORM + 16];
-            snprintf(ptext, sizeof ptext, "while %s: %s", t->data ? (const char *)t->data : "", text);
-            add_fact_str(c, C_POLL, ptext);
-            break;
-        }
-    }
-}
-
-static void visit_sleep(ctx *c, const char *q, TSNode args)
-{
-    norm(c, args, &c->tmp2);
-    char argtext[MAX_NORM + 8];
-    snprintf(argtext, sizeof argtext, "%s", c->tmp2.data ? (const char *)c->tmp2.data : "()");
-    sleep_fact(c, q, argtext, is_zero_delay(c, args));
-}
-
-/* `asyncio.to_thread(F, a, b)` and `loop.run_in_executor(x, F, a, b)`: F(a, b) runs off the loop.
- * An offloaded sleep is still a sleep, written as if called ("time.sleep(0.03)"): moving a
- * blocking sleep off the loop changes no sleep, adding one in a thread adds one. */
-static void visit_offload(ctx *c, TSNode args, uint32_t skip)
-{
-    uint32_t k = ts_node_named_child_count(args);
-    if (k <= skip)
-        return;
-    TSNode fnarg = ts_node_named_child(args, skip);
-    char q[MAX_DOTTED] = "";
-    if (dotted(c, fnarg, &c->tmp))
-        snprintf(q, sizeof q, "%s", (const char *)c->tmp.data);
-    else {
-        norm(c, fnarg, &c->tmp);
-        snprintf(q, sizeof q, "%s", c->tmp.data ? (const char *)c->tmp.data : "");
-    }
-    add_fact_str(c, C_OFFLOAD, q);
-    if (!in_list(q, SLEEPS))
-        return;
-    char argtext[MAX_NORM + 8] = "()";
-    if (k > skip + 1) {
-        /* the text from the first argument after F to the last, as a call would have it */
-        TSNode first = ts_node_named_child(args, skip + 1), last = ts_node_named_child(args, k - 1);
-        size_t len;
-        const char *t = text_of(c, first, &len);
-        size_t span = ts_node_end_byte(last) - ts_node_start_byte(first);
-        afd_buf *b = &c->tmp2;
-        b->len = 0;
-        afd_buf_put_u8(b, '(');
-        int sp = 0;
-        for (size_t i = 0; i < span && b->len < MAX_NORM; i++) {
-            if (is_space(t[i])) {
-                sp = 1;
-                continue;
-            }
-            if (sp)
-                afd_buf_put_u8(b, ' ');
-            sp = 0;
-            afd_buf_put_u8(b, (uint8_t)t[i]);
-        }
-        afd_buf_put_u8(b, ')');
-        snprintf(argtext, sizeof argtext, "%.*s", (int)b->len, (const char *)b->data);
-    }
-    sleep_fact(c, q, argtext, 0);
-}
-
-static void visit_call(ctx *c, TSNode n)
-{
-    TSNode fn = field(n, c->f_function), args = field(n, c->f_arguments);
-    if (ts_node_is_null(fn))
-        return;
-    char q[MAX_DOTTED] = "";
-    if (dotted(c, fn, &c->tmp))
-        snprintf(q, sizeof q, "%s", (const char *)c->tmp.data);
-    const char *meth = NULL;
-    char methbuf[64] = "";
-    if (kind_of(c, fn) == K_ATTR) {
-        TSNode a = field(fn, c->f_attribute);
-        size_t l = 0;
-        const char *t = ts_node_is_null(a) ? "" : text_of(c, a, &l);
-        if (!ts_node_is_null(a) && l < sizeof methbuf) {
-            memcpy(methbuf, t, l);
-            methbuf[l] = 0;
-            meth = methbuf;
-        }
-    }
-    if (in_list(q, SLEEPS) || (meth && (strcmp(meth, "call_later") == 0 || strcmp(meth, "call_at") == 0))) {
-        visit_sleep(c, q[0] ? q : meth, args);
-        return;
-    }
-    if (strcmp(q, "asyncio.to_thread") == 0 || (meth && strcmp(meth, "run_in_executor") == 0)) {
-        visit_offload(c, args, strcmp(q, "asyncio.to_thread") == 0 ? 0 : 1);
-        return;
-    }
-    if (in_list(q, TIMEOUTS)) {
-        norm(c, n, &c->tmp2);
-        add_fact_str(c, C_TIMEOUT, (const char *)c->tmp2.data);
-    } else if (strcmp(q, "pytest.approx") == 0) {
-        norm(c, n, &c->tmp2);
-        add_fact_str(c, C_APPROX, (const char *)c->tmp2.data);
-    } else if (strcmp(q, "contextlib.suppress") == 0) {
-        norm(c, n, &c->tmp2);
-        add_fact_str(c, C_SUPPRESS, (const char *)c->tmp2.data);
-    } else if (in_list(q, SKIP_CALLS)) {
-        add_fact_str(c, C_SKIP, q);
-    } else if (in_list(q, PRIMS)) {
-        bound_target(c, n, &c->tmp2);
-        char text[MAX_NORM + 64];
-        snprintf(text, sizeof text, "%s\x1f%s", last_part(q), (const char *)c->tmp2.data);
-        add_fact_str(c, C_CREATE, text);
-    } else if (in_list(q, TASK_MAKERS) || (meth && strcmp(meth, "create_task") == 0)) {
-        bound_target(c, n, &c->tmp2);
-        if (c->tmp2.len)
-            add_fact(c, C_TASKBIND, (const char *)c->tmp2.data, c->tmp2.len, enclosing_fn(c),
-                     ts_node_start_byte(n), 0);
-    }
-    if (meth) {
-        static const char *const USES[][2] = {
-            {"acquire", "acq"}, {"set", "set"},       {"wait", "wait"},         {"wait_for", "wait"},
-            {"notify", "notify"}, {"notify_all", "notify"}, {"put", "put"},  {"put_nowait", "put"},
-            {"get", "get"},     {"get_nowait", "get"},
-        };
-        for (size_t i = 0; i < sizeof USES / sizeof USES[0]; i++)
-            if (strcmp(meth, USES[i][0]) == 0) {
-                norm(c, field(fn, c->f_object), &c->tmp2);
-                char text[MAX_NORM + 64];
-                snprintf(text, sizeof text, "%s\x1f%s", USES[i][1], (const char *)c->tmp2.data);
-                add_fact_str(c, C_USE, text);
-                break;
-            }
-        if (strncmp(meth, "assert", 6) == 0) { /* unittest's self.assertEqual(...) */
-            norm(c, n, &c->tmp2);
-            add_fact_str(c, C_ASSERT, (const char *)c->tmp2.data);
-        }
-    }
-}
-
-static void visit_decorator(ctx *c, TSNode n)
-{
-    TSNode e = ts_node_named_child_count(n) ? ts_node_named_child(n, 0) : n;
-    TSNode args;
-    memset(&args, 0, sizeof args);
-    if (kind_of(c, e) == K_CALL) {
-        args = field(e, c->f_arguments);
-        e = field(e, c->f_function);
-    }
-    if (!dotted(c, e, &c->tmp))
-        return;
-    char q[MAX_DOTTED];
-    snprintf(q, sizeof q, "%s", (const char *)c->tmp.data);
-    const char *last = last_part(q);
-    size_t first_len = strcspn(q, ".");
-    norm(c, n, &c->tmp2);
-    if (strcmp(q, "pytest.mark.timeout") == 0) {
-        double v = INFINITY; /* a non-literal timeout counts as the largest */
-        if (!ts_node_is_null(args) && ts_node_named_child_count(args) > 0) {
-            TSNode a = ts_node_named_child(args, 0);
-            uint8_t k = kind_of(c, a);
-            size_t l = 0;
-            const char *t = text_of(c, a, &l);
-            char buf[32];
-            if ((k == K_INTEGER || k == K_FLOAT) && l < sizeof buf) {
-                memcpy(buf, t, l);
-                buf[l] = 0;
-                v = strtod(buf, NULL);
-            }
-        }
-        add_fact(c, C_TMARK, (const char *)c->tmp2.data, c->tmp2.len, 0, 0, v);
-    } else if (strcmp(last, "flaky") == 0 || strcmp(last, "retry") == 0 || strcmp(q, "pytest.mark.repeat") == 0 ||
-               (first_len == 7 && strncmp(q, "backoff", 7) == 0) ||
-               (first_len == 8 && strncmp(q, "tenacity", 8) == 0) ||
-               (first_len == 8 && strncmp(q, "retrying", 8) == 0) || strstr(q, "retry") != NULL) {
-        add_fact_str(c, C_RETRY_DEC, (const char *)c->tmp2.data);
-    } else if (kind_of(c, e) == K_IDENT && in_list(q, SKIP_MARKS)) {
-        add_fact_str(c, C_SKIP, q); /* attributes are counted by visit_attribute */
-    }
-}
-
-/* The lock-like items of an `async with` (names and attribute chains, not calls), normalized,
- * appended to list as NUL-separated strings; returns their count. 0 for a plain `with`. */
-static size_t lock_items(ctx *c, TSNode with, afd_buf *list)
-{
-    list->len = 0;
-    int is_async = 0;
-    uint32_t nc = ts_node_child_count(with);
-    TSNode clause;
-    memset(&clause, 0, sizeof clause);
-    for (uint32_t i = 0; i < nc; i++) {
-        TSNode k = ts_node_child(with, i);
-        if (!ts_node_is_named(k) && strcmp(ts_node_type(k), "async") == 0)
-            is_async = 1;
-        else if (ts_node_is_named(k) && strcmp(ts_node_type(k), "with_clause") == 0)
-            clause = k;
-    }
-    if (!is_async || ts_node_is_null(clause))
-        return 0;
-    size_t count = 0;
-    uint32_t ni = ts_node_named_child_count(clause);
-    for (uint32_t i = 0; i < ni; i++) {
-        TSNode item = ts_node_named_child(clause, i);
-        TSNode v = field(item, c->f_value);
-        if (!ts_node_is_null(v) && kind_of(c, v) == K_AS_PATTERN && ts_node_named_child_count(v))
-            v = ts_node_named_child(v, 0);
-        uint8_t k = ts_node_is_null(v) ? K_OTHER : kind_of(c, v);
-        if (k != K_IDENT && k != K_ATTR)
-            continue;
-        norm(c, v, &c->tmp2);
-        afd_buf_put(list, c->tmp2.data, c->tmp2.len + 1);
-        count++;
-    }
-    return count;
-}
-
-static void visit_with(ctx *c, TSNode n)
-{
-    afd_buf mine;
-    afd_buf_init(&mine);
-    size_t cnt = lock_items(c, n, &mine);
-    if (mine.err)
-        c->rc = mine.err;
-    if (cnt == 0 || c->rc) {
-        afd_buf_finish(&mine);
-        return;
-    }
-    const char *prev = NULL;
-    int unsorted = 0;
-    for (const char *s = (const char *)mine.data; s < (const char *)mine.data + mine.len; s += strlen(s) + 1) {
-        char text[MAX_NORM + 64];
-        add_fact_str(c, C_AWITH, s);
-        snprintf(text, sizeof text, "acq\x1f%s", s);
-        add_fact_str(c, C_USE, text);
-        if (prev) {
-            add_edge(c, prev, s);
-            unsorted |= strcmp(prev, s) > 0;
-        }
-        prev = s;
-    }
-    if (unsorted) {
-        TSNode clause = ts_node_named_child_count(n) ? ts_node_named_child(n, 0) : n;
-        norm(c, clause, &c->tmp2);
-        add_fact_str(c, C_UNSORTED, (const char *)c->tmp2.data);
-    }
-    /* Nesting: an edge from every lock of every enclosing async with of the same function. */
-    afd_buf outer;
-    afd_buf_init(&outer);
-    for (size_t i = 1; i <= MAX_ANCESTOR_HOPS && !c->rc && !c->out->edges_overflow; i++) {
-        TSNode a = ancestor(c, i);
-        if (ts_node_is_null(a) || is_scope_kind(kind_of(c, a)))
-            break;
-        if (kind_of(c, a) != K_WITH || lock_items(c, a, &outer) == 0)
-            continue;
-        if (outer.err) {
-            c->rc = outer.err;
-            break;
-        }
-        for (const char *o = (const char *)outer.data; o < (const char *)outer.data + outer.len; o += strlen(o) + 1)
-            for (const char *s = (const char *)mine.data; s < (const char *)mine.data + mine.len; s += strlen(s) + 1)
-                add_edge(c, o, s);
-    }
-    afd_buf_finish(&outer);
-    afd_buf_finish(&mine);
-}
-
-static int is_broad_type(const ctx *c, TSNode t)
-{
-    static const char *const BROAD[] = {"Exception", "BaseException", "AssertionError", NULL};
-    uint8_t k = kind_of(c, t);
-    if (k == K_TUPLE || k == K_PAREN) {
-        uint32_t nc = ts_node_named_child_count(t);
-        for (uint32_t i = 0; i < nc; i++) {
-            TSNode e = ts_node_named_child(t, i);
-            uint8_t ek = kind_of(c, e);
-            if ((ek == K_IDENT || ek == K_ATTR) && is_broad_type(c, e))
-                return 1;
-        }
-        return 0;
-    }
-    if (k == K_AS_PATTERN && ts_node_named_child_count(t))
-        return is_broad_type(c, ts_node_named_child(t, 0));
-    if (k == K_IDENT) {
-        for (size_t i = 0; BROAD[i]; i++)
-            if (text_is(c, t, BROAD[i]))
-                return 1;
-    } else if (k == K_ATTR) {
-        TSNode a = field(t, c->f_attribute);
-        return !ts_node_is_null(a) && (text_is(c, a, "Exception") || text_is(c, a, "BaseException"));
-    }
-    return 0;
-}
-
-/* A handler statement that does nothing about the error: pass, `...`, continue, return, or a call
- * to print or a logger. */
-static int is_idle_stmt(const ctx *c, TSNode s)
-{
-    uint8_t k = kind_of(c, s);
-    if (k == K_PASS || k == K_CONTINUE || k == K_RETURN)
-        return 1;
-    if (k != K_EXPR_STMT || ts_node_named_child_count(s) != 1)
-        return 0;
-    TSNode e = ts_node_named_child(s, 0);
-    if (kind_of(c, e) == K_ELLIPSIS)
-        return 1;
-    if (kind_of(c, e) == K_AWAIT && ts_node_named_child_count(e))
-        e = ts_node_named_child(e, 0);
-    if (kind_of(c, e) != K_CALL)
-        return 0;
-    afd_buf b;
-    afd_buf_init(&b);
-    int idle = 0;
-    if (dotted(c, field(e, c->f_function), &b)) {
-        const char *q = (const char *)b.data;
-        char head[64];
-        size_t hl = strcspn(q, ".");
-        snprintf(head, sizeof head, "%.*s", (int)(hl < 63 ? hl : 63), q);
-        idle = in_list(head, LOG_HEADS) || (strchr(q, '.') && in_list(last_part(q), LOG_METHODS) &&
-                                            (strstr(q, "log") || strstr(q, "LOG")));
-    }
-    afd_buf_finish(&b);
-    return idle;
-}
-
-static void visit_except(ctx *c, TSNode n)
-{
-    TSNode type = field(n, c->f_value);
-    TSNode body = block_child(c, n);
-    int swallow = 0;
-    if (ts_node_is_null(body))
-        return;
-    if (block_statements_all(c, body, is_idle_stmt))
-        swallow = 1;
-    else if ((ts_node_is_null(type) || is_broad_type(c, type)) && !block_has_top(c, body, K_RAISE, K_RAISE, K_RAISE))
-        swallow = 1;
-    if (!swallow)
-        return;
-    norm(c, n, &c->tmp2);
-    add_fact_str(c, C_SWALLOW, (const char *)c->tmp2.data);
-}
-
-/* A try inside a loop (of the same function) around an await or an assert, with a handler that
- * neither raises nor leaves the loop: the loop goes round and tries again. */
-static void visit_try(ctx *c, TSNode n)
-{
-    TSNode loop;
-    memset(&loop, 0, sizeof loop);
-    for (size_t i = 1; i <= MAX_ANCESTOR_HOPS; i++) {
-        TSNode a = ancestor(c, i);
-        if (ts_node_is_null(a) || is_scope_kind(kind_of(c, a)))
-            break;
-        if (kind_of(c, a) == K_WHILE || kind_of(c, a) == K_FOR) {
-            loop = a;
-            break;
-        }
-    }
-    if (ts_node_is_null(loop))
-        return;
-    TSNode body = field(n, c->f_body);
-    if (ts_node_is_null(body) || !subtree_has(c, body, K_AWAIT, K_ASSERT))
-        return;
-    uint32_t nc = ts_node_named_child_count(n);
-    for (uint32_t i = 0; i < nc; i++) {
-        TSNode h = ts_node_named_child(n, i);
-        if (kind_of(c, h) != K_EXCEPT)
-            continue;
-        TSNode hb = block_child(c, h);
-        if (ts_node_is_null(hb) || block_has_top(c, hb, K_RAISE, K_BREAK, K_RETURN))
-            continue;
-        norm(c, h, &c->tmp2);
-        char text[MAX_NORM + 32];
-        snprintf(text, sizeof text, "loop: %s", (const char *)c->tmp2.data);
-        add_fact_str(c, C_RETRY_LOOP, text);
-    }
-}
-
-static void put_token(ctx *c, TSNode n)
-{
-    size_t l = 0;
-    const char *t = text_of(c, n, &l);
-    while (l && is_space(*t)) {
-        t++;
-        l--;
-    }
-    while (l && is_space(t[l - 1]))
-        l--;
-    if (l == 0)
-        return;
-    afd_buf_put(&c->out->toks, t, l);
-    afd_buf_put_u8(&c->out->toks, 0x1f);
-}
-
-/* Visits n on the way down; returns whether to descend. */
-static int visit(ctx *c, TSNode n)
-{
-    uint8_t k = kind_of(c, n);
-    switch (k) {
-    case K_STRING:
-        put_token(c, n);
-        return 0; /* a string is one token, whatever the grammar splits it into */
-    case K_BLOCK:
-        afd_buf_put(&c->out->toks, "{\x1f", 2);
-        break;
-    case K_CALL:
-        visit_call(c, n);
-        break;
-    case K_ATTR:
-        if (dotted(c, n, &c->tmp) && in_list((const char *)c->tmp.data, SKIP_MARKS))
-            add_fact_str(c, C_SKIP, (const char *)c->tmp.data);
-        break;
-    case K_DECORATOR:
-        visit_decorator(c, n);
-        break;
-    case K_WITH:
-        visit_with(c, n);
-        break;
-    case K_TRY:
-        visit_try(c, n);
-        break;
-    case K_EXCEPT:
-        visit_except(c, n);
-        break;
-    case K_ASSERT:
-        norm(c, n, &c->tmp2);
-        add_fact_str(c, C_ASSERT, (const char *)c->tmp2.data);
-        break;
-    case K_FUNCDEF: {
-        TSNode name = field(n, c->f_name);
-        size_t l = 0;
-        const char *t = ts_node_is_null(name) ? "" : text_of(c, name, &l);
-        if (!ts_node_is_null(name) && l >= 4 && memcmp(t, "test", 4) == 0)
-            add_fact(c, C_TESTNAME, t, l, 0, 0, 0);
-        break;
-    }
-    case K_AWAIT:
-        if (ts_node_named_child_count(n)) {
-            TSNode e = ts_node_named_child(n, 0);
-            uint8_t ek = kind_of(c, e);
-            if (ek == K_IDENT || ek == K_ATTR) {
-                norm(c, e, &c->tmp2);
-                add_fact(c, C_AWAIT, (const char *)c->tmp2.data, c->tmp2.len, enclosing_fn(c),
-                         ts_node_start_byte(n), 0);
-            }
-        }
-        break;
-    default:
-        break;
-    }
-    if (ts_node_child_count(n) == 0)
-        put_token(c, n);
-    return 1;
-}
-
-static void leave(ctx *c, TSNode n)
-{
-    if (kind_of(c, n) == K_BLOCK)
-        afd_buf_put(&c->out->toks, "}\x1f", 2);
-}
-
-/* Preorder walk with an ancestor stack; imports_only for the first pass. */
-static int walk(ctx *c, TSNode root, int imports_only)
-{
-    ts_tree_cursor_reset(&c->cur, root);
-    c->n_anc = 0;
-    for (;;) {
-        TSNode n = ts_tree_cursor_current_node(&c->cur);
-        if (grow((void **)&c->anc, &c->cap_anc, c->n_anc + 1, sizeof *c->anc) < 0)
-            return AFD_ENOMEM;
-        c->anc[c->n_anc++] = n;
-        int down;
-        if (imports_only) {
-            uint8_t k = kind_of(c, n);
-            if (k == K_IMPORT || k == K_IMPORT_FROM)
-                visit_import(c, n, k == K_IMPORT_FROM);
-            down = k != K_IMPORT && k != K_IMPORT_FROM && k != K_STRING;
-        } else {
-            down = visit(c, n);
-        }
-        if (c->rc)
-            return c->rc;
-        if (down && ts_tree_cursor_goto_first_child(&c->cur))
-            continue;
-        if (!imports_only)
-            leave(c, n);
-        c->n_anc--;
-        for (;;) {
-            if (ts_tree_cursor_goto_next_sibling(&c->cur))
-                break;
-            if (!ts_tree_cursor_goto_parent(&c->cur))
-                return c->rc;
-            if (!imports_only)
-                leave(c, c->anc[c->n_anc - 1]);
-            c->n_anc--;
-        }
-    }
-}
-
-/* ---- parsing one side ---- */
-
-/* pysrc's refusals: the side does not parse as it is. */
-static int note_refused(void *vbad, uint32_t line)
-{
-    *(int *)vbad = 1;
-    return 0;
-}
-
-typedef struct bind {
-    uint32_t fn, byte;
-    const char *s;
-    size_t len;
-} bind;
-
-/* Task bindings by (function, text, byte). */
-static int cmp_bind(const void *x, const void *y)
-{
-    const bind *a = x, *b = y;
-    if (a->fn != b->fn)
-        return a->fn < b->fn ? -1 : 1;
-    int r = memcmp(a->s, b->s, a->len < b->len ? a->len : b->len);
-    if (r)
-        return r;
-    if (a->len != b->len)
-        return a->len < b->len ? -1 : 1;
-    return (a->byte > b->byte) - (a->byte < b->byte);
-}
-
-/* An `await name` is an await of a task handle when the same function bound name to a new task
- * earlier (in source order). Bindings are sorted once; each await looks up the earliest. */
-static void derive_task_awaits(ctx *c)
-{
-    facts *f = c->out;
-    size_t nb = 0;
-    for (size_t i = 0; i < f->n; i++)
-        nb += f->v[i].cat == C_TASKBIND;
-    if (nb == 0)
-        return;
-    bind *bs = malloc(nb * sizeof *bs);
-    if (!bs) {
-        c->rc = AFD_ENOMEM;
-        return;
-    }
-    /* The texts live in f->strs, which add_fact may move: the awaits are collected first. */
-    nb = 0;
-    for (size_t i = 0; i < f->n; i++)
-        if (f->v[i].cat == C_TASKBIND)
-            bs[nb++] = (bind){f->v[i].fn, f->v[i].byte, (const char *)f->strs.data + f->v[i].off, f->v[i].len};
-    qsort(bs, nb, sizeof *bs, cmp_bind);
-    afd_buf found;
-    afd_buf_init(&found);
-    for (size_t i = 0; i < f->n; i++) {
-        if (f->v[i].cat != C_AWAIT)
-            continue;
-        bind key = {f->v[i].fn, 0, (const char *)f->strs.data + f->v[i].off, f->v[i].len};
-        size_t lo = 0, hi = nb;
-        while (lo < hi) { /* the first binding not before (fn, text, byte 0): the earliest */
-            size_t mid = lo + (hi - lo) / 2;
-            if (cmp_bind(&bs[mid], &key) < 0)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        if (lo < nb && bs[lo].fn == key.fn && bs[lo].len == key.len && bs[lo].byte < f->v[i].byte &&
-            memcmp(bs[lo].s, key.s, key.len) == 0) {
-            afd_buf_printf(&found, "await %.*s", (int)key.len, key.s);
-            afd_buf_put_u8(&found, 0); /* NUL-separated list */
-        }
-    }
-    free(bs);
-    if (found.err)
-        c->rc = found.err;
-    for (size_t off = 0; off < found.len && !c->rc;) {
-        const char *t = (const char *)found.data + off;
-        add_fact_str(c, C_TASKAWAIT, t);
-        off += strlen(t) + 1;
-    }
-    afd_buf_finish(&found);
-}
-
-/* The line of the first ERROR or MISSING node (only subtrees with an error are entered). */
-static uint32_t first_error_line(TSNode root)
-{
-    TSTreeCursor cur = ts_tree_cursor_new(root);
-    uint32_t line = ts_node_start_point(root).row + 1;
-    for (;;) {
-        TSNode n = ts_tree_cursor_current_node(&cur);
-        if (ts_node_symbol(n) == SYM_ERROR || ts_node_is_missing(n)) {
-            line = ts_node_start_point(n).row + 1;
-            break;
-        }
-        if (ts_node_has_error(n) && ts_tree_cursor_goto_first_child(&cur))
-            continue;
-        int more = 0;
-        while (!(more = ts_tree_cursor_goto_next_sibling(&cur)))
-            if (!ts_tree_cursor_goto_parent(&cur))
-                break;
-        if (!more)
-            break;
-    }
-    ts_tree_cursor_delete(&cur);
-    return line;
-}
-
-static int analyse(ctx *c, const char *src, size_t len, facts *out)
-{
-    out->present = src != NULL;
-    if (!src)
-        return 0;
-    if (len > AFD_GATE_MAX_SOURCE) {
-        snprintf(out->why, sizeof out->why, "too large to analyse (%zu bytes)", len);
-        return 0;
-    }
-    int bad = 0;
-    afd_pysrc ps;
-    int prc = afd_pysrc_parse(&ps, src, len, note_refused, &bad);
-    if (prc == AFD_ENOMEM) {
-        afd_pysrc_finish(&ps);
-        return prc;
-    }
-    if (bad)
-        snprintf(out->why, sizeof out->why, "brackets or continuations nested too deep");
-    if (prc < 0) {
-        snprintf(out->why, sizeof out->why, "the parse timed out or its tree is too wide to analyse");
-        afd_pysrc_finish(&ps);
-        return 0;
-    }
-    TSNode root = ts_tree_root_node(ps.tree);
-    if (!bad && ts_node_has_error(root))
-        snprintf(out->why, sizeof out->why, "tree-sitter finds a syntax error at line %u",
-                 (unsigned)first_error_line(root));
-    out->parse_ok = !bad && !ts_node_has_error(root);
-    c->src = ps.text;
-    c->len = len;
-    c->out = out;
-    c->n_imps = 0;
-    c->rc = 0;
-    c->cur = ts_tree_cursor_new(root);
-    int rc = walk(c, root, 1);
-    if (rc == 0)
-        rc = walk(c, root, 0);
-    if (rc == 0) {
-        derive_task_awaits(c);
-        rc = c->rc;
-    }
-    if (rc == 0 && (out->toks.err || out->strs.err))
-        rc = AFD_ENOMEM;
-    ts_tree_cursor_delete(&c->cur);
-    afd_pysrc_finish(&ps);
-    c->src = NULL;
-    out->analysed = rc == 0;
-    return rc;
-}
 
 /* ---- comparing the two sides ---- */
 
@@ -1431,7 +215,7 @@ static int reaches(const facts *sides, size_t n_sides, const char *from, size_t 
     node *q = NULL;
     size_t nq = 0, cap = 0, head = 0;
     *found = 0;
-    if (grow((void **)&q, &cap, 1, sizeof *q) < 0)
+    if (afd_pyast_grow((void **)&q, &cap, 1, sizeof *q) < 0)
         return AFD_ENOMEM;
     q[nq++] = (node){to, to_len};
     while (head < nq && !*found) {
@@ -1456,7 +240,7 @@ static int reaches(const facts *sides, size_t n_sides, const char *from, size_t 
                     seen = q[k].len == vl && memcmp(q[k].s, v, vl) == 0;
                 if (seen)
                     continue;
-                if (grow((void **)&q, &cap, nq + 1, sizeof *q) < 0) {
+                if (afd_pyast_grow((void **)&q, &cap, nq + 1, sizeof *q) < 0) {
                     free(q);
                     return AFD_ENOMEM;
                 }
@@ -1473,12 +257,13 @@ static int check_lock_cycle(afd_gate_check *ck, const facts *befores, const fact
 {
     for (size_t fi = 0; fi < n; fi++) {
         const facts *b = &befores[fi], *a = &afters[fi];
-        int rc = refuse(ck, b, a, C_UNSORTED, "an `async with` whose locks are out of text order", files[fi].path);
+        int rc =
+            refuse(ck, b, a, C_UNSORTED, "an `async with` whose locks are out of text order", files[fi].path);
         if (rc < 0)
             return rc;
         if (a->edges_overflow)
-            set_fail(ck, "%s nests more than %u lock acquisitions: too many to check for cycles", files[fi].path,
-                     MAX_EDGES);
+            set_fail(ck, "%s nests more than %u lock acquisitions: too many to check for cycles",
+                     files[fi].path, MAX_EDGES);
         sref *ea = NULL, *eb = NULL;
         size_t na = 0, nb = 0;
         rc = collect(a, C_EDGE, &ea, &na);
@@ -1497,8 +282,8 @@ static int check_lock_cycle(afd_gate_check *ck, const facts *befores, const fact
             rc = reaches(a, 1, ea[i].s, ul, sep + 1, ea[i].len - ul - 1, &found);
             if (rc == 0 && found)
                 set_fail(ck, "acquiring %.*s then %.*s in %s inverts another nesting (a lock-order cycle)",
-                         (int)(ul > 60 ? 60 : ul), ea[i].s, (int)(ea[i].len - ul - 1 > 60 ? 60 : ea[i].len - ul - 1),
-                         sep + 1, files[fi].path);
+                         (int)(ul > 60 ? 60 : ul), ea[i].s,
+                         (int)(ea[i].len - ul - 1 > 60 ? 60 : ea[i].len - ul - 1), sep + 1, files[fi].path);
         }
         free(ea);
         free(eb);
@@ -1522,7 +307,7 @@ static size_t last_part_n(const char *s, size_t len, const char **tail)
  * (`self._ev` created in __init__ is `obj._ev` in a test). */
 static size_t count_uses(const facts *afters, size_t n, const char *use, const char *target)
 {
-    const char *tl = last_part(target);
+    const char *tl = afd_gate_last_part(target);
     size_t tlen = strlen(tl), ul = strlen(use), cnt = 0;
     for (size_t fi = 0; fi < n; fi++) {
         const facts *f = &afters[fi];
@@ -1543,8 +328,8 @@ static size_t count_uses(const facts *afters, size_t n, const char *use, const c
 
 /* The asyncio.Event or Condition the program already creates (in the before side of any file)
  * whose text ends like target's: its kind ("Event") in kind/kind_len, 1; 0 when none. */
-static int existing_waitable(const facts *befores, size_t n, const char *target, size_t tlen, const char **kind,
-                             size_t *kind_len)
+static int existing_waitable(const facts *befores, size_t n, const char *target, size_t tlen,
+                             const char **kind, size_t *kind_len)
 {
     const char *tl;
     size_t tll = last_part_n(target, tlen, &tl);
@@ -1557,7 +342,8 @@ static int existing_waitable(const facts *befores, size_t n, const char *target,
         for (size_t k = 0; k < ncr && !found; k++) {
             const char *sep = memchr(cr[k].s, 0x1f, cr[k].len);
             size_t kl = sep ? (size_t)(sep - cr[k].s) : 0;
-            int waitable = (kl == 5 && !memcmp(cr[k].s, "Event", 5)) || (kl == 9 && !memcmp(cr[k].s, "Condition", 9));
+            int waitable =
+                (kl == 5 && !memcmp(cr[k].s, "Event", 5)) || (kl == 9 && !memcmp(cr[k].s, "Condition", 9));
             const char *cl;
             size_t cll = waitable ? last_part_n(sep + 1, cr[k].len - kl - 1, &cl) : 0;
             if (waitable && cll == tll && !memcmp(cl, tl, tll)) {
@@ -1679,9 +465,10 @@ static int check_primitives(afd_gate_check *sync, afd_gate_check *used, const fa
             size_t u1 = count_uses(afters, n, need1, target);
             size_t u2 = need2 ? count_uses(afters, n, need2, target) : 1;
             if (u1 == 0 || u2 == 0)
-                set_fail(used, "%s (asyncio.%s) is never %s: not used at both ends (syntactic; reachability is "
-                         "checked by verification)", target, kind,
-                         u1 == 0 ? (strcmp(need1, "acq") == 0 ? "acquired" : need1) : need2);
+                set_fail(used,
+                         "%s (asyncio.%s) is never %s: not used at both ends (syntactic; reachability is "
+                         "checked by verification)",
+                         target, kind, u1 == 0 ? (strcmp(need1, "acq") == 0 ? "acquired" : need1) : need2);
         }
         free(ca);
         free(cb);
@@ -1691,12 +478,14 @@ static int check_primitives(afd_gate_check *sync, afd_gate_check *used, const fa
     if (substance)
         snprintf(sync->reason, sizeof sync->reason, "the patch %s", what);
     else
-        set_fail(sync, "the patch adds no synchronization primitive (Lock, Event, Condition, Semaphore, Queue, "
+        set_fail(sync,
+                 "the patch adds no synchronization primitive (Lock, Event, Condition, Semaphore, Queue, "
                  "an awaited task handle or an `async with`)");
     if (used->passed)
-        snprintf(used->reason, sizeof used->reason,
-                 "every primitive the patch creates is used at both ends (syntactic; reachability is checked by "
-                 "verification)");
+        snprintf(
+            used->reason, sizeof used->reason,
+            "every primitive the patch creates is used at both ends (syntactic; reachability is checked by "
+            "verification)");
     return 0;
 }
 
@@ -1718,49 +507,20 @@ int afd_gate_run(const afd_gate_file *files, size_t n, int allow_src, afd_gate_c
         out[i].reason[0] = 0;
     }
     for (size_t i = 0; i < n; i++)
-        if (!files[i].path || (!files[i].before && !files[i].after) || (!files[i].before && files[i].before_len) ||
-            (!files[i].after && files[i].after_len))
+        if (!files[i].path || (!files[i].before && !files[i].after) ||
+            (!files[i].before && files[i].before_len) || (!files[i].after && files[i].after_len))
             return AFD_EINVAL;
     facts *fb = calloc(n ? n : 1, sizeof *fb), *fa = calloc(n ? n : 1, sizeof *fa);
     ctx c;
     memset(&c, 0, sizeof c);
     int rc = fb && fa ? 0 : AFD_ENOMEM;
-    if (rc == 0) {
-        const TSLanguage *lang = tree_sitter_python();
-        c.n_sym = ts_language_symbol_count(lang);
-        c.sym_kind = calloc(c.n_sym ? c.n_sym : 1, 1);
-        if (!c.sym_kind)
-            rc = AFD_ENOMEM;
-        for (uint32_t s = 0; rc == 0 && s < c.n_sym; s++) {
-            const char *name = ts_language_symbol_name(lang, (TSSymbol)s);
-            if (ts_language_symbol_type(lang, (TSSymbol)s) != TSSymbolTypeRegular || !name)
-                continue;
-            for (size_t i = 0; i < sizeof KIND_NAMES / sizeof KIND_NAMES[0]; i++)
-                if (strcmp(name, KIND_NAMES[i].name) == 0)
-                    c.sym_kind[s] = KIND_NAMES[i].kind;
-        }
-#define FIELD(var, name) c.var = ts_language_field_id_for_name(lang, name, (uint32_t)strlen(name))
-        FIELD(f_function, "function");
-        FIELD(f_arguments, "arguments");
-        FIELD(f_object, "object");
-        FIELD(f_attribute, "attribute");
-        FIELD(f_left, "left");
-        FIELD(f_right, "right");
-        FIELD(f_name, "name");
-        FIELD(f_alias, "alias");
-        FIELD(f_value, "value");
-        FIELD(f_body, "body");
-        FIELD(f_condition, "condition");
-        FIELD(f_module_name, "module_name");
-#undef FIELD
-    }
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const afd_gate_file *f = &files[i];
         if (same_text(f->before, f->before_len, f->after, f->after_len))
             continue; /* unchanged: facts stay empty on both sides */
-        rc = analyse(&c, f->before, f->before_len, &fb[i]);
+        rc = afd_gate_analyse(&c, f->before, f->before_len, &fb[i]);
         if (rc == 0)
-            rc = analyse(&c, f->after, f->after_len, &fa[i]);
+            rc = afd_gate_analyse(&c, f->after, f->after_len, &fa[i]);
     }
     int noop = 1;
     for (size_t i = 0; rc == 0 && i < n; i++) {
@@ -1771,7 +531,8 @@ int afd_gate_run(const afd_gate_file *files, size_t n, int allow_src, afd_gate_c
         int is_test = afd_gate_is_test_path(f->path);
         /* structural safety */
         if (!is_test && !allow_src)
-            set_fail(&out[AFD_GATE_SRC_ALLOWED], "%s is not a test file and source edits are not allowed", f->path);
+            set_fail(&out[AFD_GATE_SRC_ALLOWED], "%s is not a test file and source edits are not allowed",
+                     f->path);
         if (afd_gate_is_third_party_path(f->path))
             set_fail(&out[AFD_GATE_NO_THIRD_PARTY], "%s is third-party code", f->path);
         if (a->present && !a->parse_ok)
@@ -1832,7 +593,8 @@ int afd_gate_run(const afd_gate_file *files, size_t n, int allow_src, afd_gate_c
         rc = check_lock_cycle(&out[AFD_GATE_NO_LOCK_CYCLE], fb, fa, files, n);
     }
     if (rc == 0)
-        rc = check_primitives(&out[AFD_GATE_SYNC_PRIMITIVE], &out[AFD_GATE_PRIMITIVE_USED_TWICE], fb, fa, files, n);
+        rc = check_primitives(&out[AFD_GATE_SYNC_PRIMITIVE], &out[AFD_GATE_PRIMITIVE_USED_TWICE], fb, fa,
+                              files, n);
     if (rc == 0) {
         static const char *const OK[AFD_GATE__COUNT] = {
             [AFD_GATE_NO_SLEEP] = "adds no sleep, call_later or polling loop",
@@ -1845,7 +607,8 @@ int afd_gate_run(const afd_gate_file *files, size_t n, int allow_src, afd_gate_c
             [AFD_GATE_NO_LOCK_CYCLE] = "lock acquisitions added keep one order",
             [AFD_GATE_SRC_ALLOWED] = "changes only test files, or source edits are allowed",
             [AFD_GATE_NO_THIRD_PARTY] = "changes no third-party file",
-            [AFD_GATE_PARSES] = "every new text passes the tree-sitter parse check (compile() runs in verification)",
+            [AFD_GATE_PARSES] =
+                "every new text passes the tree-sitter parse check (compile() runs in verification)",
         };
         for (int i = 0; i < AFD_GATE__COUNT; i++)
             if (out[i].passed && !out[i].reason[0] && OK[i])
@@ -1861,7 +624,6 @@ int afd_gate_run(const afd_gate_file *files, size_t n, int allow_src, afd_gate_c
     }
     free(fb);
     free(fa);
-    free(c.sym_kind);
     free(c.anc);
     free(c.imps);
     afd_buf_finish(&c.tmp);

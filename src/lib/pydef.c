@@ -1,20 +1,15 @@
 /* pydef.c -- where a class's method is defined (see pydef.h). */
 #include "pydef.h"
 #include "afd.h"
+#include "pyast.h"
 #include "pyscan.h"
-#include "pysrc.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static int is_type(TSNode n, const char *type)
-{
-    return !ts_node_is_null(n) && strcmp(ts_node_type(n), type) == 0;
-}
-
 static int name_is(TSNode def, const char *src, const char *want)
 {
-    TSNode name = ts_node_child_by_field_name(def, "name", 4);
+    TSNode name = afd_pyast_field(def, AFD_PYF_NAME);
     if (ts_node_is_null(name))
         return 0;
     uint32_t a = ts_node_start_byte(name), b = ts_node_end_byte(name);
@@ -40,35 +35,36 @@ static void list_add(char *dst, size_t cap, const char *src, uint32_t a, uint32_
 static TSNode unwrap(TSNode n, const char *src, const char *deco, int *has_deco)
 {
     *has_deco = 0;
-    if (!is_type(n, "decorated_definition"))
+    if (!afd_pyast_is(n, AFD_PY_DECORATED_DEFINITION))
         return n;
     uint32_t k = ts_node_named_child_count(n);
     for (uint32_t i = 0; i < k; i++) {
         TSNode d = ts_node_named_child(n, i);
-        if (!is_type(d, "decorator") || ts_node_named_child_count(d) != 1)
+        if (!afd_pyast_is(d, AFD_PY_DECORATOR) || ts_node_named_child_count(d) != 1)
             continue;
         TSNode e = ts_node_named_child(d, 0);
         uint32_t a = ts_node_start_byte(e), b = ts_node_end_byte(e);
-        if (deco && is_type(e, "identifier") && strlen(deco) == b - a && !memcmp(src + a, deco, b - a))
+        if (deco && afd_pyast_is(e, AFD_PY_IDENTIFIER) && strlen(deco) == b - a &&
+            !memcmp(src + a, deco, b - a))
             *has_deco = 1;
     }
-    return ts_node_child_by_field_name(n, "definition", 10);
+    return afd_pyast_field(n, AFD_PYF_DEFINITION);
 }
 
 static void required_params(TSNode fn, const char *src, int skip_first, afd_pymethod *out)
 {
-    TSNode ps = ts_node_child_by_field_name(fn, "parameters", 10);
+    TSNode ps = afd_pyast_field(fn, AFD_PYF_PARAMETERS);
     uint32_t k = ts_node_named_child_count(ps);
     int first = 1;
     for (uint32_t i = 0; i < k; i++) {
         TSNode p = ts_node_named_child(ps, i);
-        const char *t = ts_node_type(p);
-        if (!strcmp(t, "keyword_separator") || !strcmp(t, "list_splat_pattern") ||
-            !strcmp(t, "dictionary_splat_pattern"))
+        enum afd_py_kind t = afd_pyast_kind(p);
+        if (t == AFD_PY_KEYWORD_SEPARATOR || t == AFD_PY_LIST_SPLAT_PATTERN ||
+            t == AFD_PY_DICTIONARY_SPLAT_PATTERN)
             break; /* what follows is keyword-only or optional */
-        if (!strcmp(t, "positional_separator"))
+        if (t == AFD_PY_POSITIONAL_SEPARATOR)
             continue;
-        int plain = !strcmp(t, "identifier"), typed = !strcmp(t, "typed_parameter");
+        int plain = t == AFD_PY_IDENTIFIER, typed = t == AFD_PY_TYPED_PARAMETER;
         if (first && skip_first) {
             first = 0;
             continue;
@@ -77,42 +73,46 @@ static void required_params(TSNode fn, const char *src, int skip_first, afd_pyme
         if (!plain && !typed)
             continue; /* a default: optional */
         TSNode id = plain ? p : ts_node_named_child(p, 0);
-        if (is_type(id, "identifier"))
+        if (afd_pyast_is(id, AFD_PY_IDENTIFIER))
             list_add(out->required, sizeof out->required, src, ts_node_start_byte(id), ts_node_end_byte(id));
     }
 }
 
+/* The line of the first syntax error, in pre-order: a MISSING node's, or the last token of an
+ * ERROR node (recovery wraps from a statement's start: its last token is nearer the cause). Only
+ * subtrees with an error are entered. */
+static int error_enter(void *line, TSNode n)
+{
+    if (!ts_node_has_error(n))
+        return AFD_PYAST_SKIP;
+    if (ts_node_is_missing(n)) {
+        *(uint32_t *)line = afd_pyast_line(n);
+        return AFD_PYAST_STOP;
+    }
+    if (afd_pyast_is_error(n)) {
+        while (ts_node_child_count(n) > 0)
+            n = ts_node_child(n, ts_node_child_count(n) - 1);
+        *(uint32_t *)line = afd_pyast_line(n);
+        return AFD_PYAST_STOP;
+    }
+    return AFD_PYAST_DESCEND;
+}
+
 static uint32_t first_error_line(TSNode root)
 {
-    TSNode stack[512];
-    size_t sp = 0;
-    stack[sp++] = root;
-    while (sp) {
-        TSNode n = stack[--sp];
-        if (!ts_node_has_error(n))
-            continue;
-        if (ts_node_is_missing(n))
-            return ts_node_start_point(n).row + 1;
-        if (is_type(n, "ERROR")) { /* recovery wraps from a statement's start: its last token is nearer the cause */
-            while (ts_node_child_count(n) > 0)
-                n = ts_node_child(n, ts_node_child_count(n) - 1);
-            return ts_node_start_point(n).row + 1;
-        }
-        uint32_t k = ts_node_child_count(n);
-        for (uint32_t i = k; i-- > 0 && sp < 512;) /* leftmost first */
-            stack[sp++] = ts_node_child(n, i);
-    }
-    return ts_node_start_point(root).row + 1;
+    uint32_t line = afd_pyast_line(root);
+    afd_pyast_walk(NULL, root, error_enter, NULL, &line); /* it allocates nothing that can fail */
+    return line;
 }
 
 /* The bases of class c that are a name or a dotted name, into out->bases. */
 static void class_bases(TSNode c, const char *src, afd_pymethod *out)
 {
-    TSNode args = ts_node_child_by_field_name(c, "superclasses", 12);
+    TSNode args = afd_pyast_field(c, AFD_PYF_SUPERCLASSES);
     uint32_t k = ts_node_is_null(args) ? 0 : ts_node_named_child_count(args);
     for (uint32_t i = 0; i < k; i++) {
         TSNode b = ts_node_named_child(args, i);
-        if (is_type(b, "identifier") || is_type(b, "attribute"))
+        if (afd_pyast_is(b, AFD_PY_IDENTIFIER) || afd_pyast_is(b, AFD_PY_ATTRIBUTE))
             list_add(out->bases, sizeof out->bases, src, ts_node_start_byte(b), ts_node_end_byte(b));
     }
 }
@@ -145,29 +145,30 @@ int afd_pydef_method(const char *src, size_t len, const char *cls, const char *m
     for (uint32_t i = 0; i < k && !out->found_class; i++) {
         int unused;
         TSNode c = unwrap(ts_node_named_child(root, i), text, NULL, &unused);
-        if (!is_type(c, "class_definition") || !name_is(c, text, cls))
+        if (!afd_pyast_is(c, AFD_PY_CLASS_DEFINITION) || !name_is(c, text, cls))
             continue;
         out->found_class = 1;
         out->line = ts_node_start_point(c).row + 1;
         class_bases(c, text, out);
-        TSNode body = ts_node_child_by_field_name(c, "body", 4);
+        TSNode body = afd_pyast_field(c, AFD_PYF_BODY);
         uint32_t m = ts_node_named_child_count(body);
         for (uint32_t j = 0; j < m; j++) {
             TSNode item = ts_node_named_child(body, j);
             int is_static = 0, is_cm = 0;
             TSNode fn = unwrap(item, text, "staticmethod", &is_static);
-            if (is_type(item, "decorated_definition"))
+            if (afd_pyast_is(item, AFD_PY_DECORATED_DEFINITION))
                 unwrap(item, text, "classmethod", &is_cm);
-            if (!is_type(fn, "function_definition"))
+            if (!afd_pyast_is(fn, AFD_PY_FUNCTION_DEFINITION))
                 continue;
-            TSNode name = ts_node_child_by_field_name(fn, "name", 4);
-            list_add(out->methods, sizeof out->methods, text, ts_node_start_byte(name), ts_node_end_byte(name));
+            TSNode name = afd_pyast_field(fn, AFD_PYF_NAME);
+            list_add(out->methods, sizeof out->methods, text, ts_node_start_byte(name),
+                     ts_node_end_byte(name));
             if (!name_is(fn, text, method))
                 continue;
             out->found_method = 1; /* a later def of the same name replaces an earlier one, as in Python */
             out->required[0] = 0;
             out->line = ts_node_start_point(fn).row + 1;
-            out->is_async = ts_node_child_count(fn) > 0 && is_type(ts_node_child(fn, 0), "async");
+            out->is_async = ts_node_child_count(fn) > 0 && afd_pyast_is_token(ts_node_child(fn, 0), "async");
             out->is_static = is_static;
             out->is_classmethod = is_cm;
             required_params(fn, text, !is_static, out);
@@ -197,14 +198,14 @@ static int first_part_is(TSNode dotted, const char *src, const char *name)
 }
 
 /* One import statement: fills module and attr and returns 1 when it binds name. */
-static int import_binds(TSNode st, const char *src, const char *name, char *module, size_t module_cap, char *attr,
-                        size_t attr_cap)
+static int import_binds(TSNode st, const char *src, const char *name, char *module, size_t module_cap,
+                        char *attr, size_t attr_cap)
 {
-    int from = is_type(st, "import_from_statement");
+    int from = afd_pyast_is(st, AFD_PY_IMPORT_FROM_STATEMENT);
     TSNode mod;
     memset(&mod, 0, sizeof mod);
     if (from)
-        mod = ts_node_child_by_field_name(st, "module_name", 11);
+        mod = afd_pyast_field(st, AFD_PYF_MODULE_NAME);
     int found = 0;
     uint32_t k = ts_node_named_child_count(st);
     for (uint32_t i = 0; i < k; i++) {
@@ -212,11 +213,11 @@ static int import_binds(TSNode st, const char *src, const char *name, char *modu
         if (from && !ts_node_is_null(mod) && ts_node_eq(n, mod))
             continue;
         TSNode target = n, bound = n;
-        if (is_type(n, "aliased_import")) {
-            target = ts_node_child_by_field_name(n, "name", 4);
-            bound = ts_node_child_by_field_name(n, "alias", 5);
+        if (afd_pyast_is(n, AFD_PY_ALIASED_IMPORT)) {
+            target = afd_pyast_field(n, AFD_PYF_NAME);
+            bound = afd_pyast_field(n, AFD_PYF_ALIAS);
         }
-        if (ts_node_is_null(target) || ts_node_is_null(bound) || !is_type(target, "dotted_name"))
+        if (ts_node_is_null(target) || ts_node_is_null(bound) || !afd_pyast_is(target, AFD_PY_DOTTED_NAME))
             continue;
         int plain = ts_node_eq(bound, target); /* no `as` */
         int binds = plain && !from ? first_part_is(target, src, name) : text_is(bound, src, name);
@@ -237,8 +238,8 @@ static int import_binds(TSNode st, const char *src, const char *name, char *modu
     return found;
 }
 
-int afd_pydef_import(const char *src, size_t len, const char *name, char *module, size_t module_cap, char *attr,
-                     size_t attr_cap)
+int afd_pydef_import(const char *src, size_t len, const char *name, char *module, size_t module_cap,
+                     char *attr, size_t attr_cap)
 {
     if (!src || !name || !module || !attr || !module_cap || !attr_cap)
         return AFD_EINVAL;
@@ -252,7 +253,7 @@ int afd_pydef_import(const char *src, size_t len, const char *name, char *module
     int found = 0;
     for (uint32_t i = 0; i < k; i++) {
         TSNode st = ts_node_named_child(root, i);
-        if (is_type(st, "import_statement") || is_type(st, "import_from_statement"))
+        if (afd_pyast_is(st, AFD_PY_IMPORT_STATEMENT) || afd_pyast_is(st, AFD_PY_IMPORT_FROM_STATEMENT))
             found |= import_binds(st, p.text, name, module, module_cap, attr, attr_cap);
     }
     afd_pysrc_finish(&p);

@@ -4,9 +4,10 @@
  * children or more has its count wrapped (deleting the tree then double-frees), the grammar's
  * scanner rescans long runs of comment or continuation lines, and error recovery on garbage runs at
  * about 100 KB/s. Every parse of user source in this project goes through here (pyscan, the gate,
- * fix synthesis), so each of them gets the same defences: a copy of the source with comments,
- * brackets nested beyond CPython's limit and long continuation runs blanked out (same length, same
- * lines), a time limit, and a check that the tree was not truncated. */
+ * fix synthesis, pydef; what they share after the parse is pyast.h), so each of them gets the
+ * same defences: a copy of the source with comments, brackets nested beyond CPython's limit and
+ * long continuation runs blanked out (same length, same lines), a time limit, and a check that the
+ * tree was not truncated. */
 #ifndef AFD_PYSRC_H
 #define AFD_PYSRC_H
 
