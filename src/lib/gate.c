@@ -215,7 +215,7 @@ static int reaches(const facts *sides, size_t n_sides, const char *from, size_t 
     node *q = NULL;
     size_t nq = 0, cap = 0, head = 0;
     *found = 0;
-    if (afd_pyast_grow((void **)&q, &cap, 1, sizeof *q) < 0)
+    if (afd_array_grow((void **)&q, &cap, 1, sizeof *q, 16) < 0)
         return AFD_ENOMEM;
     q[nq++] = (node){to, to_len};
     while (head < nq && !*found) {
@@ -240,7 +240,7 @@ static int reaches(const facts *sides, size_t n_sides, const char *from, size_t 
                     seen = q[k].len == vl && memcmp(q[k].s, v, vl) == 0;
                 if (seen)
                     continue;
-                if (afd_pyast_grow((void **)&q, &cap, nq + 1, sizeof *q) < 0) {
+                if (afd_array_grow((void **)&q, &cap, nq + 1, sizeof *q, 16) < 0) {
                     free(q);
                     return AFD_ENOMEM;
                 }

@@ -156,7 +156,7 @@ void afd_gate_add_fact(ctx *c, uint8_t cat, const char *s, size_t len, uint32_t 
     facts *f = c->out;
     if (c->rc)
         return;
-    if (afd_pyast_grow((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v) < 0) {
+    if (afd_array_grow((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v, 16) < 0) {
         c->rc = AFD_ENOMEM;
         return;
     }
@@ -289,7 +289,7 @@ static void add_import(ctx *c, TSNode local, const char *qual)
     if (l == 0 || l >= sizeof c->imps[0].local || strlen(qual) >= MAX_DOTTED || c->rc ||
         c->n_imps >= MAX_IMPORTS)
         return;
-    if (afd_pyast_grow((void **)&c->imps, &c->cap_imps, c->n_imps + 1, sizeof *c->imps) < 0) {
+    if (afd_array_grow((void **)&c->imps, &c->cap_imps, c->n_imps + 1, sizeof *c->imps, 16) < 0) {
         c->rc = AFD_ENOMEM;
         return;
     }

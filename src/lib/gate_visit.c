@@ -538,7 +538,7 @@ static void leave(ctx *c, TSNode n)
 static int enter_imports(void *vc, TSNode n)
 {
     ctx *c = vc;
-    if (afd_pyast_grow((void **)&c->anc, &c->cap_anc, c->n_anc + 1, sizeof *c->anc) < 0)
+    if (afd_array_grow((void **)&c->anc, &c->cap_anc, c->n_anc + 1, sizeof *c->anc, 16) < 0)
         return AFD_ENOMEM;
     c->anc[c->n_anc++] = n;
     uint8_t k = afd_gate_kind_of(c, n);
@@ -559,7 +559,7 @@ static int leave_imports(void *vc, TSNode n)
 static int enter_all(void *vc, TSNode n)
 {
     ctx *c = vc;
-    if (afd_pyast_grow((void **)&c->anc, &c->cap_anc, c->n_anc + 1, sizeof *c->anc) < 0)
+    if (afd_array_grow((void **)&c->anc, &c->cap_anc, c->n_anc + 1, sizeof *c->anc, 16) < 0)
         return AFD_ENOMEM;
     c->anc[c->n_anc++] = n;
     int down = visit(c, n);

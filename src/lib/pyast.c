@@ -6,6 +6,7 @@
  * tables are filled once per process under pthread_once and only read afterwards; the grammar
  * has a few hundred symbols, so they are static arrays and their filling cannot fail. */
 #include "pyast.h"
+#include "buf.h"
 #include "afd.h"
 
 #include <pthread.h>
@@ -174,31 +175,13 @@ int afd_pyast_children(TSTreeCursor *cur, TSNode n, afd_pykid **kids, size_t *n_
     if (!ts_tree_cursor_goto_first_child(cur))
         return 0;
     do {
-        int rc = afd_pyast_grow((void **)kids, cap, *n_kids + 1, sizeof **kids);
+        int rc = afd_array_grow((void **)kids, cap, *n_kids + 1, sizeof **kids, 16);
         if (rc < 0)
             return rc;
         TSNode k = ts_tree_cursor_current_node(cur);
         (*kids)[(*n_kids)++] =
             (afd_pykid){k, ts_tree_cursor_current_field_id(cur), (uint8_t)ts_node_is_named(k)};
     } while (ts_tree_cursor_goto_next_sibling(cur));
-    return 0;
-}
-
-int afd_pyast_grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t ncap = *cap ? *cap : 16;
-    while (ncap < need) {
-        if (ncap > SIZE_MAX / 2 / elem)
-            return AFD_ENOMEM;
-        ncap *= 2;
-    }
-    void *np = realloc(*p, ncap * elem);
-    if (!np)
-        return AFD_ENOMEM;
-    *p = np;
-    *cap = ncap;
     return 0;
 }
 

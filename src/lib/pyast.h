@@ -192,10 +192,6 @@ typedef struct afd_pykid {
  * module of 200,000 statements quadratic). Returns 0 or AFD_ENOMEM. */
 int afd_pyast_children(TSTreeCursor *cur, TSNode n, afd_pykid **kids, size_t *n_kids, size_t *cap);
 
-/* Makes room for need elements of size elem in *p (capacity *cap), growing geometrically. *p stays
- * valid (and Owned by the caller) on failure. Returns 0 or AFD_ENOMEM. */
-int afd_pyast_grow(void **p, size_t *cap, size_t need, size_t elem);
-
 /* A pysrc refusal callback for walkers that only need to know that something was refused: sets
  * *(int *)flag and lets the parse go on. */
 int afd_pyast_flag_refused(void *flag, uint32_t line);

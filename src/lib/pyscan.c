@@ -97,7 +97,7 @@ static const uint8_t SCAN_KIND[AFD_PY_KIND_COUNT] = {
 
 int afd_pyscan_u32_push(u32vec *v, uint32_t x)
 {
-    int rc = afd_pyast_grow((void **)&v->v, &v->cap, v->n + 1, sizeof *v->v);
+    int rc = afd_array_grow((void **)&v->v, &v->cap, v->n + 1, sizeof *v->v, 16);
     if (rc < 0)
         return rc;
     v->v[v->n++] = x;
@@ -278,7 +278,7 @@ int afd_pyscan_intern(ctx *c, const char *s, size_t n, uint32_t *off)
     }
     if (n + 1 > c->budget - c->strs.len)
         return AFD_EFULL;
-    int rc = afd_pyast_grow((void **)&c->sents, &c->cap_sents, c->n_sents + 1, sizeof *c->sents);
+    int rc = afd_array_grow((void **)&c->sents, &c->cap_sents, c->n_sents + 1, sizeof *c->sents, 16);
     if (rc < 0)
         return rc;
     size_t at = c->strs.len;
@@ -333,7 +333,7 @@ int afd_pyscan_push(ctx *c, TSNode n, uint32_t scope, uint32_t aux, uint8_t op, 
 {
     if (ts_node_is_null(n))
         return 0;
-    int rc = afd_pyast_grow((void **)&c->stk, &c->cap_stk, c->n_stk + 1, sizeof *c->stk);
+    int rc = afd_array_grow((void **)&c->stk, &c->cap_stk, c->n_stk + 1, sizeof *c->stk, 16);
     if (rc < 0)
         return rc;
     c->stk[c->n_stk++] = (item){n, scope, aux, op, mode};

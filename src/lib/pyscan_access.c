@@ -152,7 +152,7 @@ static int chain_walk(ctx *c, TSNode e, uint32_t sc, int push_keys, res *r)
         } else {
             break;
         }
-        rc = afd_pyast_grow((void **)&c->segs, &c->cap_segs, c->n_segs + 1, sizeof *c->segs);
+        rc = afd_array_grow((void **)&c->segs, &c->cap_segs, c->n_segs + 1, sizeof *c->segs, 16);
         if (rc < 0)
             return rc;
         c->segs[c->n_segs++] = sg;
@@ -347,7 +347,7 @@ static int build_path(ctx *c, const res *r)
 
 static int emit(ctx *c, TSNode at, uint32_t sc, const res *r, uint32_t path_off, int write)
 {
-    int rc = afd_pyast_grow((void **)&c->acc, &c->cap_acc, c->n_acc + 1, sizeof *c->acc);
+    int rc = afd_array_grow((void **)&c->acc, &c->cap_acc, c->n_acc + 1, sizeof *c->acc, 16);
     if (rc < 0)
         return rc;
     c->acc[c->n_acc++] = (racc){ts_node_start_byte(at), c->seq++, afd_pyast_line(at), r->name_off, path_off,

@@ -23,7 +23,7 @@ static uint64_t scope_hash(TSNode n)
  * or class's name node. */
 int afd_pyscan_scope_add(ctx *c, TSNode n, uint8_t kind, uint32_t parent, TSNode name, uint32_t *out)
 {
-    int rc = afd_pyast_grow((void **)&c->scopes, &c->cap_scopes, c->n_scopes + 1, sizeof *c->scopes);
+    int rc = afd_array_grow((void **)&c->scopes, &c->cap_scopes, c->n_scopes + 1, sizeof *c->scopes, 16);
     if (rc < 0)
         return rc;
     uint32_t idx = (uint32_t)c->n_scopes;
@@ -110,7 +110,7 @@ static int name_add(ctx *c, uint32_t scope, TSNode id, uint8_t flags)
         c->names[i].flags |= flags;
         return 0;
     }
-    int rc = afd_pyast_grow((void **)&c->names, &c->cap_names, c->n_names + 1, sizeof *c->names);
+    int rc = afd_array_grow((void **)&c->names, &c->cap_names, c->n_names + 1, sizeof *c->names, 16);
     if (rc < 0)
         return rc;
     c->names[c->n_names] = (nament){scope, (uint32_t)(s - c->src), (uint32_t)n, flags};
@@ -152,7 +152,7 @@ int afd_pyscan_alias_set(ctx *c, uint32_t fn, TSNode id, const res *r, uint32_t 
     const char *s = afd_pyast_text(c->src, c->len, id, &n);
     alias *a = afd_pyscan_alias_find(c, fn, s, n);
     if (!a) {
-        int rc = afd_pyast_grow((void **)&c->aliases, &c->cap_aliases, c->n_aliases + 1, sizeof *c->aliases);
+        int rc = afd_array_grow((void **)&c->aliases, &c->cap_aliases, c->n_aliases + 1, sizeof *c->aliases, 16);
         if (rc < 0)
             return rc;
         rc = afd_pyscan_itab_insert(&c->alias_tab, afd_pyscan_hash_bytes(fn, s, n), (uint32_t)c->n_aliases);

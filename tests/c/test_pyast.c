@@ -175,27 +175,9 @@ TEST(children_with_their_fields)
     afd_pysrc_finish(&p);
 }
 
-TEST(grow_doubles_and_refuses_overflow)
-{
-    int *v = NULL;
-    size_t cap = 0;
-    CHECK_EQ_INT(afd_pyast_grow((void **)&v, &cap, 1, sizeof *v), 0);
-    CHECK_EQ_INT(cap, 16);
-    CHECK_EQ_INT(afd_pyast_grow((void **)&v, &cap, 17, sizeof *v), 0);
-    CHECK_EQ_INT(cap, 32);
-    CHECK_EQ_INT(afd_pyast_grow((void **)&v, &cap, 20, sizeof *v), 0);
-    CHECK_EQ_INT(cap, 32);
-    CHECK_EQ_INT(afd_pyast_grow((void **)&v, &cap, SIZE_MAX / 2, sizeof *v), AFD_ENOMEM);
-    CHECK_EQ_INT(cap, 32);
-    free(v);
-    int flag = 0;
-    CHECK_EQ_INT(afd_pyast_flag_refused(&flag, 7), 0);
-    CHECK_EQ_INT(flag, 1);
-}
-
 int main(void)
 {
     RUN_TESTS("pyast", T(every_listed_kind_is_a_node_type_of_the_grammar), T(kinds_fields_and_text),
               T(errors_are_told_apart), T(the_walk_is_preorder_with_one_leave_per_node),
-              T(children_with_their_fields), T(grow_doubles_and_refuses_overflow));
+              T(children_with_their_fields));
 }
