@@ -122,60 +122,6 @@ static void u32_sort_unique(u32vec *v)
     v->n = w;
 }
 
-/* Length of the valid UTF-8 sequence at p (at most n bytes), or 0: overlong forms, surrogates and
- * code points above U+10FFFF are invalid, as in Python's decoder. */
-size_t afd_pyscan_utf8_seq(const unsigned char *p, size_t n)
-{
-    unsigned c = p[0];
-    if (c < 0x80)
-        return 1;
-    size_t len;
-    uint32_t cp, min;
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-        cp = c & 0x1f;
-        min = 0x80;
-    } else if ((c & 0xf0) == 0xe0) {
-        len = 3;
-        cp = c & 0x0f;
-        min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        cp = c & 0x07;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (n < len)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (p[i] & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return len;
-}
-
-/* Appends s[0, n) with every control byte and every byte of invalid UTF-8 replaced by '?': the
- * strings go to Python and into reports, which both want valid UTF-8 without NULs. */
-void afd_pyscan_put_clean(afd_buf *b, const char *s, size_t n)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0;
-    while (i < n) {
-        size_t k = p[i] < 0x20 || p[i] == 0x7f ? 0 : afd_pyscan_utf8_seq(p + i, n - i);
-        if (k == 0) {
-            afd_buf_put(b, "?", 1);
-            i++;
-        } else {
-            afd_buf_put(b, p + i, k);
-            i += k;
-        }
-    }
-}
-
 void afd_pyscan_put_str(afd_buf *b, const char *s)
 {
     afd_buf_put(b, s, strlen(s));

@@ -18,7 +18,7 @@ static const char *const MUTATING[] = {
 static int root_named(ctx *c, const char *s, size_t n, uint8_t root, res *r)
 {
     c->tmp.len = 0;
-    afd_pyscan_put_clean(&c->tmp, s, n);
+    afd_utf8_clean(&c->tmp, s, n, "?", AFD_UTF8_NO_CONTROLS);
     if (c->tmp.err)
         return c->tmp.err;
     r->kind = R_ROOT;
@@ -227,7 +227,7 @@ static int put_string_key(ctx *c, TSNode s)
             i++;
             continue;
         }
-        size_t k = afd_pyscan_utf8_seq(p + i, n - i);
+        size_t k = afd_utf8_len(p + i, n - i);
         if (k == 0)
             return 0;
         afd_buf_put(&c->path, p + i, k);
@@ -331,7 +331,7 @@ static int build_path(ctx *c, const res *r)
             size_t n;
             const char *t = afd_pyast_text(c->src, c->len, sg->node, &n);
             afd_buf_put(&c->path, ".", 1);
-            afd_pyscan_put_clean(&c->path, t, n);
+            afd_utf8_clean(&c->path, t, n, "?", AFD_UTF8_NO_CONTROLS);
         } else {
             afd_buf_put(&c->path, "[", 1);
             size_t mark = c->path.len;

@@ -48,7 +48,7 @@ int afd_pyscan_scope_add(ctx *c, TSNode n, uint8_t kind, uint32_t parent, TSNode
         size_t len;
         const char *t =
             afd_pyscan_ident_ok(c, name) ? afd_pyast_text(c->src, c->len, name, &len) : (len = 1, "?");
-        afd_pyscan_put_clean(&c->tmp, t, len);
+        afd_utf8_clean(&c->tmp, t, len, "?", AFD_UTF8_NO_CONTROLS);
         if (c->tmp.err)
             return c->tmp.err;
         if ((rc = afd_pyscan_charge(c, c->tmp.len)) < 0)

@@ -6,6 +6,7 @@
 
 #include "afd.h"
 #include "buf.h"
+#include "text.h"
 #include "pyast.h"
 #include "pyscan.h"
 
@@ -197,8 +198,6 @@ typedef struct itab_key {
 
 /* Shared by the walks; each is documented where it is defined. */
 int afd_pyscan_u32_push(u32vec *v, uint32_t x);
-size_t afd_pyscan_utf8_seq(const unsigned char *p, size_t n);
-void afd_pyscan_put_clean(afd_buf *b, const char *s, size_t n);
 void afd_pyscan_put_str(afd_buf *b, const char *s);
 uint32_t afd_pyscan_itab_find(const itab *t, uint64_t h, itab_eq eq, const void *env);
 int afd_pyscan_itab_insert(itab *t, uint64_t h, uint32_t idx);

@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* CPython refuses more than 200 nested brackets ("too many nested parentheses"). */
 #define MAX_NEST 200u
@@ -19,6 +20,11 @@
  * times what valid code needs bounds the wait. */
 #define PARSE_MICROS_BASE 2000000u
 #define PARSE_MICROS_PER_BYTE 2u
+/* The bound is on the parsing thread's CPU time, not the wall clock, so that a loaded machine (a
+ * CI runner running other jobs, say) parses what an idle one parses: tree-sitter's own timeout is
+ * wall-clock, so it is used in slices, and a parse it stops is resumed (tree-sitter continues where
+ * it stopped when called again with the same input) until the CPU time spent passes the bound. */
+#define PARSE_SLICE_MICROS 50000u
 
 /* A copy of the source, same length and same lines, with what would make libtree-sitter 0.20.7
  * crash or go quadratic blanked out (replaced by spaces):
@@ -114,6 +120,34 @@ static int tree_truncated(const char *src, size_t len, TSNode root)
 }
 
 
+static uint64_t thread_cpu_micros(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* The tree, or NULL once the parse has used more than budget microseconds of this thread's CPU
+ * time. Where the thread's CPU clock cannot be read, each slice counts as spent in full (the bound
+ * is then the wall clock, as tree-sitter's own). */
+static TSTree *parse_bounded(TSParser *parser, const char *text, uint32_t len, uint64_t budget)
+{
+    ts_parser_set_timeout_micros(parser, PARSE_SLICE_MICROS);
+    uint64_t start = thread_cpu_micros(), spent = 0;
+    for (;;) {
+        TSTree *tree = ts_parser_parse_string(parser, NULL, text, len);
+        if (tree)
+            return tree;
+        uint64_t now = thread_cpu_micros();
+        spent = now && start ? now - start : spent + PARSE_SLICE_MICROS;
+        if (spent >= budget) {
+            ts_parser_reset(parser);
+            return NULL;
+        }
+    }
+}
+
 int afd_pysrc_parse(afd_pysrc *p, const char *src, size_t len, afd_pysrc_line_fn refused, void *ctx)
 {
     memset(p, 0, sizeof *p);
@@ -131,8 +165,8 @@ int afd_pysrc_parse(afd_pysrc *p, const char *src, size_t len, afd_pysrc_line_fn
     p->parser = ts_parser_new();
     if (!p->parser || !ts_parser_set_language(p->parser, tree_sitter_python()))
         return AFD_ENOMEM;
-    ts_parser_set_timeout_micros(p->parser, PARSE_MICROS_BASE + PARSE_MICROS_PER_BYTE * (uint64_t)len);
-    TSTree *tree = ts_parser_parse_string(p->parser, NULL, p->text, (uint32_t)len);
+    TSTree *tree = parse_bounded(p->parser, p->text, (uint32_t)len,
+                                 PARSE_MICROS_BASE + PARSE_MICROS_PER_BYTE * (uint64_t)len);
     if (!tree)
         return AFD_EFULL; /* timed out: tree-sitter aborts the process when out of memory */
     if (tree_truncated(p->text, len, ts_tree_root_node(tree)))
