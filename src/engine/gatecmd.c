@@ -5,6 +5,7 @@
  * or applied. */
 #include "afd.h"
 #include "cmds.h"
+#include "fileio.h"
 #include "gate.h"
 #include "out.h"
 #include "runs.h"
@@ -14,24 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *slurp(FILE *f, size_t *len)
-{
-    afd_buf b;
-    afd_buf_init(&b);
-    char chunk[65536];
-    size_t got;
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len <= 64u * 1024u * 1024u)
-        afd_buf_put(&b, chunk, got);
-    if (b.err || b.len > 64u * 1024u * 1024u) {
-        afd_buf_finish(&b);
-        return NULL;
-    }
-    afd_buf_put_u8(&b, 0);
-    char *text = (char *)afd_buf_steal(&b, len);
-    if (text)
-        (*len)--;
-    return text;
-}
+/* A diff larger than this is refused. */
+#define MAX_DIFF (64u * 1024u * 1024u)
 
 int afd_cmd_gate(const afd_cli *cli)
 {
@@ -42,10 +27,11 @@ int afd_cmd_gate(const afd_cli *cli)
         return AFD_EXIT_USAGE;
     }
     size_t len = 0;
-    char *text = slurp(f, &len);
+    char *text = NULL;
+    int read_rc = afd_file_read_stream(f, MAX_DIFF, &text, &len);
     if (f != stdin)
         fclose(f);
-    if (!text) {
+    if (read_rc < 0) {
         error_line("cannot read the diff %s (too large?)%s", path, "");
         return AFD_EXIT_USAGE;
     }
