@@ -57,11 +57,7 @@ int afd_cmd_gate(const afd_cli *cli)
         const char *name = uf->old_path ? uf->old_path : uf->new_path;
         size_t blen = 0;
         if (!uf->is_new) {
-            FILE *src = fopen(uf->old_path, "rb");
-            befores[i] = src ? slurp(src, &blen) : NULL;
-            if (src)
-                fclose(src);
-            if (!befores[i]) {
+            if (afd_file_read(uf->old_path, MAX_DIFF, &befores[i], &blen) < 0) {
                 error_line("the diff changes %s, which cannot be read here%s", uf->old_path, "");
                 exit_code = AFD_EXIT_USAGE;
                 goto out;
