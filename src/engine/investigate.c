@@ -19,7 +19,7 @@
 #include "explain.h"
 #include "fix.h"
 #include "gate.h"
-#include "incident.h"
+#include "storedir.h"
 #include "inv.h"
 #include "minimize.h"
 #include "out.h"

@@ -8,7 +8,7 @@
 #include "afd.h"
 #include "buf.h"
 #include "cmds.h"
-#include "incident.h"
+#include "storedir.h"
 #include "out.h"
 #include "report.h"
 #include "shell.h"
