@@ -6,6 +6,7 @@
  * how many it left out, so a run of hundreds of thousands of steps stays under about a megabyte. */
 #include "report_int.h"
 #include "afd.h"
+#include "incident.h"
 #include "shell.h"
 
 #include <inttypes.h>
@@ -200,29 +201,15 @@ static void head(page *pg, int64_t id)
 
 /* ---- 1. verdict ---- */
 
-typedef struct verdict_info {
-    const char *name, *word, *cls;
-} verdict_info;
-
-static const verdict_info VERDICTS[] = {
-    {"reproduced", "REPRODUCED", "reproduced"},
-    {"no_failure", "NO FAILURE", "no-failure"},
-    {"abstained", "ABSTAINED", "abstained"},
-    {"deterministic", "DETERMINISTIC", "deterministic"},
-    {"timing_sensitive", "TIMING-SENSITIVE", "timing-sensitive"},
-};
-
-static const verdict_info *verdict_of(const char *v)
-{
-    for (size_t i = 0; v && i < sizeof VERDICTS / sizeof VERDICTS[0]; i++)
-        if (strcmp(VERDICTS[i].name, v) == 0)
-            return &VERDICTS[i];
-    return NULL;
-}
-
-/* A cause kind for people: "lost_update" -> "lost update". */
+/* A cause kind for people: "lost_update" -> "lost update" (cause.h's words); a kind this version
+ * does not know is shown with its underscores as spaces. */
 static void put_kind(afd_buf *out, const char *kind)
 {
+    afd_cause_kind k = afd_cause_kind_parse(kind);
+    if (k != AFD_CAUSE_NONE) {
+        report_put(out, afd_cause_kind_words(k));
+        return;
+    }
     for (const char *p = kind; *p;) {
         size_t n = strcspn(p, "_");
         report_esc_n(out, p, n);
@@ -238,12 +225,12 @@ static void verdict_line(page *pg)
 {
     afd_buf *out = pg->out;
     const char *v = report_jstr(pg->doc, "verdict");
-    const verdict_info *vi = verdict_of(v);
+    afd_verdict vi = afd_verdict_parse(v);
     const json_t *cause = json_object_get(pg->doc, "cause");
     const char *kind = report_jstr(cause, "kind"), *res = report_jstr(cause, "resource");
     report_put(out, "<p class=\"verdict-line\"><span class=\"verdict-word\">");
     if (vi)
-        report_put(out, vi->word);
+        report_put(out, afd_verdict_word(vi));
     else if (v)
         report_esc(out, v);
     else
@@ -256,9 +243,9 @@ static void verdict_line(page *pg)
             report_put(out, " on ");
             report_esc(out, res);
         }
-    } else if (vi && strcmp(vi->name, "deterministic") == 0) {
+    } else if (vi == AFD_VERDICT_DETERMINISTIC) {
         report_put(out, ": the test fails on every run; it is not flaky");
-    } else if (vi && strcmp(vi->name, "timing_sensitive") == 0) {
+    } else if (vi == AFD_VERDICT_TIMING_SENSITIVE) {
         /* The engine's sentence names the threshold and where it was armed; no race is claimed. */
         const char *summary = report_jstr(json_object_get(pg->doc, "timing"), "summary");
         report_put(out, ": ");
@@ -266,7 +253,7 @@ static void verdict_line(page *pg)
             report_esc(out, summary);
         else
             report_put(out, "fails only when one step outlasts a deadline the test armed: a slow machine, not a race");
-    } else if (vi && strcmp(vi->name, "no_failure") == 0) {
+    } else if (vi == AFD_VERDICT_NO_FAILURE) {
         report_put(out, ": the test did not fail");
     } else if (!vi && !v) {
         report_put(out, ": the document records none");
@@ -326,8 +313,8 @@ static void replay_fact(afd_buf *out, const char *what, const json_t *r, const c
 static void sec_verdict(page *pg, int64_t id)
 {
     afd_buf *out = pg->out;
-    const verdict_info *vi = verdict_of(report_jstr(pg->doc, "verdict"));
-    afd_buf_printf(out, "<section id=\"verdict\" class=\"%s\">\n", vi ? vi->cls : "unknown");
+    afd_verdict vi = afd_verdict_parse(report_jstr(pg->doc, "verdict"));
+    afd_buf_printf(out, "<section id=\"verdict\" class=\"%s\">\n", vi ? afd_verdict_css(vi) : "unknown");
     report_put(out, "<p class=\"kicker\">affidavit incident");
     if (id > 0)
         afd_buf_printf(out, " #%" PRId64, id);

@@ -499,6 +499,34 @@ TEST(html_diff_gate_failure_and_other_verdicts)
     free(html);
 }
 
+/* Every verdict the engine writes has its word and class on the page (they come from incident.h's
+ * table), the interrupted one included. */
+TEST(html_every_verdict_has_its_word)
+{
+    static const char *const want[][3] = {
+        {"reproduced", "reproduced", "REPRODUCED"},
+        {"no_failure", "no-failure", "NO FAILURE"},
+        {"abstained", "abstained", "ABSTAINED"},
+        {"deterministic", "deterministic", "DETERMINISTIC"},
+        {"timing_sensitive", "timing-sensitive", "TIMING-SENSITIVE"},
+        {"interrupted", "interrupted", "INTERRUPTED"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char json[100], cls[100], word[100];
+        snprintf(json, sizeof json, "{\"verdict\": \"%s\"}", want[i][0]);
+        snprintf(cls, sizeof cls, "<section id=\"verdict\" class=\"%s\">", want[i][1]);
+        snprintf(word, sizeof word, "<span class=\"verdict-word\">%s</span>", want[i][2]);
+        char *html = render_html(json, NULL, NULL);
+        CHECK(strstr(html, cls));
+        CHECK(strstr(html, word));
+        free(html);
+    }
+    char *html = render_html("{\"verdict\": \"flaky\"}", NULL, NULL);
+    CHECK(strstr(html, "<section id=\"verdict\" class=\"unknown\">"));
+    CHECK(strstr(html, "<span class=\"verdict-word\">flaky</span>"));
+    free(html);
+}
+
 /* Every key present with the wrong type: still a page, no crash (run under ASan). */
 TEST(html_renders_wrong_types)
 {
@@ -796,6 +824,7 @@ int main(void)
               T(html_marks_what_never_ran), T(html_tier_not_attempted_is_never_a_pass),
               T(html_escapes_hostile_text_everywhere), T(html_refuses_a_malformed_document),
               T(html_renders_an_empty_document), T(html_diff_gate_failure_and_other_verdicts),
+              T(html_every_verdict_has_its_word),
               T(html_renders_wrong_types), T(html_caps_the_steps_it_draws),
               T(sarif_lost_update), T(sarif_order_violation_and_fallback_location),
               T(sarif_empty_and_hostile), T(chrome_trace_has_every_step),
