@@ -421,20 +421,6 @@ static void buf_reset(afd_buf *b)
 }
 
 
-static void ev_add(evidence *e, const char *claim, const char *measured, const char *strength)
-{
-    afd_buf_printf(&e->json, "%s{\"claim\": ", e->n ? ", " : "");
-    afd_json_str(&e->json, claim);
-    afd_buf_printf(&e->json, ", \"measured\": ");
-    afd_json_str(&e->json, measured);
-    afd_buf_printf(&e->json, ", \"strength\": ");
-    afd_json_str(&e->json, strength);
-    afd_buf_printf(&e->json, "}");
-    afd_buf_printf(&e->text, "    - %s: %s [%s]\n", claim, measured, strength);
-    e->n++;
-}
-
-
 static void acc_text(afd_buf *b, const afd_xaccess *a)
 {
     afd_buf_printf(b, "%s %s %s", a->label, a->write ? "writes" : "reads", a->resource);
@@ -442,27 +428,77 @@ static void acc_text(afd_buf *b, const afd_xaccess *a)
         afd_buf_printf(b, " (%s)", a->name);
 }
 
+/* A heap copy of s (NULL stays NULL); *err becomes AFD_ENOMEM when the copy fails. */
+static char *dup_str(const char *s, int *err)
+{
+    char *d = s ? strdup(s) : NULL;
+    if (s && !d)
+        *err = AFD_ENOMEM;
+    return d;
+}
+
+/* The text written into b, as a heap string the caller owns (NULL when b is empty); b is left
+ * empty. *err becomes AFD_ENOMEM when b lost a write or the string cannot be made. */
+static char *buf_take(afd_buf *b, int *err)
+{
+    if (b->err)
+        *err = b->err;
+    if (!b->len) {
+        afd_buf_finish(b);
+        return NULL;
+    }
+    afd_buf_put_u8(b, 0);
+    size_t len;
+    char *s = b->err ? NULL : (char *)afd_buf_steal(b, &len);
+    if (!s)
+        *err = AFD_ENOMEM;
+    afd_buf_finish(b);
+    return s;
+}
+
 /* An operation of the cause: "run" says which run's trace holds it ("failing", or "passing" for
  * the write that only the nearest passing run made), "step" is its task's step ordinal there, and
  * "file"/"line" where in the source it is, when known. */
-static void op_json(afd_buf *b, int *n, const afd_view *v, const afd_xaccess *a, const char *run)
+static void op_fill(afd_cause_op *op, const afd_view *v, const afd_xaccess *a, const char *run, int *err)
 {
-    afd_buf_printf(b, "%s{\"run\": \"%s\", \"task\": ", (*n)++ ? ", " : "", run);
-    afd_json_str(b, a->label);
-    afd_buf_printf(b, ", \"operation\": ");
-    afd_json_str(b, a->name);
-    afd_buf_printf(b, ", \"resource\": ");
-    afd_json_str(b, a->resource);
-    afd_buf_printf(b, ", \"access\": \"%s\", \"step\": %" PRIu32 ", \"occurrence\": %" PRIu32
-                      ", \"observed\": %s",
-                   a->write ? "write" : "read", v->steps[a->step].ordinal, a->occurrence,
-                   a->inferred ? "false" : "true");
+    op->access = a->write ? AFD_CAUSE_ACCESS_WRITE : AFD_CAUSE_ACCESS_READ;
+    op->run = run;
+    op->task = dup_str(a->label, err);
+    op->operation = dup_str(a->name, err);
+    op->resource = dup_str(a->resource, err);
+    op->write = a->write;
+    op->step = v->steps[a->step].ordinal;
+    op->occurrence = a->occurrence;
+    op->observed = !a->inferred;
     if (a->file && a->line) {
-        afd_buf_printf(b, ", \"file\": ");
-        afd_json_str(b, a->file);
-        afd_buf_printf(b, ", \"line\": %" PRIu32, a->line);
+        op->file = dup_str(a->file, err);
+        op->line = a->line;
     }
-    afd_buf_printf(b, "}");
+}
+
+static void add_access(afd_cause *c, const afd_view *v, const afd_xaccess *a, const char *run, int *err)
+{
+    afd_cause_op *op = afd_cause_add_op(c);
+    if (op)
+        op_fill(op, v, a, run, err);
+    else
+        *err = AFD_ENOMEM;
+}
+
+/* One operation of a deadlock, a blocking call or a lock-order cycle (not a run's access). */
+static afd_cause_op *add_other(afd_cause *c, afd_cause_access access, const char *task, const char *operation,
+                               const char *resource, int *err)
+{
+    afd_cause_op *op = afd_cause_add_op(c);
+    if (!op) {
+        *err = AFD_ENOMEM;
+        return NULL;
+    }
+    op->access = access;
+    op->task = dup_str(task, err);
+    op->operation = dup_str(operation, err);
+    op->resource = dup_str(resource, err);
+    return op;
 }
 
 /* The await the task of access x resumed from just before x: the suspension site of its
@@ -489,23 +525,24 @@ static int stepped_before(const afd_view *v, const afd_xaccess *x)
  * belongs to); else what x is, since there is no await to name: a loop callback, a task in its
  * first step, or a task suspended only inside library code. The site named, if any, becomes the
  * cause's await site. */
-static void order_await(cause *c, const afd_view *f, const afd_view *yv, const afd_xaccess *x, const afd_xaccess *y)
+static void order_await(afd_buf *sentence, afd_buf *await_site, const afd_view *f, const afd_view *yv,
+                        const afd_xaccess *x, const afd_xaccess *y)
 {
     const char *xs = afd_trace_known(f->tr, await_before(f, x));
     const char *ys = xs ? NULL : afd_trace_known(yv->tr, await_before(yv, y));
     if (xs || ys)
-        afd_buf_printf(&c->await_site, "%s", xs ? xs : ys);
+        afd_buf_printf(await_site, "%s", xs ? xs : ys);
     if (xs)
-        afd_buf_printf(&c->sentence, "; %s resumed too early from the await at %s", x->label, xs);
+        afd_buf_printf(sentence, "; %s resumed too early from the await at %s", x->label, xs);
     else if (ys)
-        afd_buf_printf(&c->sentence, "; %s had not yet resumed from the await at %s", y->label, ys);
+        afd_buf_printf(sentence, "; %s had not yet resumed from the await at %s", y->label, ys);
     else if (afd_trace_task_is_callback(f->tr, x->task))
-        afd_buf_printf(&c->sentence, "; %s is a loop callback (call_soon or call_later), not a task: no await of "
+        afd_buf_printf(sentence, "; %s is a loop callback (call_soon or call_later), not a task: no await of "
                                      "its own decides when it runs", x->label);
     else if (!stepped_before(f, x))
-        afd_buf_printf(&c->sentence, "; %s ran it in its first step, before any await", x->label);
+        afd_buf_printf(sentence, "; %s ran it in its first step, before any await", x->label);
     else
-        afd_buf_printf(&c->sentence, "; %s resumed too early from an await inside library code", x->label);
+        afd_buf_printf(sentence, "; %s resumed too early from an await inside library code", x->label);
 }
 
 static const afd_xaccess *pair_y(const afd_view *fail, const afd_view *pass, const afd_xpair *p)
@@ -566,33 +603,32 @@ static double blocking_ochiai(const inv *v, uint64_t *fw, uint64_t *pw)
 
 /* Decides the cause from the minimal failing run (f) and its nearest passing run (p, may be
  * NULL), filling c and the evidence. confirm_fail / confirm_pass: the replay counts of both. */
-static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evidence *ev, uint64_t k_fail,
-                    uint64_t n_fail, uint64_t k_pass, uint64_t n_pass, int same_data)
+static int explain(inv *v, const afd_view *f, const afd_view *p, afd_cause *c, afd_evidence *ev, uint64_t k_fail,
+                   uint64_t n_fail, uint64_t k_pass, uint64_t n_pass, int same_data)
 {
     const afd_trace *tr = f->tr;
     char buf[512];
-    afd_buf m;
+    int err = 0;
+    afd_buf m, sentence, resource, await_site;
     afd_buf_init(&m);
-    int n_ops = 0;
+    afd_buf_init(&sentence);
+    afd_buf_init(&resource);
+    afd_buf_init(&await_site);
     /* deadlock */
     if (tr->flags & AFD_TRACE_DEADLOCK) {
         uint32_t tasks[16], labels[16];
         size_t len = 0;
         int cyc = afd_view_wait_cycle(f, tasks, labels, 16, &len);
-        c->kind = "deadlock";
-        afd_buf_printf(&c->sentence, "deadlock: ");
+        c->kind = AFD_CAUSE_DEADLOCK;
+        afd_buf_printf(&sentence, "deadlock: ");
         if (cyc > 0) {
             for (size_t i = 0; i < len && i < 16; i++) {
                 const char *res = afd_trace_string(tr, labels[i]);
-                afd_buf_printf(&c->sentence, "%s%s waits for %s held by %s", i ? "; " : "",
+                afd_buf_printf(&sentence, "%s%s waits for %s held by %s", i ? "; " : "",
                                afd_trace_task_label(tr, tasks[i]), res,
                                afd_trace_task_label(tr, tasks[(i + 1) % len]));
-                afd_buf_printf(&c->resource, "%s%s", i ? ", " : "", res);
-                afd_buf_printf(&c->ops, "%s{\"task\": ", i ? ", " : "");
-                afd_json_str(&c->ops, afd_trace_task_label(tr, tasks[i]));
-                afd_buf_printf(&c->ops, ", \"operation\": \"acquire\", \"resource\": ");
-                afd_json_str(&c->ops, res);
-                afd_buf_printf(&c->ops, ", \"access\": \"wait\"}");
+                afd_buf_printf(&resource, "%s%s", i ? ", " : "", res);
+                add_other(c, AFD_CAUSE_ACCESS_WAIT, afd_trace_task_label(tr, tasks[i]), "acquire", res, &err);
             }
             /* where the first task of the cycle is blocked: the suspension site of its last step
              * before the deadlock was detected (steps after it are the cancellation's) */
@@ -601,15 +637,14 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
                 if (tr->events[i].kind == AFD_EV_STEP && tr->events[i].task == tasks[0])
                     site = tr->events[i].b;
             if (afd_trace_known(tr, site))
-                afd_buf_printf(&c->await_site, "%s", afd_trace_string(tr, site));
-            ev_add(ev, "every task blocked; the wait-for graph has a cycle",
+                afd_buf_printf(&await_site, "%s", afd_trace_string(tr, site));
+            afd_evidence_add(ev, "every task blocked; the wait-for graph has a cycle",
                    (snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " hung", k_fail, n_fail), buf),
                    k_fail == n_fail ? "confirmed" : "weaker");
         } else {
-            afd_buf_printf(&c->sentence, "every task is blocked and nothing can wake one");
+            afd_buf_printf(&sentence, "every task is blocked and nothing can wake one");
         }
-        afd_buf_finish(&m);
-        return;
+        goto done;
     }
     /* lost update */
     afd_xatom atoms[8], stale[8];
@@ -627,13 +662,14 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
     size_t n_races = 0;
     afd_view_races(f, races, MAX_PAIRS, &n_races);
     for (size_t i = 0; i < n_races; i++) {
-        int n_race_ops = 0;
-        afd_buf_printf(&c->races, "%s{\"resource\": ", i ? ", " : "");
-        afd_json_str(&c->races, f->acc[races[i].x].resource);
-        afd_buf_printf(&c->races, ", \"operations\": [");
-        op_json(&c->races, &n_race_ops, f, &f->acc[races[i].x], "failing");
-        op_json(&c->races, &n_race_ops, f, &f->acc[races[i].y], "failing");
-        afd_buf_printf(&c->races, "]}");
+        afd_cause_race *race = afd_cause_add_race(c);
+        if (!race) {
+            err = AFD_ENOMEM;
+            break;
+        }
+        race->resource = dup_str(f->acc[races[i].x].resource, &err);
+        op_fill(&race->ops[0], f, &f->acc[races[i].x], "failing", &err);
+        op_fill(&race->ops[1], f, &f->acc[races[i].y], "failing", &err);
     }
     uint64_t bfw, bpw;
     double b_ochiai = blocking_ochiai(v, &bfw, &bpw);
@@ -649,17 +685,17 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
     if (n_atoms || n_stale) { /* a lost update, else a check-then-act: the same three accesses */
         const afd_xatom *a = n_atoms ? &atoms[0] : &stale[0];
         const afd_xaccess *r = &f->acc[a->r], *u = &f->acc[a->u], *w = &f->acc[a->w];
-        c->kind = n_atoms ? "lost_update" : "check_then_act";
-        afd_buf_printf(&c->resource, "%s", r->resource);
+        c->kind = n_atoms ? AFD_CAUSE_LOST_UPDATE : AFD_CAUSE_CHECK_THEN_ACT;
+        afd_buf_printf(&resource, "%s", r->resource);
         const char *yield_at = afd_trace_known(tr, a->await_site); /* NULL: outside the user's code */
-        afd_buf_printf(&c->await_site, "%s", yield_at ? yield_at : "");
-        afd_buf_printf(&c->sentence, "%s on %s: %s reads it, yields%s%s, %s writes it, then %s %s",
+        afd_buf_printf(&await_site, "%s", yield_at ? yield_at : "");
+        afd_buf_printf(&sentence, "%s on %s: %s reads it, yields%s%s, %s writes it, then %s %s",
                        n_atoms ? "lost update" : "check-then-act", r->resource, r->label, yield_at ? " at " : "",
                        yield_at ? yield_at : "", u->label, w->label,
                        n_atoms ? "writes back the stale value" : "acts on what it read and writes it");
-        op_json(&c->ops, &n_ops, f, r, "failing");
-        op_json(&c->ops, &n_ops, f, u, "failing");
-        op_json(&c->ops, &n_ops, f, w, "failing");
+        add_access(c, f, r, "failing", &err);
+        add_access(c, f, u, "failing", &err);
+        add_access(c, f, w, "failing", &err);
     } else if ((block_site != AFD_NOSTR && block_ns >= 1000000u) || (v->block_site && b_ochiai >= 0.8)) {
         /* a blocking call in the minimal failing run, or in the failing natural runs and strongly
          * associated with failure there */
@@ -667,21 +703,18 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
                                                    : v->block_site[0] ? v->block_site : NULL;
         const char *task = block_site != AFD_NOSTR ? afd_trace_task_label(tr, block_step->task) : v->block_task;
         double ms = (double)(block_site != AFD_NOSTR ? block_ns : v->block_ns) / 1e6;
-        c->kind = "starvation";
-        afd_buf_printf(&c->resource, "event loop");
-        afd_buf_printf(&c->await_site, "%s", site ? site : "");
-        afd_buf_printf(&c->sentence, "starvation: %s blocks the event loop for %.1f ms%s%s (a blocking call inside "
+        c->kind = AFD_CAUSE_STARVATION;
+        afd_buf_printf(&resource, "event loop");
+        afd_buf_printf(&await_site, "%s", site ? site : "");
+        afd_buf_printf(&sentence, "starvation: %s blocks the event loop for %.1f ms%s%s (a blocking call inside "
                                      "a coroutine: every other task waits)",
                        task, ms, site ? " at " : "", site ? site : "");
-        afd_buf_printf(&c->ops, "{\"task\": ");
-        afd_json_str(&c->ops, task);
-        afd_buf_printf(&c->ops, ", \"operation\": \"blocking call\", \"resource\": \"event loop\", \"access\": \"block\", "
-                                "\"site\": ");
-        afd_json_str(&c->ops, site);
-        afd_buf_printf(&c->ops, "}");
+        afd_cause_op *op = add_other(c, AFD_CAUSE_ACCESS_BLOCK, task, "blocking call", "event loop", &err);
+        if (op)
+            op->site = dup_str(site, &err);
     } else if (n_inv) {
         const afd_xaccess *x = &f->acc[inv_pairs[0].x], *y = pair_y(f, p, &inv_pairs[0]);
-        c->kind = "order_violation";
+        c->kind = AFD_CAUSE_ORDER_VIOLATION;
         c->early = inv_pairs[0].x;
         c->writer_writes = y->write;
         c->writer_placed = y->file && y->line;
@@ -693,16 +726,16 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
             snprintf(c->writer_name, sizeof c->writer_name, "%s", y->root_name ? y->root_name : "");
         }
         snprintf(c->writer, sizeof c->writer, "%s", y->label);
-        afd_buf_printf(&c->resource, "%s", x->resource);
-        afd_buf_printf(&c->sentence, "order violation on %s: ", x->resource);
-        acc_text(&c->sentence, x);
-        afd_buf_printf(&c->sentence, " before ");
-        acc_text(&c->sentence, y);
+        afd_buf_printf(&resource, "%s", x->resource);
+        afd_buf_printf(&sentence, "order violation on %s: ", x->resource);
+        acc_text(&sentence, x);
+        afd_buf_printf(&sentence, " before ");
+        acc_text(&sentence, y);
         if (inv_pairs[0].y_pass)
-            afd_buf_printf(&c->sentence, " (which then never ran)");
-        order_await(c, f, inv_pairs[0].y_pass ? p : f, x, y);
-        op_json(&c->ops, &n_ops, f, x, "failing");
-        op_json(&c->ops, &n_ops, inv_pairs[0].y_pass ? p : f, y, inv_pairs[0].y_pass ? "passing" : "failing");
+            afd_buf_printf(&sentence, " (which then never ran)");
+        order_await(&sentence, &await_site, f, inv_pairs[0].y_pass ? p : f, x, y);
+        add_access(c, f, x, "failing", &err);
+        add_access(c, inv_pairs[0].y_pass ? p : f, y, inv_pairs[0].y_pass ? "passing" : "failing", &err);
     } else {
         uint32_t locks[16], labels[16];
         size_t len = 0;
@@ -713,17 +746,15 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
             lv = p;
         if (lv) {
             const afd_trace *ltr = lv->tr;
-            c->kind = "lock_order";
-            afd_buf_printf(&c->sentence, "lock-order cycle (a potential deadlock): ");
+            c->kind = AFD_CAUSE_LOCK_ORDER;
+            afd_buf_printf(&sentence, "lock-order cycle (a potential deadlock): ");
             for (size_t i = 0; i < len && i < 16; i++) {
                 const char *res = afd_trace_string(ltr, labels[i]);
-                afd_buf_printf(&c->sentence, "%s%s", i ? " -> " : "", res);
-                afd_buf_printf(&c->resource, "%s%s", i ? ", " : "", res);
-                afd_buf_printf(&c->ops, "%s{\"operation\": \"acquire\", \"resource\": ", i ? ", " : "");
-                afd_json_str(&c->ops, res);
-                afd_buf_printf(&c->ops, ", \"access\": \"lock\"}");
+                afd_buf_printf(&sentence, "%s%s", i ? " -> " : "", res);
+                afd_buf_printf(&resource, "%s%s", i ? ", " : "", res);
+                add_other(c, AFD_CAUSE_ACCESS_LOCK, NULL, "acquire", res, &err);
             }
-            afd_buf_printf(&c->sentence, " -> %s (taken in one order by one task and in the other by another)",
+            afd_buf_printf(&sentence, " -> %s (taken in one order by one task and in the other by another)",
                            afd_trace_string(ltr, labels[0]));
             /* the await inside the first lock's critical section: in the task that took locks[1]
              * while holding locks[0], the suspension site of the step before that acquisition */
@@ -746,12 +777,12 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
             for (uint32_t i = step; task && i-- > 0;)
                 if (lv->steps[i].task == task) {
                     const char *at = afd_trace_known(ltr, lv->steps[i].site);
-                    afd_buf_printf(&c->await_site, "%s", at ? at : "");
+                    afd_buf_printf(&await_site, "%s", at ? at : "");
                     break;
                 }
         } else {
-            c->kind = "other";
-            afd_buf_printf(&c->sentence, "no conflicting operations were recorded: annotate shared state with "
+            c->kind = AFD_CAUSE_OTHER;
+            afd_buf_printf(&sentence, "no conflicting operations were recorded: annotate shared state with "
                                          "affidavit.access() or affidavit.operation() to name the cause");
         }
     }
@@ -767,46 +798,46 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
         /* Causal only when the two runs differ in one delay and nothing else; runs that also
          * differ in the values drawn from `random` show the orders, not that the order alone
          * decides. */
-        ev_add(ev, bstr(&m), buf, same_data && k_fail == n_fail && n_fail ? "confirmed" : "weaker");
+        afd_evidence_add(ev, bstr(&m), buf, same_data && k_fail == n_fail && n_fail ? "confirmed" : "weaker");
         buf_reset(&m);
         afd_buf_printf(&m, "the opposite order passes%s", same_data ? "" : " (in a run with other random values)");
         snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " passed", k_pass, n_pass);
-        ev_add(ev, bstr(&m), buf, same_data && k_pass == n_pass && n_pass ? "confirmed" : "weaker");
+        afd_evidence_add(ev, bstr(&m), buf, same_data && k_pass == n_pass && n_pass ? "confirmed" : "weaker");
         snprintf(buf, sizeof buf, "Ochiai %.2f (%" PRIu64 " failing, %" PRIu64 " passing runs)", inv_pairs[0].ochiai,
                  inv_pairs[0].fail_with, inv_pairs[0].pass_with);
-        ev_add(ev, "the order is suspicious over every run seen", buf, "observed");
+        afd_evidence_add(ev, "the order is suspicious over every run seen", buf, "observed");
     }
     if (n_atoms)
-        ev_add(ev, "a task wrote between another task's read and its write (atomicity violation)",
+        afd_evidence_add(ev, "a task wrote between another task's read and its write (atomicity violation)",
                "in the minimal failing run", "observed");
     uint32_t n_inferred = 0;
     for (uint32_t i = 0; i < f->n_acc; i++)
         n_inferred += f->acc[i].inferred;
     if (n_inferred)
-        ev_add(ev, "accesses inferred from the traced lines and the source (no annotations): the lines ran, "
+        afd_evidence_add(ev, "accesses inferred from the traced lines and the source (no annotations): the lines ran, "
                    "what they touch is read off the code",
                (snprintf(buf, sizeof buf, "%" PRIu32 " of %" PRIu32 " accesses", n_inferred, f->n_acc), buf),
                "inferred");
     int race_on_cause = 0;
     for (size_t i = 0; i < n_races; i++)
-        if (c->resource.len && strcmp(f->acc[races[i].x].resource, bstr(&c->resource)) == 0)
+        if (resource.len && strcmp(f->acc[races[i].x].resource, bstr(&resource)) == 0)
             race_on_cause = 1;
     if (n_races)
-        ev_add(ev, race_on_cause ? "the conflicting accesses are unordered by happens-before (a race)"
+        afd_evidence_add(ev, race_on_cause ? "the conflicting accesses are unordered by happens-before (a race)"
                                  : "conflicting accesses unordered by happens-before exist",
                (snprintf(buf, sizeof buf, "%zu racing pair%s", n_races, n_races == 1 ? "" : "s"), buf), "observed");
     if (block_site != AFD_NOSTR) {
         const char *at = afd_trace_known(tr, block_site);
         snprintf(buf, sizeof buf, "%.1f ms%s%.300s", (double)block_ns / 1e6, at ? " at " : "", at ? at : "");
-        ev_add(ev, "blocking call (time.sleep) inside a coroutine, in the minimal failing run", buf, "observed");
+        afd_evidence_add(ev, "blocking call (time.sleep) inside a coroutine, in the minimal failing run", buf, "observed");
     }
     if (v->block_site) {
         snprintf(buf, sizeof buf, "%.1f ms%s%.300s", (double)v->block_ns / 1e6, v->block_site[0] ? " at " : "",
                  v->block_site);
-        ev_add(ev, "a blocking call or slow step in a failing natural run", buf, "observed");
+        afd_evidence_add(ev, "a blocking call or slow step in a failing natural run", buf, "observed");
         snprintf(buf, sizeof buf, "Ochiai %.2f (%" PRIu64 " failing, %" PRIu64 " passing natural runs)", b_ochiai, bfw,
                  bpw);
-        ev_add(ev, "natural runs with a blocking call (1 ms or more) or a slow step fail", buf, "observed");
+        afd_evidence_add(ev, "natural runs with a blocking call (1 ms or more) or a slow step fail", buf, "observed");
     }
     uint64_t slow = (uint64_t)(v->cli->slow_step_ms * 1e6);
     for (uint32_t i = 0; i < f->n_steps; i++)
@@ -815,42 +846,25 @@ static void explain(inv *v, const afd_view *f, const afd_view *p, cause *c, evid
             buf_reset(&m);
             afd_buf_printf(&m, "slow step: %s step %" PRIu32 " (over --slow-step)",
                            afd_trace_task_label(tr, f->steps[i].task), f->steps[i].ordinal);
-                ev_add(ev, bstr(&m), buf, "observed");
+                afd_evidence_add(ev, bstr(&m), buf, "observed");
             break;
         }
-    if (strcmp(c->kind, "lock_order") != 0) {
+    if (c->kind != AFD_CAUSE_LOCK_ORDER) {
         uint32_t locks[16], labels[16];
         size_t len = 0;
         if (afd_view_lock_cycle(f, locks, labels, 16, &len) > 0)
-            ev_add(ev, "the lock-order graph has a cycle (a potential deadlock)", "in the minimal failing run",
+            afd_evidence_add(ev, "the lock-order graph has a cycle (a potential deadlock)", "in the minimal failing run",
                    "observed");
     }
+done:
+    c->summary = buf_take(&sentence, &err);
+    c->resource = buf_take(&resource, &err);
+    c->await_site = buf_take(&await_site, &err);
     afd_buf_finish(&m);
+    return err ? err : ev->err;
 }
 
 /* ---- the command ---- */
-
-static void cause_init(cause *c)
-{
-    c->kind = NULL;
-    afd_buf_init(&c->resource);
-    afd_buf_init(&c->await_site);
-    afd_buf_init(&c->sentence);
-    afd_buf_init(&c->ops);
-    afd_buf_init(&c->races);
-    c->early = AFD_NOPOS;
-    c->writer[0] = 0;
-}
-
-static void cause_finish(cause *c)
-{
-    afd_buf_finish(&c->resource);
-    afd_buf_finish(&c->await_site);
-    afd_buf_finish(&c->sentence);
-    afd_buf_finish(&c->ops);
-    afd_buf_finish(&c->races);
-}
-
 
 
 char *afd_read_source_file(const char *path, size_t *len)
@@ -900,7 +914,7 @@ static void finish_proposal(outcome *o, const afd_cli *cli, const char *kind, co
         afd_buf_init(&with);
         afd_buf_init(&bug);
         char why[256];
-        const char *summary = bstr(&o->c.sentence);
+        const char *summary = o->c.summary ? o->c.summary : "";
         if (afd_fix_regression_test((const char *)after->data, after->len, sep + 2, o->token, summary, &with, why,
                                     sizeof why) == 0 &&
             afd_fix_regression_test(before, len, sep + 2, o->token, summary, &bug, why, sizeof why) == 0) {
@@ -1091,7 +1105,7 @@ static void propose_lock_order(const afd_view *f, const afd_view *p, outcome *o)
 static void propose_offload(outcome *o)
 {
     char file[512];
-    snprintf(file, sizeof file, "%s", bstr(&o->c.await_site));
+    snprintf(file, sizeof file, "%s", o->c.await_site ? o->c.await_site : "");
     char *colon = strrchr(file, ':');
     unsigned long line = colon ? strtoul(colon + 1, NULL, 10) : 0;
     if (!colon || !line || line > UINT32_MAX) {
@@ -1120,25 +1134,27 @@ static void propose_offload(outcome *o)
 static void propose_fix(const afd_view *f, const afd_view *p, outcome *o, const afd_cli *cli)
 {
     o->fix_tried = 1;
-    if (o->c.kind && strcmp(o->c.kind, "order_violation") == 0) {
+    afd_cause_kind kind = o->c.kind;
+    if (kind == AFD_CAUSE_ORDER_VIOLATION) {
         propose_await_task(f, o, cli);
         return;
     }
-    if (o->c.kind && (strcmp(o->c.kind, "deadlock") == 0 || strcmp(o->c.kind, "lock_order") == 0)) {
+    if (kind == AFD_CAUSE_DEADLOCK || kind == AFD_CAUSE_LOCK_ORDER) {
         propose_lock_order(f, p, o);
         return;
     }
-    if (o->c.kind && strcmp(o->c.kind, "starvation") == 0) {
+    if (kind == AFD_CAUSE_STARVATION) {
         propose_offload(o);
         return;
     }
-    int stale = o->c.kind && strcmp(o->c.kind, "check_then_act") == 0;
-    if (!o->c.kind || (strcmp(o->c.kind, "lost_update") != 0 && !stale)) {
+    int stale = kind == AFD_CAUSE_CHECK_THEN_ACT;
+    if (kind != AFD_CAUSE_LOST_UPDATE && !stale) {
+        const char *name = afd_cause_kind_name(kind);
         snprintf(o->fix_why, sizeof o->fix_why, "no fix is synthesized for a%s %s cause yet (LOCK for a lost update "
                  "or a check-then-act, "
                  "AWAIT_TASK and EVENT_GATE for an order violation, LOCK_ORDER for a deadlock or lock-order cycle, "
                  "OFFLOAD for starvation are)",
-                 o->c.kind && strchr("aeiou", o->c.kind[0]) ? "n" : "", o->c.kind ? o->c.kind : "missing");
+                 name && strchr("aeiou", name[0]) ? "n" : "", name ? name : "missing");
         return;
     }
     afd_xatom atoms[16];
@@ -1501,6 +1517,40 @@ static int fix_verified(const outcome *o)
            o->v_explore_failed_after == 0 && o->v_natural_runs && o->v_natural_failed == 0;
 }
 
+/* One operation of the cause as a JSON object (after ", " unless it is the first, i == 0): the
+ * keys its kind of access carries (cause.h). */
+static void cause_op_json(afd_buf *b, const afd_cause_op *op, size_t i)
+{
+    int run_access = op->access == AFD_CAUSE_ACCESS_READ || op->access == AFD_CAUSE_ACCESS_WRITE;
+    afd_buf_printf(b, "%s{", i ? ", " : "");
+    if (run_access)
+        afd_buf_printf(b, "\"run\": \"%s\", ", op->run);
+    if (op->access != AFD_CAUSE_ACCESS_LOCK) {
+        afd_buf_printf(b, "\"task\": ");
+        afd_json_str(b, op->task);
+        afd_buf_printf(b, ", ");
+    }
+    afd_buf_printf(b, "\"operation\": ");
+    afd_json_str(b, op->operation);
+    afd_buf_printf(b, ", \"resource\": ");
+    afd_json_str(b, op->resource);
+    afd_buf_printf(b, ", \"access\": \"%s\"", afd_cause_access_name(op->access));
+    if (run_access) {
+        afd_buf_printf(b, ", \"step\": %" PRIu32 ", \"occurrence\": %" PRIu32 ", \"observed\": %s", op->step,
+                       op->occurrence, op->observed ? "true" : "false");
+        if (op->file && op->line) {
+            afd_buf_printf(b, ", \"file\": ");
+            afd_json_str(b, op->file);
+            afd_buf_printf(b, ", \"line\": %" PRIu32, op->line);
+        }
+    }
+    if (op->access == AFD_CAUSE_ACCESS_BLOCK) {
+        afd_buf_printf(b, ", \"site\": ");
+        afd_json_str(b, op->site);
+    }
+    afd_buf_printf(b, "}");
+}
+
 /* The investigation as one JSON document (what --json prints, and what the store keeps). */
 static void json_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elapsed_ns, afd_buf *b_out)
 {
@@ -1570,22 +1620,43 @@ static void json_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
         afd_buf_printf(&b, "null");
     }
     afd_buf_printf(&b, ", \"cause\": ");
-    if (o->c.kind) {
-        afd_buf_printf(&b, "{\"kind\": \"%s\", \"resource\": ", o->c.kind);
-        afd_json_str(&b, bstr(&o->c.resource));
+    if (o->c.kind != AFD_CAUSE_NONE) {
+        afd_buf_printf(&b, "{\"kind\": \"%s\", \"resource\": ", afd_cause_kind_name(o->c.kind));
+        afd_json_str(&b, o->c.resource);
         afd_buf_printf(&b, ", \"await_site\": ");
-        if (o->c.await_site.len)
-            afd_json_str(&b, bstr(&o->c.await_site));
+        if (o->c.await_site && *o->c.await_site)
+            afd_json_str(&b, o->c.await_site);
         else
             afd_buf_printf(&b, "null");
         afd_buf_printf(&b, ", \"summary\": ");
-        afd_json_str(&b, bstr(&o->c.sentence));
-        afd_buf_printf(&b, ", \"operations\": [%s]}", bstr(&o->c.ops));
+        afd_json_str(&b, o->c.summary);
+        afd_buf_printf(&b, ", \"operations\": [");
+        for (size_t i = 0; i < o->c.n_ops; i++)
+            cause_op_json(&b, &o->c.ops[i], i);
+        afd_buf_printf(&b, "]}");
     } else {
         afd_buf_printf(&b, "null");
     }
-    afd_buf_printf(&b, ", \"evidence\": [%s]", bstr(&o->ev.json));
-    afd_buf_printf(&b, ", \"races\": [%s]", bstr(&o->c.races));
+    afd_buf_printf(&b, ", \"evidence\": [");
+    for (size_t i = 0; i < o->ev.n; i++) {
+        afd_buf_printf(&b, "%s{\"claim\": ", i ? ", " : "");
+        afd_json_str(&b, o->ev.rows[i].claim);
+        afd_buf_printf(&b, ", \"measured\": ");
+        afd_json_str(&b, o->ev.rows[i].measured);
+        afd_buf_printf(&b, ", \"strength\": ");
+        afd_json_str(&b, o->ev.rows[i].strength);
+        afd_buf_printf(&b, "}");
+    }
+    afd_buf_printf(&b, "], \"races\": [");
+    for (size_t i = 0; i < o->c.n_races; i++) {
+        afd_buf_printf(&b, "%s{\"resource\": ", i ? ", " : "");
+        afd_json_str(&b, o->c.races[i].resource);
+        afd_buf_printf(&b, ", \"operations\": [");
+        cause_op_json(&b, &o->c.races[i].ops[0], 0);
+        cause_op_json(&b, &o->c.races[i].ops[1], 1);
+        afd_buf_printf(&b, "]}");
+    }
+    afd_buf_printf(&b, "]");
     if (o->fix_tried) {
         afd_buf_printf(&b, ", \"fix\": {\"kind\": ");
         if (o->fix_kind)
@@ -1709,10 +1780,10 @@ static void text_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
         afd_term_strn(&b, o->failure, n);
         afd_buf_printf(&b, "\n");
     }
-    if (o->c.kind) {
-        afd_buf_printf(&b, "  cause:    %s\n", bstr(&o->c.sentence));
-        if (o->c.await_site.len)
-            afd_buf_printf(&b, "  await:    %s\n", bstr(&o->c.await_site));
+    if (o->c.kind != AFD_CAUSE_NONE) {
+        afd_buf_printf(&b, "  cause:    %s\n", o->c.summary ? o->c.summary : "");
+        if (o->c.await_site && *o->c.await_site)
+            afd_buf_printf(&b, "  await:    %s\n", o->c.await_site);
     }
     if (o->win.found) {
         /* rounded outward to 0.1 us, so the printed bounds stay on their measured sides */
@@ -1735,7 +1806,9 @@ static void text_document(const afd_cli *cli, inv *v, outcome *o, uint64_t elaps
         afd_buf_printf(&b, "\n  token:    %s\n", o->token);
     }
     if (o->ev.n)
-        afd_buf_printf(&b, "  evidence:\n%s", bstr(&o->ev.text));
+        afd_buf_printf(&b, "  evidence:\n");
+    for (size_t i = 0; i < o->ev.n; i++)
+        afd_buf_printf(&b, "    - %s: %s [%s]\n", o->ev.rows[i].claim, o->ev.rows[i].measured, o->ev.rows[i].strength);
     if (o->token) {
         afd_buf_printf(&b, "  replay:   ");
         afd_shell_replay_command(&b, o->token, cli->nodeid);
@@ -1815,8 +1888,8 @@ static int64_t record_incident(const afd_cli *cli, outcome *o, const afd_buf *js
     afd_store_incident inc = {
         .nodeid = cli->nodeid,
         .verdict = o->verdict ? o->verdict : "",
-        .cause_kind = o->c.kind ? o->c.kind : "",
-        .summary = o->timing.sensitive ? timing_text : bstr(&o->c.sentence),
+        .cause_kind = o->c.kind != AFD_CAUSE_NONE ? afd_cause_kind_name(o->c.kind) : "",
+        .summary = o->timing.sensitive ? timing_text : o->c.summary ? o->c.summary : "",
         .token = o->token ? o->token : "",
         .rate = o->natural.runs ? (double)o->natural.failed / (double)o->natural.runs : 0,
         .natural_runs = o->natural.runs,
@@ -1974,7 +2047,7 @@ static void note_traces_differ(outcome *o, const tally *t, uint32_t flags)
              why ? why
                  : "no thread, socket or real wait was recorded: likely a wall-clock read (time.time, "
                    "time.monotonic) or unseeded entropy changes steps around the failure");
-    ev_add(&o->ev, "the schedule reproduces the failure every time, but something it does not control changes "
+    afd_evidence_add(&o->ev, "the schedule reproduces the failure every time, but something it does not control changes "
                    "what else runs",
            buf, "observed");
 }
@@ -2009,9 +2082,8 @@ int afd_cmd_investigate(const afd_cli *cli)
     inv v = {.cli = cli, .seed = cli->seed, .est_steps = 1, .found_index = UINT64_MAX, .cand_index = UINT64_MAX};
     outcome o;
     memset(&o, 0, sizeof o);
-    cause_init(&o.c);
-    afd_buf_init(&o.ev.json);
-    afd_buf_init(&o.ev.text);
+    afd_cause_init(&o.c);
+    afd_evidence_init(&o.ev);
     afd_buf_init(&o.fix_diff);
     afd_buf_init(&o.fix_text);
     afd_buf_init(&o.buggy_with_test);
@@ -2163,12 +2235,12 @@ int afd_cmd_investigate(const afd_cli *cli)
             kept_finish(&v.keep);
             if (!n_lost) {
                 o.verdict = "deterministic";
-                ev_add(&o.ev, "it fails under every schedule tried: the failure does not depend on timing", buf,
+                afd_evidence_add(&o.ev, "it fails under every schedule tried: the failure does not depend on timing", buf,
                        "observed");
                 rc = AFD_EXIT_FAILURE;
                 goto report;
             }
-            ev_add(&o.ev,
+            afd_evidence_add(&o.ev,
                    stale_every_time ? "it fails under every schedule tried, and its tasks act on checks another task "
                                       "made stale: a race that shows every time (no timing window to measure)"
                                     : "it fails under every schedule tried, and its tasks lose updates: a race that "
@@ -2333,17 +2405,24 @@ explain_runs:
     int vrc = fail_run.have_trace ? afd_view_build_src(&fv, &fail_run.tr, v.srcs) : AFD_EINVAL;
     if (vrc < 0) {
         /* say so rather than print no cause: the runs were counted, the explanation is missing */
-        o.c.kind = "other";
-        afd_buf_printf(&o.c.sentence, "no explanation: %s", fail_run.have_trace
-                                                                ? afd_strerror(vrc)
-                                                                : "the minimal failing run returned no readable trace");
-        fprintf(stderr, "affidavit: warning: %s\n", bstr(&o.c.sentence));
+        char why[200];
+        snprintf(why, sizeof why, "no explanation: %s",
+                 fail_run.have_trace ? afd_strerror(vrc) : "the minimal failing run returned no readable trace");
+        o.c.kind = AFD_CAUSE_OTHER;
+        o.c.summary = strdup(why);
+        fprintf(stderr, "affidavit: warning: %s\n", why);
     }
     if (vrc == 0) {
         if (have_p && afd_view_build_src(&pv, &pass_run.tr, v.srcs) < 0)
             have_p = 0;
-        explain(&v, &fv, have_p ? &pv : NULL, &o.c, &o.ev, o.replay_failed, o.replay_runs, o.pass_passed,
-                o.pass_runs, o.win.found);
+        int erc = explain(&v, &fv, have_p ? &pv : NULL, &o.c, &o.ev, o.replay_failed, o.replay_runs,
+                          o.pass_passed, o.pass_runs, o.win.found);
+        if (erc < 0) {
+            afd_view_finish(&fv);
+            afd_view_finish(&pv);
+            rc = erc;
+            goto fail;
+        }
         /* a plain callback's delay is named by the task it wakes */
         for (uint32_t i = 0; o.win.found && !o.win.wakes && i < fv.n_steps; i++) {
             const afd_xstep *st = &fv.steps[i];
@@ -2364,7 +2443,7 @@ explain_runs:
                          d, afd_trace_task_label(fv.tr, fv.steps[d].task), fv.steps[d].ordinal,
                          d < pv.n_steps ? afd_trace_task_label(pv.tr, pv.steps[d].task) : "(end)",
                          d < pv.n_steps ? pv.steps[d].ordinal : 0);
-                ev_add(&o.ev, "the failing and the passing run first diverge", buf, "observed");
+                afd_evidence_add(&o.ev, "the failing and the passing run first diverge", buf, "observed");
             }
             uint32_t only_f = 0, only_p = 0;
             for (uint32_t i = 0; i < fv.n_acc; i++)
@@ -2375,7 +2454,7 @@ explain_runs:
                 char buf[128];
                 snprintf(buf, sizeof buf, "%" PRIu32 " only when failing, %" PRIu32 " only when passing", only_f,
                          only_p);
-                ev_add(&o.ev, "operations that ran in one run and never in the other", buf, "observed");
+                afd_evidence_add(&o.ev, "operations that ran in one run and never in the other", buf, "observed");
             }
         }
     }
@@ -2390,7 +2469,7 @@ explain_runs:
     afd_view_finish(&fv);
     afd_view_finish(&pv);
     if (!o.win.found && o.pass_token && o.pass_runs)
-        ev_add(&o.ev, "no single delay makes it fail: the values the program draws from `random` decide it; "
+        afd_evidence_add(&o.ev, "no single delay makes it fail: the values the program draws from `random` decide it; "
                       "the passing run compared differs in those values (another seed)",
                "no window", "observed");
     if (o.win.found) {
@@ -2403,7 +2482,7 @@ explain_runs:
         else
             snprintf(claim, sizeof claim, "collision window: fails when %.200s step %" PRIu32 " is delayed by more",
                      o.win.label, o.win.ordinal);
-        ev_add(&o.ev, claim, buf, "confirmed");
+        afd_evidence_add(&o.ev, claim, buf, "confirmed");
     }
     o.verdict = "reproduced";
     rc = AFD_EXIT_FAILURE;
@@ -2473,9 +2552,8 @@ done_early:
     free(o.failure);
     free(o.win.label);
     free(o.win.wakes);
-    cause_finish(&o.c);
-    afd_buf_finish(&o.ev.json);
-    afd_buf_finish(&o.ev.text);
+    afd_cause_finish(&o.c);
+    afd_evidence_finish(&o.ev);
     candidates_finish(&o);
     afd_buf_finish(&o.fix_diff);
     afd_buf_finish(&o.fix_text);
