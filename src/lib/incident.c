@@ -107,7 +107,18 @@ void afd_incident_finish(afd_incident *self)
     for (size_t i = 0; i < self->n_stages; i++)
         free(self->stages[i].name);
     free(self->stages);
+    free(self->verify_error);
     afd_incident_init(self);
+}
+
+int afd_incident_gate_passed(const afd_incident *self)
+{
+    if (!self->fix.n_gate)
+        return 0;
+    for (size_t i = 0; i < self->fix.n_gate; i++)
+        if (!self->fix.gate[i].passed)
+            return 0;
+    return 1;
 }
 
 int afd_incident_add_stage(afd_incident *self, const char *name, double seconds, uint64_t runs)
@@ -302,8 +313,8 @@ static json_t *window_json(wr *w, const afd_incident *self)
     set(w, o, "task", text_or_empty(win->task));
     set(w, o, "step", count(win->step));
     set(w, o, "wakes", text(win->wakes));
-    set(w, o, "passes_at_us", num(win->passes_at_us));
-    set(w, o, "fails_at_us", num(win->fails_at_us));
+    set(w, o, "passes_at_us", num((double)win->passes_at_ns / 1e3));
+    set(w, o, "fails_at_us", num((double)win->fails_at_ns / 1e3));
     set(w, o, "delays_before", count(win->delays_before));
     set(w, o, "delays_after", count(win->delays_after));
     set(w, o, "runs", count(win->runs));
@@ -443,7 +454,7 @@ static void head_json(wr *w, json_t *doc, const afd_incident *self)
     set(w, prep, "runs", count(self->passing_runs));
     set(w, prep, "passed", count(self->passing_passed));
     set(w, doc, "passing_replay", prep);
-    set(w, doc, "window_us", self->has_window ? num(self->window.fails_at_us) : json_null());
+    set(w, doc, "window_us", self->has_window ? num((double)self->window.fails_at_ns / 1e3) : json_null());
     set(w, doc, "window", window_json(w, self));
 }
 

@@ -75,7 +75,7 @@ typedef struct afd_incident_window {
     char *task; /* Owned */
     uint32_t step;
     char *wakes; /* Owned; NULL unless a plain callback's window */
-    double passes_at_us, fails_at_us;
+    uint64_t passes_at_ns, fails_at_ns; /* the document gives them in microseconds */
     uint32_t delays_before, delays_after;
     uint64_t runs;
     int searched_one_delay;
@@ -159,10 +159,19 @@ typedef struct afd_incident {
     double seconds;
     afd_incident_stage *stages; /* Owned array; no "stages" key while empty */
     size_t n_stages;
+    /* What the terminal text says beyond the document (none of it is written to JSON, and a
+     * document read back has none): why the investigation abstained, the --max-steps bound of
+     * the step-limit line, and why the fix's verification was not attempted. */
+    const char *abstain_reason; /* Borrowed static; NULL when none */
+    uint64_t max_steps;
+    char *verify_error; /* Owned; NULL when none */
 } afd_incident;
 
 void afd_incident_init(afd_incident *self);
 void afd_incident_finish(afd_incident *self); /* accepts NULL */
+
+/* Whether the fix passed every check of the policy gate (no check ran: it did not). */
+int afd_incident_gate_passed(const afd_incident *self);
 
 /* Appends a stage (the name is copied). Returns 0 or AFD_ENOMEM. */
 int afd_incident_add_stage(afd_incident *self, const char *name, double seconds, uint64_t runs);

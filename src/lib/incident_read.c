@@ -107,6 +107,18 @@ static double get_num(rd *r, const json_t *o, const char *where, const char *key
     return v && !json_is_null(v) ? json_number_value(v) : NAN;
 }
 
+/* Microseconds (a number >= 0) as the whole nanoseconds the engine measured them in. */
+static uint64_t get_us_as_ns(rd *r, const json_t *o, const char *where, const char *key)
+{
+    const json_t *v = want(r, o, where, key, T(JSON_INTEGER) | T(JSON_REAL), "a number");
+    double us = v ? json_number_value(v) : 0;
+    if (v && !(us >= 0 && us < 1.8e16)) {
+        refuse(r, where, key, "out of range");
+        return 0;
+    }
+    return (uint64_t)llround(us * 1e3);
+}
+
 static int get_bool(rd *r, const json_t *o, const char *where, const char *key)
 {
     const json_t *v = want(r, o, where, key, T(JSON_TRUE) | T(JSON_FALSE), "a boolean");
@@ -255,8 +267,8 @@ static void read_window(rd *r, const json_t *doc, afd_incident *self)
     get_str(r, o, "window", "task", 0, &w->task);
     w->step = get_u32(r, o, "window", "step");
     get_str(r, o, "window", "wakes", 1, &w->wakes);
-    w->passes_at_us = get_num(r, o, "window", "passes_at_us");
-    w->fails_at_us = get_num(r, o, "window", "fails_at_us");
+    w->passes_at_ns = get_us_as_ns(r, o, "window", "passes_at_us");
+    w->fails_at_ns = get_us_as_ns(r, o, "window", "fails_at_us");
     w->delays_before = get_u32(r, o, "window", "delays_before");
     w->delays_after = get_u32(r, o, "window", "delays_after");
     w->runs = get_u64(r, o, "window", "runs");

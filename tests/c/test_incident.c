@@ -86,6 +86,7 @@ TEST(full_document_round_trips_byte_for_byte)
     CHECK_EQ_INT(inc.fix.fails_before, AFD_TRI_TRUE);
     CHECK_EQ_INT(inc.fix.passes_after, AFD_TRI_NOT_ATTEMPTED);
     CHECK_NEAR(inc.window.probes[1].delay_us, 25.0, 1e-9);
+    CHECK_EQ_U64(inc.window.passes_at_ns, 12400);
     CHECK_EQ_U64(inc.n_stages, 1);
     CHECK_EQ_STR(inc.stages[0].name, "sample");
     free(out);
