@@ -10,6 +10,7 @@ import copy
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -134,3 +135,33 @@ def test_a_fix_with_every_part_round_trips() -> None:
         assert p.returncode == 0, p.stderr.decode()
         assert json.loads(p.stdout) == d
         jsonschema.validate(d, SCHEMA)
+
+
+AFFIDAVIT = Path(sys.executable).parent / "affidavit"
+
+
+def test_merge_reads_an_investigation_back_and_refuses_a_broken_one(tmp_path: Path) -> None:
+    """merge interprets an investigation's document through the C reader: a good one is stored
+    under its verdict, one with a missing key is refused naming the key, and nothing is merged."""
+    env = {**os.environ, "AFFIDAVIT_DIR": str(tmp_path / "store")}
+    good = small()
+    good.update(verdict="reproduced", token="afd1:x")
+    good["cause"] = {"kind": "lost_update", "resource": "A.n", "await_site": None, "summary": "lost update on A.n",
+                     "operations": []}
+    (tmp_path / "good.jsonl").write_text(json.dumps(good) + "\n")
+    p = subprocess.run([str(AFFIDAVIT), "merge", "good.jsonl"], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0 and "1 investigation" in p.stdout, p.stderr
+    rows = json.loads(subprocess.run([str(AFFIDAVIT), "ls", "--json"], cwd=tmp_path, env=env, capture_output=True,
+                                     text=True, timeout=60).stdout)
+    assert [(r["verdict"], r["cause"]) for r in rows] == [("reproduced", "lost_update")], rows
+    bad = copy.deepcopy(good)
+    del bad["natural"]
+    (tmp_path / "bad.jsonl").write_text(json.dumps(good) + "\n" + json.dumps(bad) + "\n")
+    p = subprocess.run([str(AFFIDAVIT), "merge", "bad.jsonl"], cwd=tmp_path, env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr == "affidavit: error: bad.jsonl, line 2: not a result of affidavit (natural: missing)\n"
+    rows = json.loads(subprocess.run([str(AFFIDAVIT), "ls", "--json"], cwd=tmp_path, env=env, capture_output=True,
+                                     text=True, timeout=60).stdout)
+    assert len(rows) == 1, rows
