@@ -165,3 +165,14 @@ def test_merge_reads_an_investigation_back_and_refuses_a_broken_one(tmp_path: Pa
     rows = json.loads(subprocess.run([str(AFFIDAVIT), "ls", "--json"], cwd=tmp_path, env=env, capture_output=True,
                                      text=True, timeout=60).stdout)
     assert len(rows) == 1, rows
+
+
+def test_the_plugin_words_each_verdict_from_the_generated_table() -> None:
+    """The plugin's words come from incident.h's AFD_VERDICTS (affidavit/_verdicts.py is generated
+    from it at build time), one entry for every verdict the document can hold."""
+    from affidavit import _verdicts, pytest_plugin
+
+    assert set(_verdicts.WORDS) == set(SCHEMA["properties"]["verdict"]["enum"])
+    for verdict, words in _verdicts.WORDS.items():
+        lines = pytest_plugin._block(pytest_plugin.Finding("t.py::t", {**small(), "verdict": verdict}))
+        assert lines[0] == f"verdict:  {words}", lines

@@ -26,7 +26,7 @@ typedef struct verdict_row {
 
 static const verdict_row VERDICTS[AFD_VERDICT__COUNT] = {
     [AFD_VERDICT_NONE] = {NULL, NULL, NULL, NULL, -1},
-#define AFD_VERDICT_ROW_(e, name, head, word, css, exit) [AFD_VERDICT_##e] = {name, head, word, css, exit},
+#define AFD_VERDICT_ROW_(e, name, head, word, css, exit, plugin) [AFD_VERDICT_##e] = {name, head, word, css, exit},
     AFD_VERDICTS(AFD_VERDICT_ROW_)
 #undef AFD_VERDICT_ROW_
 };

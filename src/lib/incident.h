@@ -22,20 +22,22 @@
 #define AFD_INCIDENT_SCHEMA 1
 
 /* X(ENUM, name in JSON, words for the terminal's head line, words for the report, CSS class,
- * exit code of investigate). The exit codes are cmds.h's AFD_EXIT_* values. */
-#define AFD_VERDICTS(X)                                                                                        \
-    X(REPRODUCED, "reproduced", "REPRODUCED", "REPRODUCED", "reproduced", 1)                                   \
-    X(NO_FAILURE, "no_failure", "NO FAILURE FOUND", "NO FAILURE", "no-failure", 0)                            \
-    X(ABSTAINED, "abstained", "ABSTAINED", "ABSTAINED", "abstained", 4)                                        \
+ * exit code of investigate (cmds.h's AFD_EXIT_* values), words for the pytest plugin's block).
+ * The plugin reads the last column from affidavit/_verdicts.py, which the build generates from
+ * this table (src/engine/gen_verdicts.c). */
+#define AFD_VERDICTS(X)                                                                                         \
+    X(REPRODUCED, "reproduced", "REPRODUCED", "REPRODUCED", "reproduced", 1, "REPRODUCED")                     \
+    X(NO_FAILURE, "no_failure", "NO FAILURE FOUND", "NO FAILURE", "no-failure", 0, "no failure found")        \
+    X(ABSTAINED, "abstained", "ABSTAINED", "ABSTAINED", "abstained", 4, "ABSTAINED")                           \
     X(DETERMINISTIC, "deterministic", "FAILS UNDER EVERY SCHEDULE TRIED: NOT TIMING-DEPENDENT", "DETERMINISTIC", \
-      "deterministic", 1)                                                                                      \
+      "deterministic", 1, "fails every time (not a race)")                                                    \
     X(TIMING_SENSITIVE, "timing_sensitive", "TIMING-SENSITIVE: A THRESHOLD, NOT A RACE", "TIMING-SENSITIVE",   \
-      "timing-sensitive", 1)                                                                                   \
-    X(INTERRUPTED, "interrupted", "INTERRUPTED (the runs so far)", "INTERRUPTED", "interrupted", 130)
+      "timing-sensitive", 1, "timing-sensitive: a threshold, not a race")                                     \
+    X(INTERRUPTED, "interrupted", "INTERRUPTED (the runs so far)", "INTERRUPTED", "interrupted", 130, "interrupted")
 
 typedef enum afd_verdict {
     AFD_VERDICT_NONE = 0, /* not decided (an investigation that failed before a verdict) */
-#define AFD_VERDICT_ENUM_(e, name, head, word, css, exit) AFD_VERDICT_##e,
+#define AFD_VERDICT_ENUM_(e, name, head, word, css, exit, plugin) AFD_VERDICT_##e,
     AFD_VERDICTS(AFD_VERDICT_ENUM_)
 #undef AFD_VERDICT_ENUM_
         AFD_VERDICT__COUNT
