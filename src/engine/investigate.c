@@ -19,7 +19,6 @@
 #include "explain.h"
 #include "fix.h"
 #include "gate.h"
-#include "storedir.h"
 #include "inv.h"
 #include "inv_report.h"
 #include "minimize.h"
@@ -45,7 +44,6 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
