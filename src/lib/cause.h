@@ -131,9 +131,10 @@ typedef struct afd_cause_history {
     const uint8_t *blocked; /* per run: a blocking call of >= 1 ms or a slow step */
     const uint8_t *natural; /* per run: a natural run */
     size_t n;
-    const char *block_site, *block_task; /* Borrowed; NULL when none */
+    const char *block_site; /* Borrowed: "file:line"; NULL when none, "" when its line is unknown */
+    const char *block_task; /* Borrowed: the task that made it */
     uint64_t block_ns;
-    double slow_step_ms;
+    double slow_step_ms; /* --slow-step: a step of the failing run this long (wall) is evidence */
 } afd_cause_history;
 
 typedef struct afd_cause_input {
@@ -141,10 +142,16 @@ typedef struct afd_cause_input {
     const afd_view *pass; /* Borrowed; NULL when no passing run is compared */
     afd_cause_history hist;
     uint64_t k_fail, n_fail, k_pass, n_pass; /* the replays: failed of run, passed of run */
+    /* A collision window was found: the two runs differ in one delay and nothing else (not in the
+     * values drawn from `random`), so an order that fails in one and passes in the other is
+     * confirmed as the cause rather than only observed. */
     int window_found;
 } afd_cause_input;
 
-/* Decides the cause; appends its evidence rows to ev. Returns 0 or AFD_ENOMEM. */
+/* Decides the cause of in->fail into out (fresh from afd_cause_init: it is filled, not reset)
+ * and appends its evidence rows to ev. Every string out holds is its own copy: out outlives the
+ * views. Returns 0, or AFD_ENOMEM when a string or row could not be kept (out is then partial
+ * but safe to finish). */
 int afd_cause_decide(const afd_cause_input *in, afd_cause *out, afd_evidence *ev);
 
 #endif
