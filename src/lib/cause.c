@@ -19,20 +19,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define AFD_CAUSE_ROW_(e, name, words, css) [AFD_CAUSE_##e] = {name, words, css},
+#define AFD_CAUSE_ACCESS_ROW_(e, name) [AFD_CAUSE_ACCESS_##e] = name,
+
 static const struct {
     const char *name, *words, *css;
-} kinds[] = {
-    [AFD_CAUSE_NONE] = {NULL, NULL, NULL},
-#define AFD_CAUSE_ROW_(e, name, words, css) [AFD_CAUSE_##e] = {name, words, css},
-    AFD_CAUSE_KINDS(AFD_CAUSE_ROW_)
-#undef AFD_CAUSE_ROW_
-};
+} kinds[] = {[AFD_CAUSE_NONE] = {NULL, NULL, NULL}, AFD_CAUSE_KINDS(AFD_CAUSE_ROW_)};
 
-static const char *const accesses[] = {
-#define AFD_CAUSE_ACCESS_ROW_(e, name) [AFD_CAUSE_ACCESS_##e] = name,
-    AFD_CAUSE_ACCESSES(AFD_CAUSE_ACCESS_ROW_)
+static const char *const accesses[] = {AFD_CAUSE_ACCESSES(AFD_CAUSE_ACCESS_ROW_)};
+
+#undef AFD_CAUSE_ROW_
 #undef AFD_CAUSE_ACCESS_ROW_
-};
 
 const char *afd_cause_kind_name(afd_cause_kind k)
 {
@@ -285,8 +282,10 @@ static void order_await(afd_buf *sentence, afd_buf *await_site, const afd_view *
     else if (ys)
         afd_buf_printf(sentence, "; %s had not yet resumed from the await at %s", y->label, ys);
     else if (afd_trace_task_is_callback(f->tr, x->task))
-        afd_buf_printf(sentence, "; %s is a loop callback (call_soon or call_later), not a task: no await of "
-                                     "its own decides when it runs", x->label);
+        afd_buf_printf(sentence,
+                       "; %s is a loop callback (call_soon or call_later), not a task: no await of "
+                       "its own decides when it runs",
+                       x->label);
     else if (!stepped_before(f, x))
         afd_buf_printf(sentence, "; %s ran it in its first step, before any await", x->label);
     else
@@ -298,8 +297,8 @@ static const afd_xaccess *pair_y(const afd_view *fail, const afd_view *pass, con
     return p->y_pass ? &pass->acc[p->y] : &fail->acc[p->y];
 }
 
-static void ochiai_rank(const afd_cause_history *h, const afd_view *fail, const afd_view *pass, afd_xpair *pairs,
-                        size_t n)
+static void ochiai_rank(const afd_cause_history *h, const afd_view *fail, const afd_view *pass,
+                        afd_xpair *pairs, size_t n)
 {
     uint64_t total_failed = 0;
     for (size_t r = 0; r < h->n; r++)
@@ -392,7 +391,8 @@ static void name_deadlock(decision *d)
         for (size_t i = 0; i < len && i < 16; i++) {
             const char *res = afd_trace_string(tr, labels[i]);
             afd_buf_printf(&d->sentence, "%s%s waits for %s held by %s", i ? "; " : "",
-                           afd_trace_task_label(tr, tasks[i]), res, afd_trace_task_label(tr, tasks[(i + 1) % len]));
+                           afd_trace_task_label(tr, tasks[i]), res,
+                           afd_trace_task_label(tr, tasks[(i + 1) % len]));
             afd_buf_printf(&d->resource, "%s%s", i ? ", " : "", res);
             add_other(c, AFD_CAUSE_ACCESS_WAIT, afd_trace_task_label(tr, tasks[i]), "acquire", res, &d->err);
         }
@@ -404,9 +404,10 @@ static void name_deadlock(decision *d)
                 site = tr->events[i].b;
         if (afd_trace_known(tr, site))
             afd_buf_printf(&d->await_site, "%s", afd_trace_string(tr, site));
-        afd_evidence_add(d->ev, "every task blocked; the wait-for graph has a cycle",
-                         (snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " hung", d->in->k_fail, d->in->n_fail), buf),
-                         d->in->k_fail == d->in->n_fail ? "confirmed" : "weaker");
+        afd_evidence_add(
+            d->ev, "every task blocked; the wait-for graph has a cycle",
+            (snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " hung", d->in->k_fail, d->in->n_fail), buf),
+            d->in->k_fail == d->in->n_fail ? "confirmed" : "weaker");
     } else {
         afd_buf_printf(&d->sentence, "every task is blocked and nothing can wake one");
     }
@@ -480,8 +481,8 @@ static void name_lock_order(decision *d)
         const afd_event *e = &ltr->events[i];
         if (e->kind == AFD_EV_STEP)
             step++;
-        if (e->kind != AFD_EV_SYNC || e->a != locks[0] || (e->flags != AFD_SYNC_LOCK_ACQUIRE &&
-                                                            e->flags != AFD_SYNC_LOCK_RELEASE)) {
+        if (e->kind != AFD_EV_SYNC || e->a != locks[0] ||
+            (e->flags != AFD_SYNC_LOCK_ACQUIRE && e->flags != AFD_SYNC_LOCK_RELEASE)) {
             if (e->kind == AFD_EV_SYNC && e->a == locks[1] && e->flags == AFD_SYNC_LOCK_ACQUIRE &&
                 holder0 == e->task + 1) {
                 task = e->task;
@@ -522,18 +523,22 @@ static void name_kind(decision *d)
         add_access(c, f, r, "failing", &d->err);
         add_access(c, f, u, "failing", &d->err);
         add_access(c, f, w, "failing", &d->err);
-    } else if ((d->block_site != AFD_NOSTR && d->block_ns >= 1000000u) || (h->block_site && d->b_ochiai >= 0.8)) {
+    } else if ((d->block_site != AFD_NOSTR && d->block_ns >= 1000000u) ||
+               (h->block_site && d->b_ochiai >= 0.8)) {
         /* a blocking call in the minimal failing run, or in the failing natural runs and strongly
          * associated with failure there */
         int here = d->block_site != AFD_NOSTR;
-        const char *site = here ? afd_trace_known(tr, d->block_site) : h->block_site[0] ? h->block_site : NULL;
+        const char *site = here               ? afd_trace_known(tr, d->block_site)
+                           : h->block_site[0] ? h->block_site
+                                              : NULL;
         const char *task = here ? afd_trace_task_label(tr, d->block_step->task) : h->block_task;
         double ms = (double)(here ? d->block_ns : h->block_ns) / 1e6;
         c->kind = AFD_CAUSE_STARVATION;
         afd_buf_printf(&d->resource, "event loop");
         afd_buf_printf(&d->await_site, "%s", site ? site : "");
-        afd_buf_printf(&d->sentence, "starvation: %s blocks the event loop for %.1f ms%s%s (a blocking call inside "
-                                     "a coroutine: every other task waits)",
+        afd_buf_printf(&d->sentence,
+                       "starvation: %s blocks the event loop for %.1f ms%s%s (a blocking call inside "
+                       "a coroutine: every other task waits)",
                        task, ms, site ? " at " : "", site ? site : "");
         afd_cause_op *op = add_other(c, AFD_CAUSE_ACCESS_BLOCK, task, "blocking call", "event loop", &d->err);
         if (op)
@@ -616,32 +621,38 @@ static void add_evidence(decision *d)
     for (uint32_t i = 0; i < f->n_acc; i++)
         n_inferred += f->acc[i].inferred;
     if (n_inferred)
-        afd_evidence_add(ev, "accesses inferred from the traced lines and the source (no annotations): the lines ran, "
-                             "what they touch is read off the code",
-                         (snprintf(buf, sizeof buf, "%" PRIu32 " of %" PRIu32 " accesses", n_inferred, f->n_acc), buf),
-                         "inferred");
+        afd_evidence_add(
+            ev,
+            "accesses inferred from the traced lines and the source (no annotations): the lines ran, "
+            "what they touch is read off the code",
+            (snprintf(buf, sizeof buf, "%" PRIu32 " of %" PRIu32 " accesses", n_inferred, f->n_acc), buf),
+            "inferred");
     int race_on_cause = 0;
     for (size_t i = 0; i < d->n_races; i++)
         if (d->resource.len && strcmp(f->acc[d->races[i].x].resource, (const char *)d->resource.data) == 0)
             race_on_cause = 1;
     if (d->n_races)
-        afd_evidence_add(ev, race_on_cause ? "the conflicting accesses are unordered by happens-before (a race)"
-                                           : "conflicting accesses unordered by happens-before exist",
-                         (snprintf(buf, sizeof buf, "%zu racing pair%s", d->n_races, d->n_races == 1 ? "" : "s"), buf),
-                         "observed");
+        afd_evidence_add(
+            ev,
+            race_on_cause ? "the conflicting accesses are unordered by happens-before (a race)"
+                          : "conflicting accesses unordered by happens-before exist",
+            (snprintf(buf, sizeof buf, "%zu racing pair%s", d->n_races, d->n_races == 1 ? "" : "s"), buf),
+            "observed");
     if (d->block_site != AFD_NOSTR) {
         const char *at = afd_trace_known(tr, d->block_site);
-        snprintf(buf, sizeof buf, "%.1f ms%s%.300s", (double)d->block_ns / 1e6, at ? " at " : "", at ? at : "");
+        snprintf(buf, sizeof buf, "%.1f ms%s%.300s", (double)d->block_ns / 1e6, at ? " at " : "",
+                 at ? at : "");
         afd_evidence_add(ev, "blocking call (time.sleep) inside a coroutine, in the minimal failing run", buf,
                          "observed");
     }
     if (h->block_site) {
-        snprintf(buf, sizeof buf, "%.1f ms%s%.300s", (double)h->block_ns / 1e6, h->block_site[0] ? " at " : "",
-                 h->block_site);
+        snprintf(buf, sizeof buf, "%.1f ms%s%.300s", (double)h->block_ns / 1e6,
+                 h->block_site[0] ? " at " : "", h->block_site);
         afd_evidence_add(ev, "a blocking call or slow step in a failing natural run", buf, "observed");
-        snprintf(buf, sizeof buf, "Ochiai %.2f (%" PRIu64 " failing, %" PRIu64 " passing natural runs)", d->b_ochiai,
-                 d->bfw, d->bpw);
-        afd_evidence_add(ev, "natural runs with a blocking call (1 ms or more) or a slow step fail", buf, "observed");
+        snprintf(buf, sizeof buf, "Ochiai %.2f (%" PRIu64 " failing, %" PRIu64 " passing natural runs)",
+                 d->b_ochiai, d->bfw, d->bpw);
+        afd_evidence_add(ev, "natural runs with a blocking call (1 ms or more) or a slow step fail", buf,
+                         "observed");
     }
     uint64_t slow = (uint64_t)(h->slow_step_ms * 1e6);
     for (uint32_t i = 0; i < f->n_steps; i++)
@@ -657,8 +668,8 @@ static void add_evidence(decision *d)
         uint32_t locks[16], labels[16];
         size_t len = 0;
         if (afd_view_lock_cycle(f, locks, labels, 16, &len) > 0)
-            afd_evidence_add(ev, "the lock-order graph has a cycle (a potential deadlock)", "in the minimal failing run",
-                             "observed");
+            afd_evidence_add(ev, "the lock-order graph has a cycle (a potential deadlock)",
+                             "in the minimal failing run", "observed");
     }
     if (m.err)
         d->err = m.err;
