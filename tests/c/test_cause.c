@@ -35,6 +35,13 @@ static void fixture_init(fixture *x)
     x->in.hist.slow_step_ms = 1e9; /* no step is slow unless a test says so */
 }
 
+/* Before a shared run of tracebuild.h, which initialises the trace it is given. */
+static void reset_traces(fixture *x)
+{
+    afd_trace_finish(&x->tf);
+    afd_trace_finish(&x->tp);
+}
+
 /* Records a run of the history: its view, whether it failed, blocked, ran naturally. */
 static void fixture_run(fixture *x, const afd_view *v, int failed, int blocked, int natural)
 {
@@ -208,6 +215,7 @@ TEST(order_violation)
 {
     fixture x;
     fixture_init(&x);
+    reset_traces(&x); /* the shared runs initialise their traces */
     tb_inversion_run(&x.tf, 1, 1);
     tb_inversion_run(&x.tp, 0, 1);
     x.have_p = 1;
@@ -248,6 +256,7 @@ TEST(order_violation_writer_only_in_the_passing_run)
 {
     fixture x;
     fixture_init(&x);
+    reset_traces(&x);
     tb_inversion_run(&x.tf, 1, 0);
     tb_inversion_run(&x.tp, 0, 1);
     x.have_p = 1;
@@ -369,7 +378,9 @@ TEST(lock_order_cycle_beside_another_kind_is_evidence)
 {
     fixture x;
     fixture_init(&x);
+    reset_traces(&x);
     tb_lock_run(&x.tf, 1, 1);
+    CHECK_EQ_INT(afd_trace_init(&x.tp), 0);
     afd_trace *t = &x.tf;
     uint32_t l0 = tb_str(t, "deposit#0"), bal = tb_str(t, "BALANCE"), l3 = tb_str(t, "deposit#1");
     tb_task(t, 3, 0, l0);
