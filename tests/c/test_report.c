@@ -8,6 +8,7 @@
 #include "harness.h"
 #include "report.h"
 #include "trace.h"
+#include "tracebuild.h"
 
 #include <jansson.h>
 
@@ -55,26 +56,17 @@ static char *read_fixture(const char *name)
     return text;
 }
 
-static uint32_t str(afd_trace *t, const char *s)
-{
-    uint32_t id = AFD_NOSTR;
-    CHECK_EQ_INT(afd_trace_add_string(t, s, strlen(s), &id), 0);
-    return id;
-}
-
 static void task(afd_trace *t, uint32_t id, const char *label)
 {
-    afd_event ev = {.kind = AFD_EV_TASK, .task = id, .b = str(t, label)};
-    CHECK_EQ_INT(afd_trace_add_events(t, &ev, 1), 0);
+    tb_task(t, id, 0, tb_str(t, label));
 }
 
 /* A step of task id: its ordinal, suspension site (NULL: none), start and cost in microseconds. */
 static void step(afd_trace *t, uint32_t id, uint32_t ordinal, const char *site, uint64_t start_us,
                  uint64_t cost_us)
 {
-    afd_event ev = {.kind = AFD_EV_STEP, .task = id, .a = ordinal, .b = site ? str(t, site) : AFD_NOSTR,
-                    .vtime = start_us * 1000, .cost = cost_us * 1000};
-    CHECK_EQ_INT(afd_trace_add_events(t, &ev, 1), 0);
+    uint32_t at = site ? tb_str(t, site) : AFD_NOSTR;
+    tb_evx(t, AFD_EV_STEP, 0, id, ordinal, at, start_us * 1000, cost_us * 1000, 0);
 }
 
 /* The lost update's two runs: in the failing one deposit#1 reads (its step 1) before deposit#0
@@ -560,7 +552,7 @@ TEST(html_caps_the_steps_it_draws)
     CHECK_EQ_INT(afd_trace_init(&f), 0);
     task(&f, 2, "deposit#0");
     task(&f, 3, "deposit#1");
-    uint32_t site = str(&f, "examples/test_lost_update.py:17");
+    uint32_t site = tb_str(&f, "examples/test_lost_update.py:17");
     for (uint32_t i = 0; i < 20000; i++) {
         afd_event ev = {.kind = AFD_EV_STEP, .task = 2 + (i % 2), .a = i / 2, .b = site,
                         .vtime = (uint64_t)i * 1000, .cost = 500};
