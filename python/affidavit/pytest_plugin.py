@@ -37,6 +37,8 @@ from typing import Any, Dict, Generator, Iterator, List, Optional, Tuple
 
 import pytest
 
+from affidavit._verdicts import WORDS as VERDICT_WORDS
+
 DEFAULTS: Dict[str, str] = {"budget": "60", "explore": "0", "strategy": "portfolio", "slow_step": "100",
                             "report_dir": ".affidavit"}
 INI_HELP = {
@@ -569,10 +571,7 @@ def _block(f: Finding) -> List[str]:
     if f.data is None:
         return [f"not investigated: {f.error}"]
     d = f.data
-    verdict = {"reproduced": "REPRODUCED", "no_failure": "no failure found", "abstained": "ABSTAINED",
-               "deterministic": "fails every time (not a race)",
-               "timing_sensitive": "timing-sensitive: a threshold, not a race",
-               "interrupted": "interrupted"}.get(d.get("verdict", ""), d.get("verdict") or "no verdict")
+    verdict = VERDICT_WORDS.get(d.get("verdict", ""), d.get("verdict") or "no verdict")
     nat = d.get("natural") or {}
     lines = [f"verdict:  {verdict}", f"rate:     {nat.get('failed', 0)}/{nat.get('runs', 0)} natural runs failed"]
     cause = d.get("cause") or {}

@@ -17,7 +17,7 @@
 #include "afd.h"
 #include "buf.h"
 #include "cmds.h"
-#include "incident.h"
+#include "storedir.h"
 #include "pydef.h"
 
 #include <errno.h>

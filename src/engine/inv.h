@@ -7,6 +7,7 @@
 #define AFD_ENGINE_INV_H
 
 #include "buf.h"
+#include "cause.h"
 #include "cmds.h"
 #include "explain.h"
 #include "gate.h"
@@ -98,28 +99,6 @@ typedef struct oracle_ctx {
     window *record; /* when set, each probe of the bisection is kept here */
 } oracle_ctx;
 
-typedef struct evidence {
-    afd_buf json; /* the JSON array's items, comma-separated */
-    afd_buf text; /* the terminal table's rows */
-    int n;
-} evidence;
-
-typedef struct cause {
-    const char *kind; /* NULL: none */
-    afd_buf resource, await_site, sentence;
-    afd_buf ops;   /* JSON array items */
-    afd_buf races; /* JSON array items: the minimal failing run's racing pairs */
-    /* an order violation's early access (in the failing view) and the writer's task label */
-    uint32_t early;      /* access index, or AFD_NOPOS */
-    char writer[256];
-    int writer_writes;   /* the other access of the pair is a write too */
-    int writer_placed;   /* the write's line is known (read off the source, or traced): */
-    uint8_t writer_sync; /* an asyncio primitive's operation (a queue put, an event set) */
-    uint8_t writer_root;
-    uint32_t writer_line;
-    char writer_file[512], writer_name[128];
-} cause;
-
 typedef struct outcome {
     const char *verdict; /* reproduced | no_failure | abstained | deterministic | timing_sensitive */
     afd_timing timing;   /* set for timing_sensitive */
@@ -129,8 +108,8 @@ typedef struct outcome {
     char *pass_token;
     uint64_t replay_runs, replay_failed, pass_runs, pass_passed;
     window win;
-    cause c;
-    evidence ev;
+    afd_cause c;
+    afd_evidence ev;
     char *failure; /* Owned; may hold NUL bytes: failure_len is its length. */
     size_t failure_len;
     const char *abstain_reason;

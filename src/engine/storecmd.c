@@ -9,6 +9,7 @@
 #include "buf.h"
 #include "cmds.h"
 #include "incident.h"
+#include "storedir.h"
 #include "out.h"
 #include "report.h"
 #include "shell.h"
@@ -490,18 +491,21 @@ static int merge_one(afd_store *st, json_t *doc, const char *text, int64_t *id, 
             inc.summary = jstr(json_object_get(doc, "timing"), "summary");
         }
     } else {
-        json_t *nat = json_object_get(doc, "natural"), *cause = json_object_get(doc, "cause");
-        inc.verdict = jstr(doc, "verdict");
-        inc.cause_kind = jstr(cause, "kind");
-        inc.summary = json_is_object(cause) ? jstr(cause, "summary") : jstr(json_object_get(doc, "timing"), "summary");
-        inc.natural_runs = (uint64_t)json_integer_value(json_object_get(nat, "runs"));
-        inc.natural_failed = (uint64_t)json_integer_value(json_object_get(nat, "failed"));
+        /* an investigation's document: read back whole (the first pass checked that it reads) */
+        afd_incident doc_inc;
+        int rc = afd_incident_from_json(text, strlen(text), &doc_inc, err, errlen);
+        const char *kind = afd_cause_kind_name(doc_inc.cause.kind);
+        inc.verdict = afd_verdict_name(doc_inc.verdict);
+        inc.cause_kind = kind ? kind : "";
+        inc.summary = kind ? doc_inc.cause.summary : doc_inc.has_timing ? doc_inc.timing.summary : "";
+        inc.natural_runs = doc_inc.natural_runs;
+        inc.natural_failed = doc_inc.natural_failed;
         inc.rate = inc.natural_runs ? (double)inc.natural_failed / (double)inc.natural_runs : 0;
         n->investigations++;
-        if (!*inc.verdict) {
-            snprintf(err, errlen, "a result is neither an exploration nor an investigation");
-            return AFD_EINVAL;
-        }
+        if (rc == 0)
+            rc = afd_store_add(st, &inc, NULL, 0, NULL, 0, NULL, id, err, errlen);
+        afd_incident_finish(&doc_inc);
+        return rc;
     }
     return afd_store_add(st, &inc, NULL, 0, NULL, 0, NULL, id, err, errlen);
 }
@@ -509,6 +513,15 @@ static int merge_one(afd_store *st, json_t *doc, const char *text, int64_t *id, 
 /* affidavit merge FILE...: folds the results CI jobs wrote (one JSON document a line) into this
  * project's store, so one `affidavit ls` or `serve` shows them all. Nothing is merged from a
  * file with a line that does not parse: the error names the file and the line. */
+/* The one-line reason an investigation's document does not read back (why[0] == 0: it does). */
+static void check_investigation(const char *line, size_t len, char *why, size_t whylen)
+{
+    afd_incident inc;
+    if (afd_incident_from_json(line, len, &inc, why, whylen) == 0)
+        why[0] = 0;
+    afd_incident_finish(&inc);
+}
+
 static int cmd_merge(int argc, char **argv, int json)
 {
     char err[600] = "";
@@ -546,9 +559,15 @@ static int cmd_merge(int argc, char **argv, int json)
                 continue;
             json_error_t je;
             json_t *doc = json_loads(line, JSON_ALLOW_NUL, &je); /* \u0000 in a failure text */
-            if (!json_is_object(doc) || !*jstr(doc, "nodeid")) {
+            char why[300] = "";
+            if (json_is_object(doc) && *jstr(doc, "nodeid") && !json_is_boolean(json_object_get(doc, "found")))
+                check_investigation(line, (size_t)got, why, sizeof why);
+            if (!json_is_object(doc) || !*jstr(doc, "nodeid") || why[0]) {
                 fprintf(stderr, "affidavit: error: %s, line %lu: not a result of affidavit (%s)\n", argv[i], lineno,
-                        !doc ? je.text : !json_is_object(doc) ? "not an object" : "it names no test");
+                        !doc                   ? je.text
+                        : !json_is_object(doc) ? "not an object"
+                        : why[0]               ? why
+                                               : "it names no test");
                 rc = AFD_EXIT_USAGE;
                 json_decref(doc);
             } else {

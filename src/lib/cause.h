@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 /* X(ENUM, name in JSON, words for people, CSS class) */
-#define AFD_CAUSE_KINDS(X)                                                                                    \
+#define AFD_CAUSE_KINDS(X)                                                                                   \
     X(LOST_UPDATE, "lost_update", "lost update", "lost-update")                                              \
     X(CHECK_THEN_ACT, "check_then_act", "check then act", "check-then-act")                                  \
     X(ORDER_VIOLATION, "order_violation", "order violation", "order-violation")                              \
@@ -35,17 +35,43 @@ const char *afd_cause_kind_words(afd_cause_kind k); /* "lost update" */
 const char *afd_cause_kind_css(afd_cause_kind k);
 afd_cause_kind afd_cause_kind_parse(const char *name); /* AFD_CAUSE_NONE when unknown or NULL */
 
-/* One access of one run, as the cause names it. */
+/* X(ENUM, name in JSON) -- what an operation of the cause did. */
+#define AFD_CAUSE_ACCESSES(X)                                                                                \
+    X(READ, "read")                                                                                          \
+    X(WRITE, "write")                                                                                        \
+    X(WAIT, "wait")                                                                                          \
+    X(BLOCK, "block")                                                                                        \
+    X(LOCK, "lock")
+
+typedef enum afd_cause_access {
+#define AFD_CAUSE_ACCESS_ENUM_(e, name) AFD_CAUSE_ACCESS_##e,
+    AFD_CAUSE_ACCESSES(AFD_CAUSE_ACCESS_ENUM_)
+#undef AFD_CAUSE_ACCESS_ENUM_
+        AFD_CAUSE_ACCESS__COUNT
+} afd_cause_access;
+
+const char *afd_cause_access_name(afd_cause_access a); /* "read"; NULL when out of range */
+/* Returns 0 and sets *out, or AFD_EINVAL for an unknown or NULL name. */
+int afd_cause_access_parse(const char *name, afd_cause_access *out);
+
+/* One operation the cause names. Which fields an access carries:
+ *   READ, WRITE  a run's access to shared state: every field but site;
+ *   WAIT         a deadlocked task waiting for a lock: task, operation, resource;
+ *   BLOCK        a blocking call inside a coroutine: task, operation, resource, site;
+ *   LOCK         one lock of a lock-order cycle: operation, resource.
+ * A NULL string field is written out as "" where the access carries it. */
 typedef struct afd_cause_op {
-    const char *run;   /* Borrowed static: "failing" or "passing" */
-    char *task;        /* Owned */
-    char *operation;   /* Owned */
-    char *resource;    /* Owned */
-    int write;
-    uint32_t step, occurrence;
-    int observed;      /* 0: inferred from the source */
-    char *file;        /* Owned; NULL when the line is unknown */
+    afd_cause_access access;
+    const char *run;           /* Borrowed static: "failing" or "passing" (READ and WRITE only) */
+    char *task;                /* Owned: the task's label */
+    char *operation;           /* Owned */
+    char *resource;            /* Owned */
+    int write;                 /* access == AFD_CAUSE_ACCESS_WRITE */
+    uint32_t step, occurrence; /* the task's step ordinal in that run; the same access's count */
+    int observed;              /* 0: inferred from the source */
+    char *file;                /* Owned; NULL when the line is unknown */
     uint32_t line;
+    char *site; /* Owned: BLOCK's "file:line"; NULL when unknown */
 } afd_cause_op;
 
 typedef struct afd_cause_race {
@@ -59,36 +85,44 @@ typedef struct afd_evidence_row {
 } afd_evidence_row;
 
 typedef struct afd_evidence {
-    afd_evidence_row *rows; /* Owned array */
+    afd_evidence_row *rows; /* Owned array, in the order the rows were added */
     size_t n, cap;
+    int err; /* Sticky: AFD_ENOMEM once a row could not be added (later rows are still tried) */
 } afd_evidence;
 
-void afd_evidence_init(afd_evidence *e);
-void afd_evidence_finish(afd_evidence *e); /* accepts NULL */
-int afd_evidence_add(afd_evidence *e, const char *claim, const char *measured, const char *strength);
+void afd_evidence_init(afd_evidence *self);
+void afd_evidence_finish(afd_evidence *self); /* accepts NULL */
+/* Appends a row, copying the three strings (NULL is kept as ""). Returns 0 or AFD_ENOMEM. */
+int afd_evidence_add(afd_evidence *self, const char *claim, const char *measured, const char *strength);
 
 typedef struct afd_cause {
     afd_cause_kind kind;
-    char *resource;   /* Owned; "" when none */
-    char *await_site; /* Owned; NULL when none */
-    char *summary;    /* Owned: the sentence */
+    char *resource;    /* Owned; NULL or "" when none */
+    char *await_site;  /* Owned; NULL when none (never "") */
+    char *summary;     /* Owned: the sentence; NULL only for AFD_CAUSE_NONE */
     afd_cause_op *ops; /* Owned array */
     size_t n_ops;
     afd_cause_race *races; /* Owned array: the minimal failing run's racing pairs */
     size_t n_races;
-    /* an order violation's early access (in the failing view) and the writer, for the fix */
+    /* An order violation's early access (in the failing view) and the other side's task label,
+     * which the fix (AWAIT_TASK, EVENT_GATE) orders. */
     uint32_t early; /* access index, or AFD_NOPOS */
     char writer[256];
-    int writer_writes;
-    int writer_placed;
-    uint8_t writer_sync;
+    int writer_writes;   /* the other access of the pair is a write too */
+    int writer_placed;   /* the write's line is known (read off the source, or traced): */
+    uint8_t writer_sync; /* an asyncio primitive's operation (a queue put, an event set) */
     uint8_t writer_root;
     uint32_t writer_line;
     char writer_file[512], writer_name[128];
 } afd_cause;
 
-void afd_cause_init(afd_cause *c);
-void afd_cause_finish(afd_cause *c); /* accepts NULL */
+void afd_cause_init(afd_cause *self);
+void afd_cause_finish(afd_cause *self); /* accepts NULL; leaves self as afd_cause_init does */
+/* Append a zeroed operation (or racing pair) and return it, or NULL when out of memory. The
+ * result is Borrowed: self owns it and every string the caller stores in it (heap copies), and it
+ * stays valid until the next append. */
+afd_cause_op *afd_cause_add_op(afd_cause *self);
+afd_cause_race *afd_cause_add_race(afd_cause *self);
 
 /* Every run the investigation saw (Borrowed arrays of n entries), for Ochiai and the blocking
  * predicate; and the longest blocking call of a failing natural run. */
@@ -97,9 +131,10 @@ typedef struct afd_cause_history {
     const uint8_t *blocked; /* per run: a blocking call of >= 1 ms or a slow step */
     const uint8_t *natural; /* per run: a natural run */
     size_t n;
-    const char *block_site, *block_task; /* Borrowed; NULL when none */
+    const char *block_site; /* Borrowed: "file:line"; NULL when none, "" when its line is unknown */
+    const char *block_task; /* Borrowed: the task that made it */
     uint64_t block_ns;
-    double slow_step_ms;
+    double slow_step_ms; /* --slow-step: a step of the failing run this long (wall) is evidence */
 } afd_cause_history;
 
 typedef struct afd_cause_input {
@@ -107,10 +142,16 @@ typedef struct afd_cause_input {
     const afd_view *pass; /* Borrowed; NULL when no passing run is compared */
     afd_cause_history hist;
     uint64_t k_fail, n_fail, k_pass, n_pass; /* the replays: failed of run, passed of run */
+    /* A collision window was found: the two runs differ in one delay and nothing else (not in the
+     * values drawn from `random`), so an order that fails in one and passes in the other is
+     * confirmed as the cause rather than only observed. */
     int window_found;
 } afd_cause_input;
 
-/* Decides the cause; appends its evidence rows to ev. Returns 0 or AFD_ENOMEM. */
+/* Decides the cause of in->fail into out (fresh from afd_cause_init: it is filled, not reset)
+ * and appends its evidence rows to ev. Every string out holds is its own copy: out outlives the
+ * views. Returns 0, or AFD_ENOMEM when a string or row could not be kept (out is then partial
+ * but safe to finish). */
 int afd_cause_decide(const afd_cause_input *in, afd_cause *out, afd_evidence *ev);
 
 #endif

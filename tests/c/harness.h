@@ -4,7 +4,10 @@
  * reported as that test's failure and the others still run. Assertions print both operands.
  *
  *   TEST(name) { CHECK_EQ_INT(1 + 1, 2); }
- *   int main(void) { return RUN_TESTS(name, other); }  -- via the TESTS list macro below. */
+ *   int main(void) { RUN_TESTS("suite", T(name), T(other)); }
+ *
+ * A test binary runs every test; `./test_x --list` lists them and `./test_x name ...` runs only
+ * those named (an unknown name exits with status 2 and says so). */
 #ifndef AFD_TEST_HARNESS_H
 #define AFD_TEST_HARNESS_H
 
@@ -68,37 +71,91 @@ typedef struct test_entry {
     void (*fn)(void);
 } test_entry;
 
+/* The command line's arguments after the program name, read from /proc/self/cmdline so that every
+ * test file keeps its `int main(void)` (Linux only, like the engine). Returns their number, at
+ * most cap, pointing into buf; 0 when the file cannot be read. */
+static inline int harness_args(char *buf, size_t size, const char **args, int cap)
+{
+    FILE *f = fopen("/proc/self/cmdline", "rb");
+    if (!f)
+        return 0;
+    size_t len = fread(buf, 1, size - 1, f);
+    fclose(f);
+    buf[len] = 0;
+    int n = 0;
+    size_t i = strlen(buf) + 1; /* the program's own name is not an argument */
+    while (i < len && n < cap) {
+        args[n++] = buf + i;
+        i += strlen(buf + i) + 1;
+    }
+    return n;
+}
+
+static inline int run_one(const char *suite, const test_entry *t)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("fork");
+        return -1;
+    }
+    if (pid == 0) {
+        alarm(TEST_TIMEOUT_S);
+        t->fn();
+        exit(0);
+    }
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0)
+        ;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
+        printf("ok   %s.%s\n", suite, t->name);
+        return 0;
+    }
+    if (WIFSIGNALED(st))
+        printf("FAIL %s.%s (signal %d%s)\n", suite, t->name, WTERMSIG(st),
+               WTERMSIG(st) == SIGALRM ? ": timed out" : "");
+    else
+        printf("FAIL %s.%s\n", suite, t->name);
+    return 1;
+}
+
+/* Runs every test, or with arguments: `--list` prints the tests' names, one a line; `NAME ...`
+ * runs only those (an unknown name is an error, exit status 2, before any test runs). */
 static inline int run_tests(const char *suite, const test_entry *tests, size_t n)
 {
-    int failed = 0;
-    for (size_t i = 0; i < n; i++) {
-        fflush(stdout);
-        fflush(stderr);
-        pid_t pid = fork();
-        if (pid < 0) {
-            perror("fork");
-            return 1;
-        }
-        if (pid == 0) {
-            alarm(TEST_TIMEOUT_S);
-            tests[i].fn();
-            exit(0);
-        }
-        int st = 0;
-        while (waitpid(pid, &st, 0) < 0)
-            ;
-        if (WIFEXITED(st) && WEXITSTATUS(st) == 0) {
-            printf("ok   %s.%s\n", suite, tests[i].name);
-        } else {
-            failed++;
-            if (WIFSIGNALED(st))
-                printf("FAIL %s.%s (signal %d%s)\n", suite, tests[i].name, WTERMSIG(st),
-                       WTERMSIG(st) == SIGALRM ? ": timed out" : "");
-            else
-                printf("FAIL %s.%s\n", suite, tests[i].name);
+    char buf[8192];
+    const char *args[64];
+    int n_args = harness_args(buf, sizeof buf, args, 64);
+    if (n_args == 1 && strcmp(args[0], "--list") == 0) {
+        for (size_t i = 0; i < n; i++)
+            printf("%s\n", tests[i].name);
+        return 0;
+    }
+    for (int a = 0; a < n_args; a++) {
+        size_t i = 0;
+        while (i < n && strcmp(tests[i].name, args[a]) != 0)
+            i++;
+        if (i == n) {
+            fprintf(stderr, "%s: no test named '%s' (--list lists them)\n", suite, args[a]);
+            return 2;
         }
     }
-    printf("%zu passed, %d failed\n", n - (size_t)failed, failed);
+    int failed = 0;
+    size_t ran = 0;
+    for (size_t i = 0; i < n; i++) {
+        int wanted = n_args == 0;
+        for (int a = 0; a < n_args && !wanted; a++)
+            wanted = strcmp(tests[i].name, args[a]) == 0;
+        if (!wanted)
+            continue;
+        int rc = run_one(suite, &tests[i]);
+        if (rc < 0)
+            return 1;
+        failed += rc;
+        ran++;
+    }
+    printf("%zu passed, %d failed\n", ran - (size_t)failed, failed);
     return failed ? 1 : 0;
 }
 

@@ -4,12 +4,7 @@
 #include "harness.h"
 #include "token.h"
 #include "trace.h"
-
-static afd_event ev(uint8_t kind, uint32_t task, uint32_t a, uint32_t b)
-{
-    afd_event e = {.kind = kind, .task = task, .a = a, .b = b};
-    return e;
-}
+#include "tracebuild.h"
 
 /* A run of two tasks: refresh#0 (task 1) takes steps 0-2, use#0 (task 2) steps 0-1. */
 static void two_tasks(afd_trace *t)
@@ -19,11 +14,12 @@ static void two_tasks(afd_trace *t)
     CHECK_EQ_INT(afd_trace_add_string(t, "refresh#0", 9, &refresh), 0);
     CHECK_EQ_INT(afd_trace_add_string(t, "use#0", 5, &use), 0);
     afd_event evs[] = {
-        ev(AFD_EV_TASK, 1, 0, refresh), ev(AFD_EV_STEP, 1, 0, AFD_NOSTR), ev(AFD_EV_TASK, 2, 1, use),
-        ev(AFD_EV_STEP, 2, 0, AFD_NOSTR), ev(AFD_EV_STEP, 1, 1, AFD_NOSTR), ev(AFD_EV_STEP, 2, 1, AFD_NOSTR),
-        ev(AFD_EV_STEP, 1, 2, AFD_NOSTR),
+        tb_event(AFD_EV_TASK, 0, 1, 0, refresh), tb_event(AFD_EV_STEP, 0, 1, 0, AFD_NOSTR),
+        tb_event(AFD_EV_TASK, 0, 2, 1, use), tb_event(AFD_EV_STEP, 0, 2, 0, AFD_NOSTR),
+        tb_event(AFD_EV_STEP, 0, 1, 1, AFD_NOSTR), tb_event(AFD_EV_STEP, 0, 2, 1, AFD_NOSTR),
+        tb_event(AFD_EV_STEP, 0, 1, 2, AFD_NOSTR),
         /* a step of a task with no TASK event, and a task id no recorder gives: never a match */
-        ev(AFD_EV_STEP, 7, 5, AFD_NOSTR), ev(AFD_EV_STEP, 0xffffffffu, 5, AFD_NOSTR),
+        tb_event(AFD_EV_STEP, 0, 7, 5, AFD_NOSTR), tb_event(AFD_EV_STEP, 0, 0xffffffffu, 5, AFD_NOSTR),
     };
     CHECK_EQ_INT(afd_trace_add_events(t, evs, (uint32_t)(sizeof evs / sizeof evs[0])), 0);
 }
@@ -86,7 +82,7 @@ TEST(many_delays_on_one_ordinal)
         CHECK_EQ_INT(afd_schedule_add_delay(&s, label, i % 2 ? 0 : 1, 5), 0);
         uint32_t id;
         CHECK_EQ_INT(afd_trace_add_string(&t, label, strlen(label), &id), 0);
-        afd_event e[2] = {ev(AFD_EV_TASK, i, 0, id), ev(AFD_EV_STEP, i, 0, AFD_NOSTR)};
+        afd_event e[2] = {tb_event(AFD_EV_TASK, 0, i, 0, id), tb_event(AFD_EV_STEP, 0, i, 0, AFD_NOSTR)};
         CHECK_EQ_INT(afd_trace_add_events(&t, e, 2), 0);
     }
     uint8_t ran[300] = {0};

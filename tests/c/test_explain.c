@@ -5,60 +5,7 @@
 #include "explain.h"
 #include "harness.h"
 #include "trace.h"
-
-/* ---- building traces ---- */
-
-static uint32_t str(afd_trace *t, const char *s)
-{
-    uint32_t id = AFD_NOSTR;
-    CHECK_EQ_INT(afd_trace_add_string(t, s, strlen(s), &id), 0);
-    return id;
-}
-
-static void evx(afd_trace *t, uint8_t kind, uint8_t flags, uint32_t task, uint32_t a, uint32_t b,
-                uint64_t vtime, uint64_t cost, uint64_t wall)
-{
-    afd_event ev = {.kind = kind, .flags = flags, .task = task, .a = a, .b = b,
-                    .vtime = vtime, .cost = cost, .wall = wall};
-    CHECK_EQ_INT(afd_trace_add_events(t, &ev, 1), 0);
-}
-
-static void ev(afd_trace *t, uint8_t kind, uint8_t flags, uint32_t task, uint32_t a, uint32_t b)
-{
-    evx(t, kind, flags, task, a, b, 0, 0, 0);
-}
-
-static void task(afd_trace *t, uint32_t id, uint32_t parent, uint32_t label)
-{
-    ev(t, AFD_EV_TASK, 0, id, parent, label);
-}
-
-/* A step begins: origin = 1 + index of the scheduling step (0: none), index1 = 1 + its index. */
-static void wake(afd_trace *t, uint32_t id, uint32_t origin, uint32_t index1)
-{
-    ev(t, AFD_EV_WAKE, 0, id, origin, index1);
-}
-
-static void step(afd_trace *t, uint32_t id, uint32_t ordinal, uint32_t site)
-{
-    ev(t, AFD_EV_STEP, 0, id, ordinal, site);
-}
-
-static void op(afd_trace *t, uint32_t id, uint32_t name, uint32_t resource, int write)
-{
-    ev(t, AFD_EV_OP_BEGIN, (uint8_t)write, id, name, resource);
-    ev(t, AFD_EV_OP_END, (uint8_t)write, id, name, resource);
-}
-
-static void sync_ev(afd_trace *t, uint32_t id, int kind, uint32_t object, uint32_t label)
-{
-    ev(t, AFD_EV_SYNC, (uint8_t)kind, id, object, label);
-}
-
-static void build(afd_view *v, const afd_trace *t)
-{
-    CHECK_EQ_INT(afd_view_build(v, t), 0);
-}
+#include "tracebuild.h"
 
 /* ---- view building ---- */
 
@@ -66,29 +13,29 @@ TEST(view_steps_origins_blocking)
 {
     afd_trace t;
     CHECK_EQ_INT(afd_trace_init(&t), 0);
-    uint32_t lmain = str(&t, "main#0"), lchild = str(&t, "child#0");
-    uint32_t site1 = str(&t, "x.py:10"), site2 = str(&t, "x.py:20");
-    uint32_t sleep1 = str(&t, "x.py:30"), sleep2 = str(&t, "x.py:31");
-    ev(&t, AFD_EV_LOOP, 0, 0, 1, 0);
-    task(&t, 1, 0, lmain);
+    uint32_t lmain = tb_str(&t, "main#0"), lchild = tb_str(&t, "child#0");
+    uint32_t site1 = tb_str(&t, "x.py:10"), site2 = tb_str(&t, "x.py:20");
+    uint32_t sleep1 = tb_str(&t, "x.py:30"), sleep2 = tb_str(&t, "x.py:31");
+    tb_ev(&t, AFD_EV_LOOP, 0, 0, 1, 0);
+    tb_task(&t, 1, 0, lmain);
     /* Global indices 4, 7, 8, 9, 10 (earlier steps' events were dropped): positions 0..4. */
-    wake(&t, 1, 0, 5);
-    evx(&t, AFD_EV_STEP, 0, 1, 0, site1, 1000, 20, 300);
-    task(&t, 2, 1, lchild);
-    ev(&t, AFD_EV_WAKE, 1, 2, 5, 8); /* a timer handle, scheduled by index 4 (position 0) */
-    evx(&t, AFD_EV_BLOCK, 0, 2, AFD_BLOCK_SLEEP, sleep1, 0, 5000, 0);
-    evx(&t, AFD_EV_BLOCK, 0, 2, AFD_BLOCK_SLEEP, sleep2, 0, 7000, 0);
-    evx(&t, AFD_EV_STEP, 0, 2, 0, site2, 2000, 12000, 400);
-    wake(&t, 1, 8, 9); /* scheduled by index 7: position 1 */
-    step(&t, 1, 1, AFD_NOSTR);
-    wake(&t, 2, 0, 10); /* scheduled outside any step */
-    step(&t, 2, 1, site1);
-    wake(&t, 1, 4, 11); /* index 3 never ran in this trace */
-    evx(&t, AFD_EV_BLOCK, 0, 1, AFD_BLOCK_SLEEP, sleep2, 0, 9, 0);
-    step(&t, 1, 2, site2);
+    tb_wake(&t, 1, 0, 5);
+    tb_evx(&t, AFD_EV_STEP, 0, 1, 0, site1, 1000, 20, 300);
+    tb_task(&t, 2, 1, lchild);
+    tb_ev(&t, AFD_EV_WAKE, 1, 2, 5, 8); /* a timer handle, scheduled by index 4 (position 0) */
+    tb_evx(&t, AFD_EV_BLOCK, 0, 2, AFD_BLOCK_SLEEP, sleep1, 0, 5000, 0);
+    tb_evx(&t, AFD_EV_BLOCK, 0, 2, AFD_BLOCK_SLEEP, sleep2, 0, 7000, 0);
+    tb_evx(&t, AFD_EV_STEP, 0, 2, 0, site2, 2000, 12000, 400);
+    tb_wake(&t, 1, 8, 9); /* scheduled by index 7: position 1 */
+    tb_step(&t, 1, 1, AFD_NOSTR);
+    tb_wake(&t, 2, 0, 10); /* scheduled outside any step */
+    tb_step(&t, 2, 1, site1);
+    tb_wake(&t, 1, 4, 11); /* index 3 never ran in this trace */
+    tb_evx(&t, AFD_EV_BLOCK, 0, 1, AFD_BLOCK_SLEEP, sleep2, 0, 9, 0);
+    tb_step(&t, 1, 2, site2);
 
     afd_view v;
-    build(&v, &t);
+    tb_view(&v, &t);
     CHECK(v.tr == &t);
     CHECK_EQ_INT(v.n_steps, 5);
     CHECK_EQ_INT(v.n_acc, 0);
@@ -122,7 +69,7 @@ TEST(view_empty_trace)
     afd_trace t;
     CHECK_EQ_INT(afd_trace_init(&t), 0);
     afd_view v;
-    build(&v, &t);
+    tb_view(&v, &t);
     CHECK_EQ_INT(v.n_steps, 0);
     CHECK_EQ_INT(v.n_acc, 0);
     CHECK_EQ_INT(v.n_edges, 0);
@@ -150,43 +97,44 @@ TEST(view_accesses)
 {
     afd_trace t;
     CHECK_EQ_INT(afd_trace_init(&t), 0);
-    uint32_t la = str(&t, "deposit#0"), lb = str(&t, "waiter#0");
-    uint32_t site = str(&t, "bank.py:7"), opname = str(&t, "credit"), bal = str(&t, "BALANCE");
-    uint32_t evl = str(&t, "Event@bank.py:3"), ql = str(&t, "Queue@bank.py:4"), ll = str(&t, "Lock@bank.py:5");
-    task(&t, 1, 0, la);
-    task(&t, 2, 0, lb);
-    wake(&t, 1, 0, 1);
-    op(&t, 1, AFD_NOSTR, bal, 0);                               /* 0: read */
-    op(&t, 1, opname, bal, 1);                                  /* 1: credit (write) */
-    step(&t, 1, 0, site);
-    wake(&t, 2, 1, 2);
-    sync_ev(&t, 2, AFD_SYNC_CREATE, 1, evl);                    /* not an access */
-    sync_ev(&t, 2, AFD_SYNC_LOCK_ACQUIRE, 2, ll);               /* not an access */
-    sync_ev(&t, 2, AFD_SYNC_EVENT_CHECK, 1, evl);               /* 2: check (read) */
-    sync_ev(&t, 2, AFD_SYNC_LOCK_RELEASE, 2, ll);               /* not an access */
-    ev(&t, AFD_EV_ASSERT_BEGIN, 0, 2, 0, bal);                  /* not an access */
-    ev(&t, AFD_EV_ASSERT_END, 1, 2, 0, bal);                    /* not an access */
-    step(&t, 2, 0, AFD_NOSTR);
-    wake(&t, 1, 2, 3);
-    ev(&t, AFD_EV_OP_END, 3, 1, AFD_NOSTR, bal);                /* 3: write that raised */
-    op(&t, 1, AFD_NOSTR, bal, 0);                               /* 4: read, occurrence 1 */
-    sync_ev(&t, 1, AFD_SYNC_EVENT_SET, 1, evl);                 /* 5: set (write) */
-    sync_ev(&t, 1, AFD_SYNC_EVENT_CLEAR, 1, evl);               /* 6: clear (write) */
-    sync_ev(&t, 1, AFD_SYNC_QUEUE_PUT, 3, ql);                  /* 7: put (write) */
-    step(&t, 1, 1, site);
-    wake(&t, 2, 3, 4);
-    sync_ev(&t, 2, AFD_SYNC_EVENT_OBSERVE, 1, evl);             /* 8: check (read), occurrence 1 */
-    sync_ev(&t, 2, AFD_SYNC_QUEUE_CHECK, 3, ql);                /* 9: check (read) */
-    sync_ev(&t, 2, AFD_SYNC_QUEUE_GET, 3, ql);                  /* 10: get (write) */
-    op(&t, 3, AFD_NOSTR, bal, 1);                               /* 11: an unknown task */
-    step(&t, 2, 1, AFD_NOSTR);
+    uint32_t la = tb_str(&t, "deposit#0"), lb = tb_str(&t, "waiter#0");
+    uint32_t site = tb_str(&t, "bank.py:7"), opname = tb_str(&t, "credit"), bal = tb_str(&t, "BALANCE");
+    uint32_t evl = tb_str(&t, "Event@bank.py:3"), ql = tb_str(&t, "Queue@bank.py:4");
+    uint32_t ll = tb_str(&t, "Lock@bank.py:5");
+    tb_task(&t, 1, 0, la);
+    tb_task(&t, 2, 0, lb);
+    tb_wake(&t, 1, 0, 1);
+    tb_op(&t, 1, AFD_NOSTR, bal, 0);                               /* 0: read */
+    tb_op(&t, 1, opname, bal, 1);                                  /* 1: credit (write) */
+    tb_step(&t, 1, 0, site);
+    tb_wake(&t, 2, 1, 2);
+    tb_sync(&t, 2, AFD_SYNC_CREATE, 1, evl);                    /* not an access */
+    tb_sync(&t, 2, AFD_SYNC_LOCK_ACQUIRE, 2, ll);               /* not an access */
+    tb_sync(&t, 2, AFD_SYNC_EVENT_CHECK, 1, evl);               /* 2: check (read) */
+    tb_sync(&t, 2, AFD_SYNC_LOCK_RELEASE, 2, ll);               /* not an access */
+    tb_ev(&t, AFD_EV_ASSERT_BEGIN, 0, 2, 0, bal);                  /* not an access */
+    tb_ev(&t, AFD_EV_ASSERT_END, 1, 2, 0, bal);                    /* not an access */
+    tb_step(&t, 2, 0, AFD_NOSTR);
+    tb_wake(&t, 1, 2, 3);
+    tb_ev(&t, AFD_EV_OP_END, 3, 1, AFD_NOSTR, bal);                /* 3: write that raised */
+    tb_op(&t, 1, AFD_NOSTR, bal, 0);                               /* 4: read, occurrence 1 */
+    tb_sync(&t, 1, AFD_SYNC_EVENT_SET, 1, evl);                 /* 5: set (write) */
+    tb_sync(&t, 1, AFD_SYNC_EVENT_CLEAR, 1, evl);               /* 6: clear (write) */
+    tb_sync(&t, 1, AFD_SYNC_QUEUE_PUT, 3, ql);                  /* 7: put (write) */
+    tb_step(&t, 1, 1, site);
+    tb_wake(&t, 2, 3, 4);
+    tb_sync(&t, 2, AFD_SYNC_EVENT_OBSERVE, 1, evl);             /* 8: check (read), occurrence 1 */
+    tb_sync(&t, 2, AFD_SYNC_QUEUE_CHECK, 3, ql);                /* 9: check (read) */
+    tb_sync(&t, 2, AFD_SYNC_QUEUE_GET, 3, ql);                  /* 10: get (write) */
+    tb_op(&t, 3, AFD_NOSTR, bal, 1);                               /* 11: an unknown task */
+    tb_step(&t, 2, 1, AFD_NOSTR);
     /* The run ended inside a step: these belong to no step and are dropped. */
-    wake(&t, 1, 4, 5);
-    op(&t, 1, AFD_NOSTR, bal, 1);
-    sync_ev(&t, 1, AFD_SYNC_EVENT_SET, 1, evl);
+    tb_wake(&t, 1, 4, 5);
+    tb_op(&t, 1, AFD_NOSTR, bal, 1);
+    tb_sync(&t, 1, AFD_SYNC_EVENT_SET, 1, evl);
 
     afd_view v;
-    build(&v, &t);
+    tb_view(&v, &t);
     CHECK_EQ_INT(v.n_steps, 4);
     CHECK_EQ_INT(v.n_acc, 12);
     struct {
@@ -243,26 +191,26 @@ static void two_task_run(afd_trace *t, uint32_t ida, uint32_t idb, int reverse_s
     CHECK_EQ_INT(afd_trace_init(t), 0);
     uint32_t la, lb, res, name;
     if (reverse_strings) {
-        name = str(t, "incr");
-        res = str(t, "COUNTER");
-        lb = str(t, "b#0");
-        la = str(t, "a#0");
+        name = tb_str(t, "incr");
+        res = tb_str(t, "COUNTER");
+        lb = tb_str(t, "b#0");
+        la = tb_str(t, "a#0");
     } else {
-        la = str(t, "a#0");
-        lb = str(t, "b#0");
-        res = str(t, "COUNTER");
-        name = str(t, "incr");
+        la = tb_str(t, "a#0");
+        lb = tb_str(t, "b#0");
+        res = tb_str(t, "COUNTER");
+        name = tb_str(t, "incr");
     }
-    task(t, ida, 0, la);
-    task(t, idb, 0, lb);
-    wake(t, ida, 0, 1);
-    op(t, ida, name, res, 1);
-    op(t, ida, name, res, 1);
-    step(t, ida, 0, AFD_NOSTR);
-    wake(t, idb, 0, 2);
-    op(t, idb, name, res, 1);
-    op(t, idb, AFD_NOSTR, res, 0);
-    step(t, idb, 0, AFD_NOSTR);
+    tb_task(t, ida, 0, la);
+    tb_task(t, idb, 0, lb);
+    tb_wake(t, ida, 0, 1);
+    tb_op(t, ida, name, res, 1);
+    tb_op(t, ida, name, res, 1);
+    tb_step(t, ida, 0, AFD_NOSTR);
+    tb_wake(t, idb, 0, 2);
+    tb_op(t, idb, name, res, 1);
+    tb_op(t, idb, AFD_NOSTR, res, 0);
+    tb_step(t, idb, 0, AFD_NOSTR);
 }
 
 TEST(keys_stable_across_runs)
@@ -271,8 +219,8 @@ TEST(keys_stable_across_runs)
     two_task_run(&t1, 1, 2, 0);
     two_task_run(&t2, 9, 4, 1);
     afd_view v1, v2;
-    build(&v1, &t1);
-    build(&v2, &t2);
+    tb_view(&v1, &t1);
+    tb_view(&v2, &t2);
     CHECK_EQ_INT(v1.n_acc, 4);
     CHECK_EQ_INT(v2.n_acc, 4);
     for (uint32_t i = 0; i < 4; i++) {
@@ -296,24 +244,24 @@ TEST(lost_update_classic)
 {
     afd_trace t;
     CHECK_EQ_INT(afd_trace_init(&t), 0);
-    uint32_t l0 = str(&t, "deposit#0"), l1 = str(&t, "deposit#1"), bal = str(&t, "BALANCE");
-    uint32_t site0 = str(&t, "bank.py:10"), site1 = str(&t, "bank.py:11");
-    task(&t, 1, 0, l0);
-    task(&t, 2, 0, l1);
-    wake(&t, 1, 0, 1);
-    op(&t, 1, AFD_NOSTR, bal, 0); /* 0: A, deposit#0 reads */
-    step(&t, 1, 0, site0);
-    wake(&t, 2, 0, 2);
-    op(&t, 2, AFD_NOSTR, bal, 0); /* 1: B, deposit#1 reads */
-    step(&t, 2, 0, site1);
-    wake(&t, 1, 1, 3);
-    op(&t, 1, AFD_NOSTR, bal, 1); /* 2: C, deposit#0 writes */
-    step(&t, 1, 1, AFD_NOSTR);
-    wake(&t, 2, 2, 4);
-    op(&t, 2, AFD_NOSTR, bal, 1); /* 3: D, deposit#1 writes over it */
-    step(&t, 2, 1, AFD_NOSTR);
+    uint32_t l0 = tb_str(&t, "deposit#0"), l1 = tb_str(&t, "deposit#1"), bal = tb_str(&t, "BALANCE");
+    uint32_t site0 = tb_str(&t, "bank.py:10"), site1 = tb_str(&t, "bank.py:11");
+    tb_task(&t, 1, 0, l0);
+    tb_task(&t, 2, 0, l1);
+    tb_wake(&t, 1, 0, 1);
+    tb_op(&t, 1, AFD_NOSTR, bal, 0); /* 0: A, deposit#0 reads */
+    tb_step(&t, 1, 0, site0);
+    tb_wake(&t, 2, 0, 2);
+    tb_op(&t, 2, AFD_NOSTR, bal, 0); /* 1: B, deposit#1 reads */
+    tb_step(&t, 2, 0, site1);
+    tb_wake(&t, 1, 1, 3);
+    tb_op(&t, 1, AFD_NOSTR, bal, 1); /* 2: C, deposit#0 writes */
+    tb_step(&t, 1, 1, AFD_NOSTR);
+    tb_wake(&t, 2, 2, 4);
+    tb_op(&t, 2, AFD_NOSTR, bal, 1); /* 3: D, deposit#1 writes over it */
+    tb_step(&t, 2, 1, AFD_NOSTR);
     afd_view v;
-    build(&v, &t);
+    tb_view(&v, &t);
     afd_xatom out[4];
     size_t n = 99;
     CHECK_EQ_INT(afd_view_lost_updates(&v, out, 4, &n), 0);
@@ -338,26 +286,26 @@ TEST(stale_check_then_act)
 {
     afd_trace t;
     CHECK_EQ_INT(afd_trace_init(&t), 0);
-    uint32_t l0 = str(&t, "withdraw#0"), l1 = str(&t, "withdraw#1"), bal = str(&t, "balance");
-    uint32_t site0 = str(&t, "acct.py:5"), site1 = str(&t, "acct.py:6");
-    task(&t, 1, 0, l0);
-    task(&t, 2, 0, l1);
-    wake(&t, 1, 0, 1);
-    op(&t, 1, AFD_NOSTR, bal, 0); /* 0: withdraw#0 checks */
-    step(&t, 1, 0, site0);
-    wake(&t, 2, 0, 2);
-    op(&t, 2, AFD_NOSTR, bal, 0); /* 1: withdraw#1 checks */
-    step(&t, 2, 0, site1);
-    wake(&t, 1, 1, 3);
-    op(&t, 1, AFD_NOSTR, bal, 0); /* 2: withdraw#0 re-reads */
-    op(&t, 1, AFD_NOSTR, bal, 1); /* 3: ... and writes */
-    step(&t, 1, 1, AFD_NOSTR);
-    wake(&t, 2, 2, 4);
-    op(&t, 2, AFD_NOSTR, bal, 0); /* 4: withdraw#1 re-reads */
-    op(&t, 2, AFD_NOSTR, bal, 1); /* 5: ... and writes on its stale check */
-    step(&t, 2, 1, AFD_NOSTR);
+    uint32_t l0 = tb_str(&t, "withdraw#0"), l1 = tb_str(&t, "withdraw#1"), bal = tb_str(&t, "balance");
+    uint32_t site0 = tb_str(&t, "acct.py:5"), site1 = tb_str(&t, "acct.py:6");
+    tb_task(&t, 1, 0, l0);
+    tb_task(&t, 2, 0, l1);
+    tb_wake(&t, 1, 0, 1);
+    tb_op(&t, 1, AFD_NOSTR, bal, 0); /* 0: withdraw#0 checks */
+    tb_step(&t, 1, 0, site0);
+    tb_wake(&t, 2, 0, 2);
+    tb_op(&t, 2, AFD_NOSTR, bal, 0); /* 1: withdraw#1 checks */
+    tb_step(&t, 2, 0, site1);
+    tb_wake(&t, 1, 1, 3);
+    tb_op(&t, 1, AFD_NOSTR, bal, 0); /* 2: withdraw#0 re-reads */
+    tb_op(&t, 1, AFD_NOSTR, bal, 1); /* 3: ... and writes */
+    tb_step(&t, 1, 1, AFD_NOSTR);
+    tb_wake(&t, 2, 2, 4);
+    tb_op(&t, 2, AFD_NOSTR, bal, 0); /* 4: withdraw#1 re-reads */
+    tb_op(&t, 2, AFD_NOSTR, bal, 1); /* 5: ... and writes on its stale check */
+    tb_step(&t, 2, 1, AFD_NOSTR);
     afd_view v;
-    build(&v, &t);
+    tb_view(&v, &t);
     afd_xatom out[4];
     size_t n = 99;
     CHECK_EQ_INT(afd_view_lost_updates(&v, out, 4, &n), 0);
@@ -374,26 +322,26 @@ TEST(stale_check_then_act)
 
     /* the same accesses one task at a time: every check still holds when acted on */
     CHECK_EQ_INT(afd_trace_init(&t), 0);
-    l0 = str(&t, "withdraw#0");
-    l1 = str(&t, "withdraw#1");
-    bal = str(&t, "balance");
-    task(&t, 1, 0, l0);
-    task(&t, 2, 0, l1);
-    wake(&t, 1, 0, 1);
-    op(&t, 1, AFD_NOSTR, bal, 0);
-    step(&t, 1, 0, AFD_NOSTR);
-    wake(&t, 1, 1, 2);
-    op(&t, 1, AFD_NOSTR, bal, 0);
-    op(&t, 1, AFD_NOSTR, bal, 1);
-    step(&t, 1, 1, AFD_NOSTR);
-    wake(&t, 2, 0, 3);
-    op(&t, 2, AFD_NOSTR, bal, 0);
-    step(&t, 2, 0, AFD_NOSTR);
-    wake(&t, 2, 1, 4);
-    op(&t, 2, AFD_NOSTR, bal, 0);
-    op(&t, 2, AFD_NOSTR, bal, 1);
-    step(&t, 2, 1, AFD_NOSTR);
-    build(&v, &t);
+    l0 = tb_str(&t, "withdraw#0");
+    l1 = tb_str(&t, "withdraw#1");
+    bal = tb_str(&t, "balance");
+    tb_task(&t, 1, 0, l0);
+    tb_task(&t, 2, 0, l1);
+    tb_wake(&t, 1, 0, 1);
+    tb_op(&t, 1, AFD_NOSTR, bal, 0);
+    tb_step(&t, 1, 0, AFD_NOSTR);
+    tb_wake(&t, 1, 1, 2);
+    tb_op(&t, 1, AFD_NOSTR, bal, 0);
+    tb_op(&t, 1, AFD_NOSTR, bal, 1);
+    tb_step(&t, 1, 1, AFD_NOSTR);
+    tb_wake(&t, 2, 0, 3);
+    tb_op(&t, 2, AFD_NOSTR, bal, 0);
+    tb_step(&t, 2, 0, AFD_NOSTR);
+    tb_wake(&t, 2, 1, 4);
+    tb_op(&t, 2, AFD_NOSTR, bal, 0);
+    tb_op(&t, 2, AFD_NOSTR, bal, 1);
+    tb_step(&t, 2, 1, AFD_NOSTR);
+    tb_view(&v, &t);
     n = 99;
     CHECK_EQ_INT(afd_view_stale_checks(&v, out, 4, &n), 0);
     CHECK_EQ_INT(n, 0);
@@ -407,22 +355,22 @@ TEST(lost_update_absent)
      * deposit#1 only writes. */
     afd_trace t;
     CHECK_EQ_INT(afd_trace_init(&t), 0);
-    uint32_t l0 = str(&t, "deposit#0"), l1 = str(&t, "deposit#1"), bal = str(&t, "BALANCE");
-    uint32_t site = str(&t, "bank.py:10");
-    task(&t, 1, 0, l0);
-    task(&t, 2, 0, l1);
-    wake(&t, 2, 0, 1);
-    op(&t, 2, AFD_NOSTR, bal, 1);
-    step(&t, 2, 0, site);
-    wake(&t, 1, 0, 2);
-    op(&t, 1, AFD_NOSTR, bal, 0);
-    op(&t, 1, AFD_NOSTR, bal, 1);
-    step(&t, 1, 0, site);
-    wake(&t, 2, 1, 3);
-    op(&t, 2, AFD_NOSTR, bal, 1);
-    step(&t, 2, 1, AFD_NOSTR);
+    uint32_t l0 = tb_str(&t, "deposit#0"), l1 = tb_str(&t, "deposit#1"), bal = tb_str(&t, "BALANCE");
+    uint32_t site = tb_str(&t, "bank.py:10");
+    tb_task(&t, 1, 0, l0);
+    tb_task(&t, 2, 0, l1);
+    tb_wake(&t, 2, 0, 1);
+    tb_op(&t, 2, AFD_NOSTR, bal, 1);
+    tb_step(&t, 2, 0, site);
+    tb_wake(&t, 1, 0, 2);
+    tb_op(&t, 1, AFD_NOSTR, bal, 0);
+    tb_op(&t, 1, AFD_NOSTR, bal, 1);
+    tb_step(&t, 1, 0, site);
+    tb_wake(&t, 2, 1, 3);
+    tb_op(&t, 2, AFD_NOSTR, bal, 1);
+    tb_step(&t, 2, 1, AFD_NOSTR);
     afd_view v;
-    build(&v, &t);
+    tb_view(&v, &t);
     CHECK_EQ_INT(v.n_acc, 4);
     afd_xatom out[4];
     size_t n = 99;
@@ -434,26 +382,26 @@ TEST(lost_update_absent)
     /* Read, yield, write, but only reads by others in between; and a re-read before the write
      * starts a new read-modify-write. */
     CHECK_EQ_INT(afd_trace_init(&t), 0);
-    l0 = str(&t, "deposit#0");
-    l1 = str(&t, "deposit#1");
-    bal = str(&t, "BALANCE");
-    site = str(&t, "bank.py:10");
-    task(&t, 1, 0, l0);
-    task(&t, 2, 0, l1);
-    wake(&t, 1, 0, 1);
-    op(&t, 1, AFD_NOSTR, bal, 0);
-    step(&t, 1, 0, site);
-    wake(&t, 2, 0, 2);
-    op(&t, 2, AFD_NOSTR, bal, 0);
-    step(&t, 2, 0, site);
-    wake(&t, 1, 1, 3);
-    op(&t, 1, AFD_NOSTR, bal, 1);
-    step(&t, 1, 1, AFD_NOSTR);
-    wake(&t, 2, 2, 4);
-    op(&t, 2, AFD_NOSTR, bal, 0); /* re-read after deposit#0's write */
-    op(&t, 2, AFD_NOSTR, bal, 1);
-    step(&t, 2, 1, AFD_NOSTR);
-    build(&v, &t);
+    l0 = tb_str(&t, "deposit#0");
+    l1 = tb_str(&t, "deposit#1");
+    bal = tb_str(&t, "BALANCE");
+    site = tb_str(&t, "bank.py:10");
+    tb_task(&t, 1, 0, l0);
+    tb_task(&t, 2, 0, l1);
+    tb_wake(&t, 1, 0, 1);
+    tb_op(&t, 1, AFD_NOSTR, bal, 0);
+    tb_step(&t, 1, 0, site);
+    tb_wake(&t, 2, 0, 2);
+    tb_op(&t, 2, AFD_NOSTR, bal, 0);
+    tb_step(&t, 2, 0, site);
+    tb_wake(&t, 1, 1, 3);
+    tb_op(&t, 1, AFD_NOSTR, bal, 1);
+    tb_step(&t, 1, 1, AFD_NOSTR);
+    tb_wake(&t, 2, 2, 4);
+    tb_op(&t, 2, AFD_NOSTR, bal, 0); /* re-read after deposit#0's write */
+    tb_op(&t, 2, AFD_NOSTR, bal, 1);
+    tb_step(&t, 2, 1, AFD_NOSTR);
+    tb_view(&v, &t);
     n = 99;
     CHECK_EQ_INT(afd_view_lost_updates(&v, out, 4, &n), 0);
     CHECK_EQ_INT(n, 0);
@@ -463,41 +411,12 @@ TEST(lost_update_absent)
 
 /* ---- inverted pairs ---- */
 
-/* fail: logger writes LOG; reader reads X, writes LOG; writer writes X (unless !with_writer).
- * pass: logger writes LOG; writer writes X; reader reads X, writes LOG. */
-static void inversion_run(afd_trace *t, int failing, int with_writer)
-{
-    CHECK_EQ_INT(afd_trace_init(t), 0);
-    uint32_t llog = str(t, "logger#0"), lr = str(t, "reader#0"), lw = str(t, "writer#0");
-    uint32_t x = str(t, "X"), log = str(t, "LOG");
-    task(t, 1, 0, llog);
-    task(t, 2, 0, lr);
-    task(t, 3, 0, lw);
-    wake(t, 1, 0, 1);
-    op(t, 1, AFD_NOSTR, log, 1);
-    step(t, 1, 0, AFD_NOSTR);
-    if (!failing) {
-        wake(t, 3, 0, 2);
-        op(t, 3, AFD_NOSTR, x, 1);
-        step(t, 3, 0, AFD_NOSTR);
-    }
-    wake(t, 2, 0, 3);
-    op(t, 2, AFD_NOSTR, x, 0);
-    op(t, 2, AFD_NOSTR, log, 1);
-    step(t, 2, 0, AFD_NOSTR);
-    if (failing && with_writer) {
-        wake(t, 3, 0, 4);
-        op(t, 3, AFD_NOSTR, x, 1);
-        step(t, 3, 0, AFD_NOSTR);
-    }
-}
-
 TEST(conflicts)
 {
     afd_trace t;
-    inversion_run(&t, 1, 1);
+    tb_inversion_run(&t, 1, 1);
     afd_view v;
-    build(&v, &t);
+    tb_view(&v, &t);
     CHECK_EQ_INT(v.n_acc, 4);
     CHECK_EQ_INT(afd_access_conflict(&v.acc[1], &v.acc[3]), 1); /* read X / write X */
     CHECK_EQ_INT(afd_access_conflict(&v.acc[3], &v.acc[1]), 1);
@@ -514,11 +433,11 @@ TEST(conflicts)
 TEST(inverted_pairs_both_ran)
 {
     afd_trace tf, tp;
-    inversion_run(&tf, 1, 1);
-    inversion_run(&tp, 0, 1);
+    tb_inversion_run(&tf, 1, 1);
+    tb_inversion_run(&tp, 0, 1);
     afd_view f, p;
-    build(&f, &tf);
-    build(&p, &tp);
+    tb_view(&f, &tf);
+    tb_view(&p, &tp);
     afd_xpair out[8];
     size_t n = 99;
     CHECK_EQ_INT(afd_inverted_pairs(&f, &p, out, 8, &n), 0);
@@ -552,11 +471,11 @@ TEST(inverted_pairs_both_ran)
 TEST(inverted_pairs_y_only_in_pass)
 {
     afd_trace tf, tp;
-    inversion_run(&tf, 1, 0);
-    inversion_run(&tp, 0, 1);
+    tb_inversion_run(&tf, 1, 0);
+    tb_inversion_run(&tp, 0, 1);
     afd_view f, p;
-    build(&f, &tf);
-    build(&p, &tp);
+    tb_view(&f, &tf);
+    tb_view(&p, &tp);
     CHECK_EQ_INT(f.n_acc, 3);
     afd_xpair out[8];
     size_t n = 99;
@@ -582,43 +501,43 @@ enum { SYNC_NONE, SYNC_LOCK, SYNC_LOCK_OTHER, SYNC_EVENT, SYNC_EVENT_UNSET, SYNC
 static void race_run(afd_trace *t, int how)
 {
     CHECK_EQ_INT(afd_trace_init(t), 0);
-    uint32_t lm = str(t, "main#0"), l1 = str(t, "w#1"), l2 = str(t, "w#2"), x = str(t, "X");
-    uint32_t lock = str(t, "Lock@r.py:1"), lock2 = str(t, "Lock@r.py:2");
-    uint32_t event = str(t, "Event@r.py:3"), queue = str(t, "Queue@r.py:4");
-    task(t, 1, 0, lm);
-    wake(t, 1, 0, 1);
-    op(t, 1, AFD_NOSTR, x, 1);
-    task(t, 2, 1, l1);
-    task(t, 3, 1, l2);
-    step(t, 1, 0, AFD_NOSTR);
-    wake(t, 2, 1, 2);
+    uint32_t lm = tb_str(t, "main#0"), l1 = tb_str(t, "w#1"), l2 = tb_str(t, "w#2"), x = tb_str(t, "X");
+    uint32_t lock = tb_str(t, "Lock@r.py:1"), lock2 = tb_str(t, "Lock@r.py:2");
+    uint32_t event = tb_str(t, "Event@r.py:3"), queue = tb_str(t, "Queue@r.py:4");
+    tb_task(t, 1, 0, lm);
+    tb_wake(t, 1, 0, 1);
+    tb_op(t, 1, AFD_NOSTR, x, 1);
+    tb_task(t, 2, 1, l1);
+    tb_task(t, 3, 1, l2);
+    tb_step(t, 1, 0, AFD_NOSTR);
+    tb_wake(t, 2, 1, 2);
     if (how == SYNC_LOCK || how == SYNC_LOCK_OTHER)
-        sync_ev(t, 2, AFD_SYNC_LOCK_ACQUIRE, 1, lock);
-    op(t, 2, AFD_NOSTR, x, 1);
+        tb_sync(t, 2, AFD_SYNC_LOCK_ACQUIRE, 1, lock);
+    tb_op(t, 2, AFD_NOSTR, x, 1);
     if (how == SYNC_LOCK || how == SYNC_LOCK_OTHER)
-        sync_ev(t, 2, AFD_SYNC_LOCK_RELEASE, 1, lock);
+        tb_sync(t, 2, AFD_SYNC_LOCK_RELEASE, 1, lock);
     if (how == SYNC_EVENT || how == SYNC_EVENT_UNSET)
-        sync_ev(t, 2, AFD_SYNC_EVENT_SET, 2, event);
+        tb_sync(t, 2, AFD_SYNC_EVENT_SET, 2, event);
     if (how == SYNC_QUEUE)
-        sync_ev(t, 2, AFD_SYNC_QUEUE_PUT, 3, queue);
-    step(t, 2, 0, AFD_NOSTR);
-    wake(t, 3, how == SYNC_SCHEDULED ? 2 : 1, 3);
+        tb_sync(t, 2, AFD_SYNC_QUEUE_PUT, 3, queue);
+    tb_step(t, 2, 0, AFD_NOSTR);
+    tb_wake(t, 3, how == SYNC_SCHEDULED ? 2 : 1, 3);
     if (how == SYNC_LOCK)
-        sync_ev(t, 3, AFD_SYNC_LOCK_ACQUIRE, 1, lock);
+        tb_sync(t, 3, AFD_SYNC_LOCK_ACQUIRE, 1, lock);
     if (how == SYNC_LOCK_OTHER)
-        sync_ev(t, 3, AFD_SYNC_LOCK_ACQUIRE, 4, lock2);
+        tb_sync(t, 3, AFD_SYNC_LOCK_ACQUIRE, 4, lock2);
     if (how == SYNC_EVENT)
-        sync_ev(t, 3, AFD_SYNC_EVENT_OBSERVE, 2, event);
+        tb_sync(t, 3, AFD_SYNC_EVENT_OBSERVE, 2, event);
     if (how == SYNC_EVENT_UNSET)
-        sync_ev(t, 3, AFD_SYNC_EVENT_CHECK, 2, event);
+        tb_sync(t, 3, AFD_SYNC_EVENT_CHECK, 2, event);
     if (how == SYNC_QUEUE)
-        sync_ev(t, 3, AFD_SYNC_QUEUE_GET, 3, queue);
-    op(t, 3, AFD_NOSTR, x, 1);
+        tb_sync(t, 3, AFD_SYNC_QUEUE_GET, 3, queue);
+    tb_op(t, 3, AFD_NOSTR, x, 1);
     if (how == SYNC_LOCK)
-        sync_ev(t, 3, AFD_SYNC_LOCK_RELEASE, 1, lock);
+        tb_sync(t, 3, AFD_SYNC_LOCK_RELEASE, 1, lock);
     if (how == SYNC_LOCK_OTHER)
-        sync_ev(t, 3, AFD_SYNC_LOCK_RELEASE, 4, lock2);
-    step(t, 3, 0, AFD_NOSTR);
+        tb_sync(t, 3, AFD_SYNC_LOCK_RELEASE, 4, lock2);
+    tb_step(t, 3, 0, AFD_NOSTR);
 }
 
 static size_t races_of(int how, afd_xpair *out, size_t cap, int check_labels)
@@ -626,7 +545,7 @@ static size_t races_of(int how, afd_xpair *out, size_t cap, int check_labels)
     afd_trace t;
     race_run(&t, how);
     afd_view v;
-    build(&v, &t);
+    tb_view(&v, &t);
     CHECK_EQ_INT(v.n_steps, 3);
     CHECK_EQ_U64(v.steps[1].origin, 0);
     CHECK_EQ_U64(v.steps[2].origin, how == SYNC_SCHEDULED ? 1u : 0u);
@@ -680,7 +599,7 @@ TEST(races_full)
     afd_trace t;
     race_run(&t, SYNC_NONE);
     afd_view v;
-    build(&v, &t);
+    tb_view(&v, &t);
     afd_xpair out[1];
     size_t n = 99;
     CHECK_EQ_INT(afd_view_races(&v, out, 0, &n), AFD_EFULL);
@@ -697,24 +616,24 @@ TEST(races_queue_kth_get_matches_kth_put)
      * asyncio: not a race. */
     afd_trace t;
     CHECK_EQ_INT(afd_trace_init(&t), 0);
-    uint32_t lp = str(&t, "p#0"), lc = str(&t, "c#0"), q = str(&t, "Queue@q.py:1");
-    task(&t, 1, 0, lp);
-    task(&t, 2, 0, lc);
-    wake(&t, 1, 0, 1);
-    sync_ev(&t, 1, AFD_SYNC_QUEUE_PUT, 1, q);
-    step(&t, 1, 0, AFD_NOSTR);
-    wake(&t, 1, 0, 2);
-    sync_ev(&t, 1, AFD_SYNC_QUEUE_PUT, 1, q);
-    step(&t, 1, 1, AFD_NOSTR);
-    wake(&t, 2, 0, 3);
-    sync_ev(&t, 2, AFD_SYNC_QUEUE_GET, 1, q);
-    step(&t, 2, 0, AFD_NOSTR);
-    wake(&t, 2, 0, 4);
-    sync_ev(&t, 2, AFD_SYNC_QUEUE_GET, 1, q);
-    sync_ev(&t, 2, AFD_SYNC_QUEUE_GET, 1, q);
-    step(&t, 2, 1, AFD_NOSTR);
+    uint32_t lp = tb_str(&t, "p#0"), lc = tb_str(&t, "c#0"), q = tb_str(&t, "Queue@q.py:1");
+    tb_task(&t, 1, 0, lp);
+    tb_task(&t, 2, 0, lc);
+    tb_wake(&t, 1, 0, 1);
+    tb_sync(&t, 1, AFD_SYNC_QUEUE_PUT, 1, q);
+    tb_step(&t, 1, 0, AFD_NOSTR);
+    tb_wake(&t, 1, 0, 2);
+    tb_sync(&t, 1, AFD_SYNC_QUEUE_PUT, 1, q);
+    tb_step(&t, 1, 1, AFD_NOSTR);
+    tb_wake(&t, 2, 0, 3);
+    tb_sync(&t, 2, AFD_SYNC_QUEUE_GET, 1, q);
+    tb_step(&t, 2, 0, AFD_NOSTR);
+    tb_wake(&t, 2, 0, 4);
+    tb_sync(&t, 2, AFD_SYNC_QUEUE_GET, 1, q);
+    tb_sync(&t, 2, AFD_SYNC_QUEUE_GET, 1, q);
+    tb_step(&t, 2, 1, AFD_NOSTR);
     afd_view v;
-    build(&v, &t);
+    tb_view(&v, &t);
     CHECK_EQ_INT(v.n_edges, 2);
     CHECK_EQ_INT(v.edge_from[0], 0);
     CHECK_EQ_INT(v.edge_to[0], 2);
@@ -732,42 +651,12 @@ TEST(races_queue_kth_get_matches_kth_put)
 
 /* ---- lock-order and wait-for cycles ---- */
 
-static void lock_run(afd_trace *t, int inverted, int nested)
-{
-    CHECK_EQ_INT(afd_trace_init(t), 0);
-    uint32_t l1 = str(t, "one#0"), l2 = str(t, "two#0");
-    uint32_t lab1 = str(t, "Lock@l.py:1"), lab2 = str(t, "Lock@l.py:2");
-    task(t, 1, 0, l1);
-    task(t, 2, 0, l2);
-    wake(t, 1, 0, 1);
-    sync_ev(t, 1, AFD_SYNC_CREATE, 1, lab1);
-    sync_ev(t, 1, AFD_SYNC_CREATE, 2, lab2);
-    sync_ev(t, 1, AFD_SYNC_LOCK_ACQUIRE, 1, lab1);
-    if (!nested)
-        sync_ev(t, 1, AFD_SYNC_LOCK_RELEASE, 1, lab1);
-    sync_ev(t, 1, AFD_SYNC_LOCK_ACQUIRE, 2, lab2);
-    sync_ev(t, 1, AFD_SYNC_LOCK_RELEASE, 2, lab2);
-    if (nested)
-        sync_ev(t, 1, AFD_SYNC_LOCK_RELEASE, 1, lab1);
-    step(t, 1, 0, AFD_NOSTR);
-    wake(t, 2, 0, 2);
-    uint32_t first = inverted ? 2 : 1, second = inverted ? 1 : 2;
-    uint32_t lfirst = inverted ? lab2 : lab1, lsecond = inverted ? lab1 : lab2;
-    sync_ev(t, 2, AFD_SYNC_LOCK_ACQUIRE, first, lfirst);
-    step(t, 2, 0, AFD_NOSTR);
-    wake(t, 2, 0, 3);
-    sync_ev(t, 2, AFD_SYNC_LOCK_ACQUIRE, second, lsecond); /* still holding the first */
-    sync_ev(t, 2, AFD_SYNC_LOCK_RELEASE, second, lsecond);
-    sync_ev(t, 2, AFD_SYNC_LOCK_RELEASE, first, lfirst);
-    step(t, 2, 1, AFD_NOSTR);
-}
-
 TEST(lock_cycle_inverted_order)
 {
     afd_trace t;
-    lock_run(&t, 1, 1);
+    tb_lock_run(&t, 1, 1);
     afd_view v;
-    build(&v, &t);
+    tb_view(&v, &t);
     uint32_t locks[4] = {0}, labels[4] = {0};
     size_t len = 99;
     CHECK_EQ_INT(afd_view_lock_cycle(&v, locks, labels, 4, &len), 1);
@@ -787,16 +676,16 @@ TEST(lock_cycle_absent)
     uint32_t locks[4], labels[4];
     size_t len;
     /* Consistent order: one#0 and two#0 both take L1 then L2. */
-    lock_run(&t, 0, 1);
-    build(&v, &t);
+    tb_lock_run(&t, 0, 1);
+    tb_view(&v, &t);
     len = 99;
     CHECK_EQ_INT(afd_view_lock_cycle(&v, locks, labels, 4, &len), 0);
     CHECK_EQ_INT(len, 0);
     afd_view_finish(&v);
     afd_trace_finish(&t);
     /* Opposite orders, but one#0 released L1 before taking L2: no edge L1 -> L2. */
-    lock_run(&t, 1, 0);
-    build(&v, &t);
+    tb_lock_run(&t, 1, 0);
+    tb_view(&v, &t);
     len = 99;
     CHECK_EQ_INT(afd_view_lock_cycle(&v, locks, labels, 4, &len), 0);
     CHECK_EQ_INT(len, 0);
@@ -810,26 +699,26 @@ TEST(lock_cycle_other_holders)
      * again. Only a task's own held locks order its acquisitions: no edge, no cycle. */
     afd_trace t;
     CHECK_EQ_INT(afd_trace_init(&t), 0);
-    uint32_t l1 = str(&t, "one#0"), l2 = str(&t, "two#0");
-    uint32_t lab1 = str(&t, "Lock@l.py:1"), lab2 = str(&t, "Lock@l.py:2");
-    task(&t, 1, 0, l1);
-    task(&t, 2, 0, l2);
-    wake(&t, 1, 0, 1);
-    sync_ev(&t, 1, AFD_SYNC_LOCK_ACQUIRE, 1, lab1);
-    step(&t, 1, 0, AFD_NOSTR);
-    wake(&t, 2, 0, 2);
-    sync_ev(&t, 2, AFD_SYNC_LOCK_ACQUIRE, 2, lab2);
-    step(&t, 2, 0, AFD_NOSTR);
-    wake(&t, 1, 0, 3);
-    sync_ev(&t, 1, AFD_SYNC_LOCK_RELEASE, 1, lab1);
-    sync_ev(&t, 1, AFD_SYNC_LOCK_ACQUIRE, 1, lab1);
-    sync_ev(&t, 1, AFD_SYNC_LOCK_RELEASE, 1, lab1);
-    step(&t, 1, 1, AFD_NOSTR);
-    wake(&t, 2, 0, 4);
-    sync_ev(&t, 2, AFD_SYNC_LOCK_RELEASE, 2, lab2);
-    step(&t, 2, 1, AFD_NOSTR);
+    uint32_t l1 = tb_str(&t, "one#0"), l2 = tb_str(&t, "two#0");
+    uint32_t lab1 = tb_str(&t, "Lock@l.py:1"), lab2 = tb_str(&t, "Lock@l.py:2");
+    tb_task(&t, 1, 0, l1);
+    tb_task(&t, 2, 0, l2);
+    tb_wake(&t, 1, 0, 1);
+    tb_sync(&t, 1, AFD_SYNC_LOCK_ACQUIRE, 1, lab1);
+    tb_step(&t, 1, 0, AFD_NOSTR);
+    tb_wake(&t, 2, 0, 2);
+    tb_sync(&t, 2, AFD_SYNC_LOCK_ACQUIRE, 2, lab2);
+    tb_step(&t, 2, 0, AFD_NOSTR);
+    tb_wake(&t, 1, 0, 3);
+    tb_sync(&t, 1, AFD_SYNC_LOCK_RELEASE, 1, lab1);
+    tb_sync(&t, 1, AFD_SYNC_LOCK_ACQUIRE, 1, lab1);
+    tb_sync(&t, 1, AFD_SYNC_LOCK_RELEASE, 1, lab1);
+    tb_step(&t, 1, 1, AFD_NOSTR);
+    tb_wake(&t, 2, 0, 4);
+    tb_sync(&t, 2, AFD_SYNC_LOCK_RELEASE, 2, lab2);
+    tb_step(&t, 2, 1, AFD_NOSTR);
     afd_view v;
-    build(&v, &t);
+    tb_view(&v, &t);
     uint32_t locks[4], labels[4];
     size_t len = 99;
     CHECK_EQ_INT(afd_view_lock_cycle(&v, locks, labels, 4, &len), 0);
@@ -844,21 +733,21 @@ TEST(wait_cycle_deadlock)
     CHECK_EQ_INT(afd_trace_init(&t), 0);
     t.outcome = AFD_OUT_HANG;
     t.flags = AFD_TRACE_DEADLOCK;
-    uint32_t la = str(&t, "a#0"), lb = str(&t, "b#0");
-    uint32_t lab1 = str(&t, "Lock@w.py:1"), lab2 = str(&t, "Lock@w.py:2");
-    task(&t, 7, 0, la);
-    task(&t, 4, 0, lb);
-    wake(&t, 7, 0, 1);
-    sync_ev(&t, 7, AFD_SYNC_CREATE, 1, lab1);
-    sync_ev(&t, 7, AFD_SYNC_LOCK_ACQUIRE, 2, lab2);
-    step(&t, 7, 0, AFD_NOSTR);
-    wake(&t, 4, 0, 2);
-    sync_ev(&t, 4, AFD_SYNC_LOCK_ACQUIRE, 1, lab1);
-    step(&t, 4, 0, AFD_NOSTR);
-    ev(&t, AFD_EV_WAITFOR, 0, 7, 1, 4); /* a#0 (7) waits for lock 1, held by b#0 (4) */
-    ev(&t, AFD_EV_WAITFOR, 0, 4, 2, 7); /* b#0 (4) waits for lock 2, held by a#0 (7) */
+    uint32_t la = tb_str(&t, "a#0"), lb = tb_str(&t, "b#0");
+    uint32_t lab1 = tb_str(&t, "Lock@w.py:1"), lab2 = tb_str(&t, "Lock@w.py:2");
+    tb_task(&t, 7, 0, la);
+    tb_task(&t, 4, 0, lb);
+    tb_wake(&t, 7, 0, 1);
+    tb_sync(&t, 7, AFD_SYNC_CREATE, 1, lab1);
+    tb_sync(&t, 7, AFD_SYNC_LOCK_ACQUIRE, 2, lab2);
+    tb_step(&t, 7, 0, AFD_NOSTR);
+    tb_wake(&t, 4, 0, 2);
+    tb_sync(&t, 4, AFD_SYNC_LOCK_ACQUIRE, 1, lab1);
+    tb_step(&t, 4, 0, AFD_NOSTR);
+    tb_ev(&t, AFD_EV_WAITFOR, 0, 7, 1, 4); /* a#0 (7) waits for lock 1, held by b#0 (4) */
+    tb_ev(&t, AFD_EV_WAITFOR, 0, 4, 2, 7); /* b#0 (4) waits for lock 2, held by a#0 (7) */
     afd_view v;
-    build(&v, &t);
+    tb_view(&v, &t);
     uint32_t tasks[4] = {0}, labels[4] = {0};
     size_t len = 99;
     CHECK_EQ_INT(afd_view_wait_cycle(&v, tasks, labels, 4, &len), 1);
@@ -875,12 +764,12 @@ TEST(wait_cycle_deadlock)
 
     /* A chain, not a cycle: a#0 waits for b#0, who waits for a task (object 0) nobody holds. */
     CHECK_EQ_INT(afd_trace_init(&t), 0);
-    la = str(&t, "a#0");
-    task(&t, 1, 0, la);
-    task(&t, 2, 0, la);
-    ev(&t, AFD_EV_WAITFOR, 0, 1, 0, 2);
-    ev(&t, AFD_EV_WAITFOR, 0, 2, 0, 0);
-    build(&v, &t);
+    la = tb_str(&t, "a#0");
+    tb_task(&t, 1, 0, la);
+    tb_task(&t, 2, 0, la);
+    tb_ev(&t, AFD_EV_WAITFOR, 0, 1, 0, 2);
+    tb_ev(&t, AFD_EV_WAITFOR, 0, 2, 0, 0);
+    tb_view(&v, &t);
     len = 99;
     CHECK_EQ_INT(afd_view_wait_cycle(&v, tasks, labels, 4, &len), 0);
     CHECK_EQ_INT(len, 0);
@@ -894,15 +783,15 @@ TEST(wait_cycle_deadlock)
 static void seq_run(afd_trace *t, const char *seq, uint32_t id_base)
 {
     CHECK_EQ_INT(afd_trace_init(t), 0);
-    uint32_t la = str(t, "a#0"), lb = str(t, "b#0");
-    task(t, id_base + 1, 0, la);
-    task(t, id_base + 2, 0, lb);
+    uint32_t la = tb_str(t, "a#0"), lb = tb_str(t, "b#0");
+    tb_task(t, id_base + 1, 0, la);
+    tb_task(t, id_base + 2, 0, lb);
     uint32_t ord[2] = {0, 0};
     for (uint32_t i = 0; seq[i]; i++) {
         uint32_t k = seq[i] == 'a' ? 0 : seq[i] == 'b' ? 1 : 2;
         uint32_t id = k < 2 ? id_base + 1 + k : 99; /* 99: no TASK event */
-        wake(t, id, 0, i + 1);
-        step(t, id, k < 2 ? ord[k]++ : 0, AFD_NOSTR);
+        tb_wake(t, id, 0, i + 1);
+        tb_step(t, id, k < 2 ? ord[k]++ : 0, AFD_NOSTR);
     }
 }
 
@@ -912,8 +801,8 @@ static uint32_t diverge(const char *x, uint32_t base_x, const char *y, uint32_t 
     seq_run(&tx, x, base_x);
     seq_run(&ty, y, base_y);
     afd_view vx, vy;
-    build(&vx, &tx);
-    build(&vy, &ty);
+    tb_view(&vx, &tx);
+    tb_view(&vy, &ty);
     uint32_t d = afd_view_divergence(&vx, &vy);
     CHECK_EQ_U64(afd_view_divergence(&vy, &vx), d);
     afd_view_finish(&vx);
@@ -938,16 +827,16 @@ TEST(divergence)
     afd_trace tx, ty;
     seq_run(&tx, "ab", 0);
     CHECK_EQ_INT(afd_trace_init(&ty), 0);
-    uint32_t la = str(&ty, "a#0"), lb = str(&ty, "b#0");
-    task(&ty, 1, 0, la);
-    task(&ty, 2, 0, lb);
-    wake(&ty, 1, 0, 1);
-    step(&ty, 1, 0, AFD_NOSTR);
-    wake(&ty, 2, 0, 2);
-    step(&ty, 2, 5, AFD_NOSTR);
+    uint32_t la = tb_str(&ty, "a#0"), lb = tb_str(&ty, "b#0");
+    tb_task(&ty, 1, 0, la);
+    tb_task(&ty, 2, 0, lb);
+    tb_wake(&ty, 1, 0, 1);
+    tb_step(&ty, 1, 0, AFD_NOSTR);
+    tb_wake(&ty, 2, 0, 2);
+    tb_step(&ty, 2, 5, AFD_NOSTR);
     afd_view vx, vy;
-    build(&vx, &tx);
-    build(&vy, &ty);
+    tb_view(&vx, &tx);
+    tb_view(&vy, &ty);
     CHECK_EQ_U64(afd_view_divergence(&vx, &vy), 1);
     afd_view_finish(&vx);
     afd_view_finish(&vy);
@@ -960,9 +849,9 @@ TEST(divergence)
 TEST(summary)
 {
     afd_trace t;
-    inversion_run(&t, 1, 1);
+    tb_inversion_run(&t, 1, 1);
     afd_view v;
-    build(&v, &t);
+    tb_view(&v, &t);
     CHECK_EQ_INT(v.n_acc, 4);
     afd_run_summary s;
     CHECK_EQ_INT(afd_summary_build(&s, &v, 5), 0);
@@ -997,7 +886,7 @@ TEST(summary)
 
     /* An empty view. */
     CHECK_EQ_INT(afd_trace_init(&t), 0);
-    build(&v, &t);
+    tb_view(&v, &t);
     CHECK_EQ_INT(afd_summary_build(&s, &v, 1), 0);
     CHECK_EQ_INT(s.n, 0);
     CHECK_EQ_INT(afd_summary_has(&s, k0), 0);
@@ -1013,24 +902,25 @@ TEST(access_bound)
 {
     afd_trace t;
     CHECK_EQ_INT(afd_trace_init(&t), 0);
-    uint32_t lp = str(&t, "p#0"), lc = str(&t, "c#0"), res = str(&t, "R"), q = str(&t, "Queue@b.py:1");
-    task(&t, 1, 0, lp);
-    task(&t, 2, 0, lc);
+    uint32_t lp = tb_str(&t, "p#0"), lc = tb_str(&t, "c#0"), res = tb_str(&t, "R");
+    uint32_t q = tb_str(&t, "Queue@b.py:1");
+    tb_task(&t, 1, 0, lp);
+    tb_task(&t, 2, 0, lc);
     const uint32_t extra = 5, total = AFD_EXPLAIN_MAX_ACCESSES + extra;
-    wake(&t, 1, 0, 1);
+    tb_wake(&t, 1, 0, 1);
     afd_event e = {.kind = AFD_EV_OP_END, .flags = 1, .task = 1, .a = AFD_NOSTR, .b = res};
     for (uint32_t i = 0; i < total; i++)
         CHECK_EQ_INT(afd_trace_add_events(&t, &e, 1), 0);
-    step(&t, 1, 0, AFD_NOSTR);
+    tb_step(&t, 1, 0, AFD_NOSTR);
     /* Past the bound, steps and happens-before edges still go on. */
-    wake(&t, 1, 1, 2);
-    sync_ev(&t, 1, AFD_SYNC_QUEUE_PUT, 1, q);
-    step(&t, 1, 1, AFD_NOSTR);
-    wake(&t, 2, 0, 3);
-    sync_ev(&t, 2, AFD_SYNC_QUEUE_GET, 1, q);
-    step(&t, 2, 0, AFD_NOSTR);
+    tb_wake(&t, 1, 1, 2);
+    tb_sync(&t, 1, AFD_SYNC_QUEUE_PUT, 1, q);
+    tb_step(&t, 1, 1, AFD_NOSTR);
+    tb_wake(&t, 2, 0, 3);
+    tb_sync(&t, 2, AFD_SYNC_QUEUE_GET, 1, q);
+    tb_step(&t, 2, 0, AFD_NOSTR);
     afd_view v;
-    build(&v, &t);
+    tb_view(&v, &t);
     CHECK_EQ_INT(v.n_acc, AFD_EXPLAIN_MAX_ACCESSES);
     CHECK_EQ_INT(v.n_steps, 3);
     CHECK_EQ_INT(v.acc[AFD_EXPLAIN_MAX_ACCESSES - 1].step, 0);
@@ -1052,11 +942,11 @@ TEST(huge_object_number)
      * per event) is ignored, and no table is sized by it. */
     afd_trace t;
     CHECK_EQ_INT(afd_trace_init(&t), 0);
-    uint32_t la = str(&t, "a#0"), lab = str(&t, "Lock@h.py:1");
-    task(&t, 1, 0, la);
-    wake(&t, 1, 0, 1);
-    sync_ev(&t, 1, AFD_SYNC_EVENT_SET, UINT32_MAX, lab);
-    step(&t, 1, 0, AFD_NOSTR);
+    uint32_t la = tb_str(&t, "a#0"), lab = tb_str(&t, "Lock@h.py:1");
+    tb_task(&t, 1, 0, la);
+    tb_wake(&t, 1, 0, 1);
+    tb_sync(&t, 1, AFD_SYNC_EVENT_SET, UINT32_MAX, lab);
+    tb_step(&t, 1, 0, AFD_NOSTR);
     afd_view v;
     CHECK_EQ_INT(afd_view_build(&v, &t), 0);
     CHECK_EQ_INT(v.n_steps, 1);
@@ -1065,10 +955,10 @@ TEST(huge_object_number)
     /* the same for a step index and a task id far beyond the trace */
     afd_trace t2;
     CHECK_EQ_INT(afd_trace_init(&t2), 0);
-    uint32_t lb = str(&t2, "b#0");
-    task(&t2, UINT32_MAX, 0, lb);
-    wake(&t2, UINT32_MAX, UINT32_MAX, UINT32_MAX);
-    step(&t2, UINT32_MAX, 0, AFD_NOSTR);
+    uint32_t lb = tb_str(&t2, "b#0");
+    tb_task(&t2, UINT32_MAX, 0, lb);
+    tb_wake(&t2, UINT32_MAX, UINT32_MAX, UINT32_MAX);
+    tb_step(&t2, UINT32_MAX, 0, AFD_NOSTR);
     CHECK_EQ_INT(afd_view_build(&v, &t2), 0);
     CHECK_EQ_INT(v.n_steps, 1);
     CHECK_EQ_INT(v.steps[0].origin, AFD_NOPOS);

@@ -8,6 +8,7 @@
 #include "harness.h"
 #include "report.h"
 #include "trace.h"
+#include "tracebuild.h"
 
 #include <jansson.h>
 
@@ -55,26 +56,17 @@ static char *read_fixture(const char *name)
     return text;
 }
 
-static uint32_t str(afd_trace *t, const char *s)
-{
-    uint32_t id = AFD_NOSTR;
-    CHECK_EQ_INT(afd_trace_add_string(t, s, strlen(s), &id), 0);
-    return id;
-}
-
 static void task(afd_trace *t, uint32_t id, const char *label)
 {
-    afd_event ev = {.kind = AFD_EV_TASK, .task = id, .b = str(t, label)};
-    CHECK_EQ_INT(afd_trace_add_events(t, &ev, 1), 0);
+    tb_task(t, id, 0, tb_str(t, label));
 }
 
 /* A step of task id: its ordinal, suspension site (NULL: none), start and cost in microseconds. */
 static void step(afd_trace *t, uint32_t id, uint32_t ordinal, const char *site, uint64_t start_us,
                  uint64_t cost_us)
 {
-    afd_event ev = {.kind = AFD_EV_STEP, .task = id, .a = ordinal, .b = site ? str(t, site) : AFD_NOSTR,
-                    .vtime = start_us * 1000, .cost = cost_us * 1000};
-    CHECK_EQ_INT(afd_trace_add_events(t, &ev, 1), 0);
+    uint32_t at = site ? tb_str(t, site) : AFD_NOSTR;
+    tb_evx(t, AFD_EV_STEP, 0, id, ordinal, at, start_us * 1000, cost_us * 1000, 0);
 }
 
 /* The lost update's two runs: in the failing one deposit#1 reads (its step 1) before deposit#0
@@ -499,6 +491,34 @@ TEST(html_diff_gate_failure_and_other_verdicts)
     free(html);
 }
 
+/* Every verdict the engine writes has its word and class on the page (they come from incident.h's
+ * table), the interrupted one included. */
+TEST(html_every_verdict_has_its_word)
+{
+    static const char *const want[][3] = {
+        {"reproduced", "reproduced", "REPRODUCED"},
+        {"no_failure", "no-failure", "NO FAILURE"},
+        {"abstained", "abstained", "ABSTAINED"},
+        {"deterministic", "deterministic", "DETERMINISTIC"},
+        {"timing_sensitive", "timing-sensitive", "TIMING-SENSITIVE"},
+        {"interrupted", "interrupted", "INTERRUPTED"},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char json[100], cls[100], word[100];
+        snprintf(json, sizeof json, "{\"verdict\": \"%s\"}", want[i][0]);
+        snprintf(cls, sizeof cls, "<section id=\"verdict\" class=\"%s\">", want[i][1]);
+        snprintf(word, sizeof word, "<span class=\"verdict-word\">%s</span>", want[i][2]);
+        char *html = render_html(json, NULL, NULL);
+        CHECK(strstr(html, cls));
+        CHECK(strstr(html, word));
+        free(html);
+    }
+    char *html = render_html("{\"verdict\": \"flaky\"}", NULL, NULL);
+    CHECK(strstr(html, "<section id=\"verdict\" class=\"unknown\">"));
+    CHECK(strstr(html, "<span class=\"verdict-word\">flaky</span>"));
+    free(html);
+}
+
 /* Every key present with the wrong type: still a page, no crash (run under ASan). */
 TEST(html_renders_wrong_types)
 {
@@ -532,7 +552,7 @@ TEST(html_caps_the_steps_it_draws)
     CHECK_EQ_INT(afd_trace_init(&f), 0);
     task(&f, 2, "deposit#0");
     task(&f, 3, "deposit#1");
-    uint32_t site = str(&f, "examples/test_lost_update.py:17");
+    uint32_t site = tb_str(&f, "examples/test_lost_update.py:17");
     for (uint32_t i = 0; i < 20000; i++) {
         afd_event ev = {.kind = AFD_EV_STEP, .task = 2 + (i % 2), .a = i / 2, .b = site,
                         .vtime = (uint64_t)i * 1000, .cost = 500};
@@ -796,6 +816,7 @@ int main(void)
               T(html_marks_what_never_ran), T(html_tier_not_attempted_is_never_a_pass),
               T(html_escapes_hostile_text_everywhere), T(html_refuses_a_malformed_document),
               T(html_renders_an_empty_document), T(html_diff_gate_failure_and_other_verdicts),
+              T(html_every_verdict_has_its_word),
               T(html_renders_wrong_types), T(html_caps_the_steps_it_draws),
               T(sarif_lost_update), T(sarif_order_violation_and_fallback_location),
               T(sarif_empty_and_hostile), T(chrome_trace_has_every_step),

@@ -4,17 +4,10 @@
 #include "buf.h"
 #include "trace.h"
 #include "harness.h"
+#include "tracebuild.h"
 
 /* String ids of the sample trace, in the order sample() adds them. */
 enum { S_TEST, S_FINALIZE, S_SITE, S_OPNAME, S_RESOURCE, S__COUNT };
-
-static afd_event ev_make(uint8_t kind, uint8_t flags, uint32_t task, uint32_t a, uint32_t b,
-                         uint64_t vtime, uint64_t cost, uint64_t wall)
-{
-    afd_event ev = {.kind = kind, .flags = flags, .task = task, .a = a, .b = b,
-                    .vtime = vtime, .cost = cost, .wall = wall};
-    return ev;
-}
 
 /* A trace with every event kind, every header field set and the truncation recorded. */
 static void sample(afd_trace *t)
@@ -37,25 +30,25 @@ static void sample(afd_trace *t)
         CHECK_EQ_INT(id, i);
     }
     afd_event evs[] = {
-        ev_make(AFD_EV_LOOP, 0, 0, 1, 0, 0, 0, 11),
-        ev_make(AFD_EV_TASK, 0, 1, 0, S_TEST, 0, 0, 12),
-        ev_make(AFD_EV_TASK, 0, 2, 1, S_FINALIZE, 0, 0, 13),
-        ev_make(AFD_EV_STEP, 0, 2, 1, S_SITE, 1250000, 200000, 14),
-        ev_make(AFD_EV_STEP, 0, 1, 0, AFD_NOSTR, 1450000, 1000, 15),
-        ev_make(AFD_EV_IDLE, 0, 0, 300000, 0, 1000000, 5000000, 16),
-        ev_make(AFD_EV_OP_BEGIN, 1, 2, S_OPNAME, S_RESOURCE, 6000000, 0, 17),
-        ev_make(AFD_EV_OP_END, 3, 2, S_OPNAME, S_RESOURCE, 6000000, 0, 18),
-        ev_make(AFD_EV_ASSERT_BEGIN, 0, 1, 0, S_RESOURCE, 6100000, 0, 19),
-        ev_make(AFD_EV_ASSERT_END, 0, 1, 0, S_RESOURCE, 6100000, 0, 20),
-        ev_make(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_THREADS, 0, 7000000, 0, 21),
-        ev_make(AFD_EV_WAKE, 1, 2, 1, 2, 7000000, 0, 22),
-        ev_make(AFD_EV_SYNC, AFD_SYNC_LOCK_ACQUIRE, 2, 1, S_RESOURCE, 7000000, 0, 23),
-        ev_make(AFD_EV_BLOCK, 0, 2, AFD_BLOCK_SLEEP, S_SITE, 7000000, 5000000, 24),
-        ev_make(AFD_EV_WAITFOR, 0, 2, 1, 1, 7000000, 0, 25),
-        ev_make(AFD_EV_LINE, 0, 2, S_SITE, 14, 3, S_TEST, 26),
-        ev_make(AFD_EV_LOCAL, 0, 2, S_OPNAME, 14, 4, S_RESOURCE, 27),
-        ev_make(AFD_EV_DEADLINE, 0, 2, 1, S_SITE, 7000000, 100000000, 28),
-        ev_make(AFD_EV_DEADLINE_LATE, 0, 2, 1, AFD_NOSTR, 8000000, 100000000, 29),
+        tb_event_timed(AFD_EV_LOOP, 0, 0, 1, 0, 0, 0, 11),
+        tb_event_timed(AFD_EV_TASK, 0, 1, 0, S_TEST, 0, 0, 12),
+        tb_event_timed(AFD_EV_TASK, 0, 2, 1, S_FINALIZE, 0, 0, 13),
+        tb_event_timed(AFD_EV_STEP, 0, 2, 1, S_SITE, 1250000, 200000, 14),
+        tb_event_timed(AFD_EV_STEP, 0, 1, 0, AFD_NOSTR, 1450000, 1000, 15),
+        tb_event_timed(AFD_EV_IDLE, 0, 0, 300000, 0, 1000000, 5000000, 16),
+        tb_event_timed(AFD_EV_OP_BEGIN, 1, 2, S_OPNAME, S_RESOURCE, 6000000, 0, 17),
+        tb_event_timed(AFD_EV_OP_END, 3, 2, S_OPNAME, S_RESOURCE, 6000000, 0, 18),
+        tb_event_timed(AFD_EV_ASSERT_BEGIN, 0, 1, 0, S_RESOURCE, 6100000, 0, 19),
+        tb_event_timed(AFD_EV_ASSERT_END, 0, 1, 0, S_RESOURCE, 6100000, 0, 20),
+        tb_event_timed(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_THREADS, 0, 7000000, 0, 21),
+        tb_event_timed(AFD_EV_WAKE, 1, 2, 1, 2, 7000000, 0, 22),
+        tb_event_timed(AFD_EV_SYNC, AFD_SYNC_LOCK_ACQUIRE, 2, 1, S_RESOURCE, 7000000, 0, 23),
+        tb_event_timed(AFD_EV_BLOCK, 0, 2, AFD_BLOCK_SLEEP, S_SITE, 7000000, 5000000, 24),
+        tb_event_timed(AFD_EV_WAITFOR, 0, 2, 1, 1, 7000000, 0, 25),
+        tb_event_timed(AFD_EV_LINE, 0, 2, S_SITE, 14, 3, S_TEST, 26),
+        tb_event_timed(AFD_EV_LOCAL, 0, 2, S_OPNAME, 14, 4, S_RESOURCE, 27),
+        tb_event_timed(AFD_EV_DEADLINE, 0, 2, 1, S_SITE, 7000000, 100000000, 28),
+        tb_event_timed(AFD_EV_DEADLINE_LATE, 0, 2, 1, AFD_NOSTR, 8000000, 100000000, 29),
     };
     CHECK_EQ_INT(afd_trace_add_events(t, evs, (uint32_t)(sizeof evs / sizeof evs[0])), 0);
 }
@@ -200,7 +193,7 @@ TEST(large_trace_grows_amortized)
     CHECK_EQ_INT(afd_trace_add_string(&t, "t#0", 3, &id), 0);
     CHECK_EQ_INT(afd_trace_add_events(&t, NULL, 0), 0);
     for (uint32_t i = 0; i < 300000; i++) {
-        afd_event ev = ev_make(AFD_EV_STEP, 0, 1, i, id, (uint64_t)i * 1000, 7, i);
+        afd_event ev = tb_event_timed(AFD_EV_STEP, 0, 1, i, id, (uint64_t)i * 1000, 7, i);
         CHECK_EQ_INT(afd_trace_add_events(&t, &ev, 1), 0);
     }
     CHECK(t.cap_events >= t.n_events && t.cap_events < 2 * t.n_events);
@@ -777,23 +770,23 @@ TEST(format_event_lines)
     check_line(&t, &t.events[9], "assertion on report.status by task test_x#0 raised");
     check_line(&t, &t.events[10], "uncontrolled at t=7.000ms: a thread called back into the loop");
 
-    afd_event ev = ev_make(AFD_EV_OP_END, 0, 42, AFD_NOSTR, S_RESOURCE, 0, 0, 0);
+    afd_event ev = tb_event_timed(AFD_EV_OP_END, 0, 42, AFD_NOSTR, S_RESOURCE, 0, 0, 0);
     check_line(&t, &ev, "read report.status by task task-42 ended");
-    ev = ev_make(AFD_EV_IDLE, 0, 0, 0, 0, 1999999, 1234, 0);
+    ev = tb_event_timed(AFD_EV_IDLE, 0, 0, 0, 0, 1999999, 1234, 0);
     check_line(&t, &ev, "idle: clock jumps 0.001ms to t=2.001ms");
-    ev = ev_make(AFD_EV_IDLE, 0, 0, 0, 0, 0, 499, 0);
+    ev = tb_event_timed(AFD_EV_IDLE, 0, 0, 0, 0, 0, 499, 0);
     check_line(&t, &ev, "idle: clock jumps 0.000ms to t=0.000ms");
-    ev = ev_make(AFD_EV_ASSERT_END, 1, 2, 0, AFD_NOSTR, 0, 0, 0);
+    ev = tb_event_timed(AFD_EV_ASSERT_END, 1, 2, 0, AFD_NOSTR, 0, 0, 0);
     check_line(&t, &ev, "assertion by task finalize_report#0 passed"); /* no "?" for a missing name */
-    ev = ev_make(AFD_EV_STEP, 0, 2, 3, AFD_NOSTR, 0, 0, 0);
+    ev = tb_event_timed(AFD_EV_STEP, 0, 2, 3, AFD_NOSTR, 0, 0, 0);
     check_line(&t, &ev, "step finalize_report#0 #3 at t=0.000ms cost 0.000ms");
-    ev = ev_make(AFD_EV_BLOCK, 0, 2, 0, AFD_NOSTR, 0, 2000000, 0);
+    ev = tb_event_timed(AFD_EV_BLOCK, 0, 2, 0, AFD_NOSTR, 0, 2000000, 0);
     check_line(&t, &ev, "blocking time.sleep(2.000ms) in task finalize_report#0");
-    ev = ev_make(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_FOREIGN_LOOP, 0, 0, 0, 0);
+    ev = tb_event_timed(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_FOREIGN_LOOP, 0, 0, 0, 0);
     check_line(&t, &ev, "uncontrolled at t=0.000ms: an event loop affidavit does not control ran");
-    ev = ev_make(AFD_EV_UNCONTROLLED, 0, 0, 1u << 10, 0, 0, 0, 0);
+    ev = tb_event_timed(AFD_EV_UNCONTROLLED, 0, 0, 1u << 10, 0, 0, 0, 0);
     check_line(&t, &ev, "uncontrolled at t=0.000ms: source 0x400");
-    ev = ev_make(77, 0, 0, 0, 0, 0, 0, 0);
+    ev = tb_event_timed(77, 0, 0, 0, 0, 0, 0, 0);
     check_line(&t, &ev, "event of unknown kind 77");
     afd_trace_finish(&t);
 }

@@ -1,5 +1,5 @@
-/* incident.c -- the project's store and report directory (see incident.h). */
-#include "incident.h"
+/* storedir.c -- the project's store and report directory (see storedir.h). */
+#include "storedir.h"
 #include "afd.h"
 #include "buf.h"
 #include "report.h"

@@ -1,8 +1,8 @@
-/* incident.h -- where incidents are kept: `.affidavit/` in the working directory (the project
+/* storedir.h -- where incidents are kept: `.affidavit/` in the working directory (the project
  * root the node ids are relative to), or the directory AFFIDAVIT_DIR names (the pytest plugin's
  * report_dir setting), holding `incidents.db` and `reports/`. */
-#ifndef AFD_ENGINE_INCIDENT_H
-#define AFD_ENGINE_INCIDENT_H
+#ifndef AFD_ENGINE_STOREDIR_H
+#define AFD_ENGINE_STOREDIR_H
 
 #include "store.h"
 #include "trace.h"

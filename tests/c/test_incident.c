@@ -1,0 +1,214 @@
+/* test_incident.c -- the incident document: every key read back and written out byte for byte,
+ * bad documents refused with a reason naming the key, and the verdict table's columns. */
+#include "afd.h"
+#include "harness.h"
+#include "incident.h"
+
+#include <math.h>
+
+/* A document that holds every key the engine writes, each optional part present (check, timing,
+ * window, a cause with every kind of operation, races, fix with every tier, stages), a failure
+ * with a NUL byte and a non-ASCII character: in the writer's own format, so to_json(from_json(x))
+ * must be x exactly. */
+static const char FULL[] =
+    "{\"incident\": null, \"report\": null, \"schema\": 1, \"nodeid\": \"t.py::test_x\", \"check\": {\"file\": "
+    "\"app.py\", \"class\": \"Cache\", \"method\": \"get\", \"calls\": 8}, \"verdict\": \"timing_sensitive\", \"timing\": "
+    "{\"summary\": \"fails only when one step takes longer than the 0.1 s timer armed at t.py:4: a "
+    "slow machine, not a race\", \"duration_us\": 100000, \"site\": \"t.py:4\", \"check_runs\": 10, \"check_passed\": "
+    "10}, \"natural\": {\"runs\": 50, \"failed\": 3, \"ci95\": [0.0206, 0.16217]}, \"token\": \"afd1:abc\", "
+    "\"replay\": {\"runs\": 10, \"failed\": 10, \"identical_traces\": false}, \"passing_token\": null, \"passing_replay\": "
+    "{\"runs\": 0, \"passed\": 0}, \"window_us\": 12.5, \"window\": {\"task\": \"w#0\", \"step\": 2, \"wakes\": "
+    "\"r#1\", \"passes_at_us\": 12.4, \"fails_at_us\": 12.5, \"delays_before\": 3, \"delays_after\": 1, \"runs\": "
+    "7, \"searched_one_delay\": false, \"probes\": [{\"delay_us\": 0, \"failed\": false}, {\"delay_us\": 25, "
+    "\"failed\": true}]}, \"cause\": {\"kind\": \"starvation\", \"resource\": \"event loop\", \"await_site\": "
+    "null, \"summary\": \"s\", \"operations\": [{\"task\": \"a#0\", \"operation\": \"blocking call\", \"resource\": "
+    "\"event loop\", \"access\": \"block\", \"site\": \"t.py:9\"}, {\"task\": \"a#0\", \"operation\": \"acquire\", "
+    "\"resource\": \"L\", \"access\": \"wait\"}, {\"operation\": \"acquire\", \"resource\": \"L\", \"access\": \"lock\"}, "
+    "{\"run\": \"passing\", \"task\": \"b#1\", \"operation\": \"write\", \"resource\": \"X.v\", \"access\": \"write\", "
+    "\"step\": 1, \"occurrence\": 0, \"observed\": false}]}, \"evidence\": [{\"claim\": \"c\", \"measured\": \"m\", "
+    "\"strength\": \"observed\"}], \"races\": [{\"resource\": \"X.v\", \"operations\": [{\"run\": \"failing\", \"task\": "
+    "\"a#0\", \"operation\": \"read\", \"resource\": \"X.v\", \"access\": \"read\", \"step\": 0, \"occurrence\": 1, "
+    "\"observed\": true, \"file\": \"t.py\", \"line\": 3}, {\"run\": \"failing\", \"task\": \"b#1\", \"operation\": "
+    "\"write\", \"resource\": \"X.v\", \"access\": \"write\", \"step\": 1, \"occurrence\": 0, \"observed\": true, "
+    "\"file\": \"t.py\", \"line\": 5}]}], \"fix\": {\"kind\": \"LOCK\", \"why_none\": null, \"diff\": \"--- a/t.py\\n+++ "
+    "b/t.py\\n\", \"gate\": [{\"check\": \"parses\", \"group\": \"syntax\", \"passed\": true, \"reason\": \"ok\"}], "
+    "\"tiers\": {\"replay\": {\"token_failed_before\": \"10/10\", \"runs\": 10, \"passed\": 10}, \"exploration\": "
+    "{\"schedules\": 100, \"failed_before\": 40, \"failed_after\": 0}, \"natural\": {\"runs\": 200, \"failed\": "
+    "0, \"rate_below\": 0.015}, \"overhead\": {\"median_ms_before\": 1.25, \"median_ms_after\": 1.5}}, \"regression_test\": "
+    "{\"node\": \"t.py::test_regression\", \"fails_before\": true, \"passes_after\": \"not attempted\"}, \"candidates\": "
+    "[{\"kind\": \"LOCK\", \"changed_lines\": 4, \"tried\": true, \"gate_passed\": true, \"verified\": true}], "
+    "\"verified\": true, \"applied\": false, \"apply\": null}, \"failure\": \"boom\\u0000after NUL \xc3""\xa9""\", \"environment\": "
+    "{\"python\": \"CPython 3.11.7\", \"hash_seed\": \"0\", \"platform\": \"Linux\"}, \"step_limit_runs\": 1, "
+    "\"truncated_traces\": 2, \"runs\": 123, \"seconds\": 4.56, \"stages\": [{\"name\": \"sample\", \"seconds\": "
+    "0.5, \"runs\": 50}]}\n";
+
+/* The smallest document the reader accepts: no --fix, no check, nothing found. */
+static const char SMALL[] =
+    "{\"nodeid\": \"t.py::t\", \"verdict\": \"no_failure\", \"timing\": null, \"natural\": {\"runs\": 5, "
+    "\"failed\": 0, \"ci95\": [0, 0.434482]}, \"token\": null, \"replay\": {\"runs\": 0, \"failed\": 0, "
+    "\"identical_traces\": null}, \"passing_token\": null, \"passing_replay\": {\"runs\": 0, \"passed\": 0}, "
+    "\"window_us\": null, \"window\": null, \"cause\": null, \"evidence\": [], \"races\": [], \"failure\": \"\", "
+    "\"environment\": {\"python\": \"CPython 3.11.7\", \"hash_seed\": \"0\", \"platform\": \"Linux\"}, "
+    "\"step_limit_runs\": 0, \"truncated_traces\": 0, \"runs\": 5, \"seconds\": 0.25}\n";
+
+/* to_json(from_json(text)) as a heap string (the caller frees it). */
+static char *round_trip(const char *text, size_t len, afd_incident *inc)
+{
+    char err[300];
+    int rc = afd_incident_from_json(text, len, inc, err, sizeof err);
+    if (rc < 0)
+        FAIL_AT("refused: %s", err);
+    char *out = NULL;
+    size_t out_len = 0;
+    CHECK_EQ_INT(afd_incident_to_json(inc, &out, &out_len), 0);
+    CHECK_EQ_U64(out_len, strlen(out));
+    return out;
+}
+
+TEST(full_document_round_trips_byte_for_byte)
+{
+    afd_incident inc;
+    char *out = round_trip(FULL, sizeof FULL - 1, &inc);
+    CHECK_EQ_STR(out, FULL);
+    /* and the struct holds what the keys say */
+    CHECK_EQ_INT(inc.verdict, AFD_VERDICT_TIMING_SENSITIVE);
+    CHECK_EQ_INT(inc.cause.kind, AFD_CAUSE_STARVATION);
+    CHECK_EQ_U64(inc.cause.n_ops, 4);
+    CHECK_EQ_INT(inc.cause.ops[0].access, AFD_CAUSE_ACCESS_BLOCK);
+    CHECK_EQ_STR(inc.cause.ops[0].site, "t.py:9");
+    CHECK_EQ_STR(inc.cause.ops[3].run, "passing");
+    CHECK(inc.cause.ops[3].file == NULL);
+    CHECK_EQ_U64(inc.cause.n_races, 1);
+    CHECK_EQ_U64(inc.cause.races[0].ops[1].line, 5);
+    CHECK_EQ_U64(inc.failure_len, 17); /* "boom", NUL, "after NUL ", two bytes of U+00E9 */
+    CHECK(inc.failure[4] == 0);
+    CHECK_EQ_INT(inc.identical_traces, 0);
+    CHECK_EQ_INT(inc.fix.fails_before, AFD_TRI_TRUE);
+    CHECK_EQ_INT(inc.fix.passes_after, AFD_TRI_NOT_ATTEMPTED);
+    CHECK_NEAR(inc.window.probes[1].delay_us, 25.0, 1e-9);
+    CHECK_EQ_U64(inc.window.passes_at_ns, 12400);
+    CHECK_EQ_U64(inc.n_stages, 1);
+    CHECK_EQ_STR(inc.stages[0].name, "sample");
+    free(out);
+    afd_incident_finish(&inc);
+}
+
+TEST(small_document_gains_only_the_schema_key)
+{
+    afd_incident inc;
+    char *out = round_trip(SMALL, sizeof SMALL - 1, &inc);
+    const char *want_head = "{\"schema\": 1, \"nodeid\": ";
+    CHECK(strncmp(out, want_head, strlen(want_head)) == 0);
+    CHECK_EQ_STR(out + strlen(want_head), SMALL + strlen("{\"nodeid\": "));
+    CHECK_EQ_INT(inc.has_fix, 0);
+    CHECK_EQ_INT(inc.with_ids, 0);
+    CHECK_EQ_INT(inc.identical_traces, -1);
+    free(out);
+    afd_incident_finish(&inc);
+}
+
+/* Replaces the first occurrence of from in SMALL with to, then expects a refusal whose reason is
+ * want. */
+static void check_refused(const char *from, const char *to, const char *want)
+{
+    char doc[2048];
+    const char *at = strstr(SMALL, from);
+    CHECK(at != NULL);
+    snprintf(doc, sizeof doc, "%.*s%s%s", (int)(at - SMALL), SMALL, to, at + strlen(from));
+    afd_incident inc;
+    char err[300] = "unset";
+    CHECK_EQ_INT(afd_incident_from_json(doc, strlen(doc), &inc, err, sizeof err), AFD_EINVAL);
+    CHECK_EQ_STR(err, want);
+    CHECK(strchr(err, '\n') == NULL);
+    afd_incident_finish(&inc);
+}
+
+TEST(bad_documents_are_refused_naming_the_key)
+{
+    check_refused("\"nodeid\": \"t.py::t\", ", "", "nodeid: missing");
+    check_refused("\"nodeid\": \"t.py::t\"", "\"nodeid\": 3", "nodeid: not a string");
+    check_refused("\"no_failure\"", "\"flaky\"", "verdict: unknown: \"flaky\"");
+    check_refused("\"runs\": 5, \"failed\"", "\"runs\": \"5\", \"failed\"", "natural.runs: not an integer");
+    check_refused("\"runs\": 5, \"failed\"", "\"runs\": -5, \"failed\"", "natural.runs: out of range");
+    check_refused("[0, 0.434482]", "[0]", "natural.ci95: not a pair");
+    check_refused("\"cause\": null", "\"cause\": {\"kind\": 1}", "cause.kind: not a string");
+    check_refused("\"cause\": null", "\"cause\": {\"kind\": \"flaky\", \"resource\": \"\"}",
+                  "cause.kind: unknown: \"flaky\"");
+    check_refused("\"evidence\": []", "\"evidence\": [{\"claim\": \"c\", \"measured\": \"m\"}]",
+                  "evidence.strength: missing");
+    check_refused("\"races\": []", "\"races\": {}", "races: not an array");
+    check_refused("\"window\": null", "\"window\": []", "window: not an object or null");
+    check_refused("\"seconds\": 0.25", "\"seconds\": true", "seconds: not a number");
+    check_refused("{\"nodeid\"", "{\"schema\": 2, \"nodeid\"", "schema: version 2 is not 1");
+    check_refused("\"runs\": 5, \"seconds\"", "\"runs\": 5, \"fix\": 1, \"seconds\"", "fix: not an object");
+    check_refused("\"races\": []",
+                  "\"races\": [{\"resource\": \"r\", \"operations\": [{\"access\": \"peek\"}, {}]}]",
+                  "races.access: unknown: \"peek\"");
+}
+
+TEST(not_json_is_refused)
+{
+    afd_incident inc;
+    char err[300];
+    CHECK_EQ_INT(afd_incident_from_json("{\"nodeid\": ", 11, &inc, err, sizeof err), AFD_EINVAL);
+    CHECK(strncmp(err, "not JSON: ", 10) == 0);
+    afd_incident_finish(&inc);
+    CHECK_EQ_INT(afd_incident_from_json("[1, 2]", 6, &inc, err, sizeof err), AFD_EINVAL);
+    CHECK_EQ_STR(err, "document: not an object");
+    afd_incident_finish(&inc);
+}
+
+TEST(writer_replaces_bytes_that_are_not_utf8)
+{
+    afd_incident inc;
+    afd_incident_init(&inc);
+    inc.verdict = AFD_VERDICT_REPRODUCED;
+    inc.nodeid = strdup("t.py::t[\xff]");
+    inc.failure = malloc(4);
+    memcpy(inc.failure, "a\0\xc3z", 4);
+    inc.failure_len = 4;
+    inc.ci95_lo = NAN;
+    inc.seconds = 3;
+    char *out = NULL;
+    CHECK_EQ_INT(afd_incident_to_json(&inc, &out, NULL), 0);
+    CHECK(strstr(out, "\"nodeid\": \"t.py::t[\xef\xbf\xbd]\"") != NULL);
+    CHECK(strstr(out, "\"failure\": \"a\\u0000\xef\xbf\xbdz\"") != NULL);
+    CHECK(strstr(out, "\"ci95\": [null, 0]") != NULL);
+    CHECK(strstr(out, "\"seconds\": 3}") != NULL);
+    free(out);
+    inc.verdict = AFD_VERDICT_NONE; /* a verdict must be decided before the document is written */
+    CHECK_EQ_INT(afd_incident_to_json(&inc, &out, NULL), AFD_EINVAL);
+    CHECK(out == NULL);
+    afd_incident_finish(&inc);
+    afd_incident_finish(NULL);
+}
+
+TEST(verdict_table)
+{
+    CHECK_EQ_INT(afd_verdict_exit(AFD_VERDICT_REPRODUCED), 1);
+    CHECK_EQ_INT(afd_verdict_exit(AFD_VERDICT_NO_FAILURE), 0);
+    CHECK_EQ_INT(afd_verdict_exit(AFD_VERDICT_ABSTAINED), 4);
+    CHECK_EQ_INT(afd_verdict_exit(AFD_VERDICT_DETERMINISTIC), 1);
+    CHECK_EQ_INT(afd_verdict_exit(AFD_VERDICT_TIMING_SENSITIVE), 1);
+    CHECK_EQ_INT(afd_verdict_exit(AFD_VERDICT_INTERRUPTED), 130);
+    CHECK_EQ_INT(afd_verdict_exit(AFD_VERDICT_NONE), -1);
+    CHECK_EQ_STR(afd_verdict_head(AFD_VERDICT_NO_FAILURE), "NO FAILURE FOUND");
+    CHECK_EQ_STR(afd_verdict_word(AFD_VERDICT_NO_FAILURE), "NO FAILURE");
+    CHECK_EQ_STR(afd_verdict_css(AFD_VERDICT_TIMING_SENSITIVE), "timing-sensitive");
+    CHECK_EQ_STR(afd_verdict_word(AFD_VERDICT_INTERRUPTED), "INTERRUPTED");
+    CHECK(afd_verdict_name(AFD_VERDICT_NONE) == NULL);
+    CHECK(afd_verdict_name(AFD_VERDICT__COUNT) == NULL);
+    for (int v = 1; v < AFD_VERDICT__COUNT; v++) {
+        CHECK_EQ_INT(afd_verdict_parse(afd_verdict_name((afd_verdict)v)), v);
+        CHECK(afd_verdict_head((afd_verdict)v) && afd_verdict_word((afd_verdict)v) && afd_verdict_css((afd_verdict)v));
+    }
+    CHECK_EQ_INT(afd_verdict_parse("REPRODUCED"), AFD_VERDICT_NONE);
+    CHECK_EQ_INT(afd_verdict_parse(NULL), AFD_VERDICT_NONE);
+}
+
+int main(void)
+{
+    RUN_TESTS("incident", T(full_document_round_trips_byte_for_byte), T(small_document_gains_only_the_schema_key),
+              T(bad_documents_are_refused_naming_the_key), T(not_json_is_refused),
+              T(writer_replaces_bytes_that_are_not_utf8), T(verdict_table));
+}
