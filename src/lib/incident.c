@@ -7,6 +7,7 @@
  * read back and written again is the same text. One document per investigation: speed does not
  * matter here, clarity does. */
 #include "incident.h"
+#include "text.h"
 
 #include "afd.h"
 
@@ -136,59 +137,17 @@ int afd_incident_add_stage(afd_incident *self, const char *name, double seconds,
 
 /* ---- writing ---- */
 
-/* The length of the UTF-8 sequence at p (at most left bytes), or 0 when it is not one: overlong
- * forms, surrogates and code points past U+10FFFF are refused, as a JSON reader would. */
-static size_t utf8_seq(const unsigned char *p, size_t left)
-{
-    unsigned c = p[0];
-    size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
-    if (!n || n > left)
-        return 0;
-    uint32_t cp = n == 1 ? c : n == 2 ? c & 0x1f : n == 3 ? c & 0x0f : c & 0x07;
-    for (size_t i = 1; i < n; i++) {
-        if ((p[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (p[i] & 0x3f);
-    }
-    static const uint32_t min_of[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min_of[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-        return 0;
-    return n;
-}
-
 /* A JSON string of the n bytes at s (NULL: null), each byte that is not UTF-8 as U+FFFD; NUL
  * bytes are kept (jansson writes them as \u0000). Returns NULL when out of memory. */
 static json_t *text_n(const char *s, size_t n)
 {
     if (!s)
         return json_null();
-    const unsigned char *p = (const unsigned char *)s;
-    size_t bad = 0;
-    for (size_t i = 0; i < n;) {
-        size_t k = utf8_seq(p + i, n - i);
-        bad += !k;
-        i += k ? k : 1;
-    }
-    if (!bad)
-        return json_stringn(s, n);
-    char *clean = malloc(n + 2 * bad + 1);
-    if (!clean)
-        return NULL;
-    size_t w = 0;
-    for (size_t i = 0; i < n;) {
-        size_t k = utf8_seq(p + i, n - i);
-        if (k) {
-            memcpy(clean + w, p + i, k);
-            w += k;
-            i += k;
-        } else {
-            memcpy(clean + w, "\xef\xbf\xbd", 3);
-            w += 3;
-            i++;
-        }
-    }
-    json_t *j = json_stringn(clean, w);
-    free(clean);
+    afd_buf b;
+    afd_buf_init(&b);
+    afd_utf8_clean(&b, s, n, AFD_UTF8_REPLACEMENT, 0);
+    json_t *j = b.err ? NULL : json_stringn(b.data ? (const char *)b.data : "", b.len);
+    afd_buf_finish(&b);
     return j;
 }
 

@@ -16,6 +16,7 @@
  * many it left out, and stays under about a megabyte. The Chrome trace is streamed one event at a
  * time, so its memory does not grow with a jansson tree of the whole run. */
 #include "report_int.h"
+#include "text.h"
 #include "afd.h"
 #include "shell.h"
 
@@ -55,75 +56,10 @@ void report_put(afd_buf *out, const char *s)
     afd_buf_put(out, s, strlen(s));
 }
 
-/* The length of the valid UTF-8 sequence at p (at most left bytes), or 0 when it is not one:
- * overlong forms, surrogates and code points above U+10FFFF are refused, as jansson does. */
-size_t report_utf8_seq(const unsigned char *p, size_t left)
-{
-    unsigned char c = p[0], lo = 0x80, hi = 0xbf;
-    size_t n;
-    if (c < 0x80)
-        return 1;
-    if (c >= 0xc2 && c <= 0xdf) {
-        n = 2;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        n = 3;
-        lo = c == 0xe0 ? 0xa0 : 0x80;
-        hi = c == 0xed ? 0x9f : 0xbf;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        n = 4;
-        lo = c == 0xf0 ? 0x90 : 0x80;
-        hi = c == 0xf4 ? 0x8f : 0xbf;
-    } else {
-        return 0;
-    }
-    if (left < n || p[1] < lo || p[1] > hi)
-        return 0;
-    for (size_t i = 2; i < n; i++)
-        if (p[i] < 0x80 || p[i] > 0xbf)
-            return 0;
-    return n;
-}
-
-/* The one HTML escaper. Besides the five markup characters it replaces control characters and
- * bytes that are not UTF-8 (trace strings are bytes) with U+FFFD, so the page is always text. */
-void report_esc_n(afd_buf *out, const char *s, size_t n)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t i = 0, start = 0;
-    char picture[16];
-    while (i < n) {
-        const char *rep = NULL;
-        size_t step = 1;
-        switch (p[i]) {
-        case '&': rep = "&amp;"; break;
-        case '<': rep = "&lt;"; break;
-        case '>': rep = "&gt;"; break;
-        case '"': rep = "&quot;"; break;
-        case '\'': rep = "&#39;"; break;
-        case '\n': case '\t': case '\r': break;
-        default:
-            if (p[i] < 0x20 || p[i] == 0x7f) {
-                /* A control is shown as its Unicode picture (NUL as U+2400), as on the terminal:
-                 * a NUL in a failure message is part of what the reviewer must see. */
-                snprintf(picture, sizeof picture, "&#x%x;", p[i] == 0x7f ? 0x2421u : 0x2400u + p[i]);
-                rep = picture;
-            } else if (p[i] >= 0x80) {
-                step = report_utf8_seq(p + i, n - i);
-                if (!step) {
-                    rep = REPLACEMENT;
-                    step = 1;
-                }
-            }
-        }
-        if (rep) {
-            afd_buf_put(out, s + start, i - start);
-            report_put(out, rep);
-            start = i + step;
-        }
-        i += step;
-    }
-    afd_buf_put(out, s + start, n - start);
-}
+/* The one HTML escaper (text.h): the five markup characters as entities, controls as their
+ * pictures and bytes that are not UTF-8 (trace strings are bytes) as U+FFFD, so the page is always
+ * text. */
+void report_esc_n(afd_buf *out, const char *s, size_t n) { afd_html_strn(out, s, n); }
 
 void report_esc(afd_buf *out, const char *s)
 {
@@ -137,11 +73,11 @@ void report_esc_cut(afd_buf *out, const char *s, size_t max)
     const unsigned char *p = (const unsigned char *)s;
     size_t n = strlen(s), i = 0, chars = 0;
     while (i < n && chars < max - 1) {
-        size_t k = report_utf8_seq(p + i, n - i);
+        size_t k = afd_utf8_len(p + i, n - i);
         i += k ? k : 1;
         chars++;
     }
-    if (i >= n || (chars == max - 1 && i + report_utf8_seq(p + i, n - i) >= n)) {
+    if (i >= n || (chars == max - 1 && i + afd_utf8_len(p + i, n - i) >= n)) {
         report_esc(out, s);
         return;
     }

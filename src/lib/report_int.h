@@ -27,7 +27,6 @@
 /* Locations listed per SARIF result. */
 #define MAX_LOCATIONS 16u
 
-#define REPLACEMENT "\xef\xbf\xbd" /* U+FFFD, for bytes that are not text */
 
 enum { RUN_PASSING = 0, RUN_FAILING = 1 };
 
@@ -84,7 +83,6 @@ typedef struct page {
 void report_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void report_reset(afd_buf *out);
 void report_put(afd_buf *out, const char *s);
-size_t report_utf8_seq(const unsigned char *p, size_t left);
 void report_esc_n(afd_buf *out, const char *s, size_t n);
 void report_esc(afd_buf *out, const char *s);
 void report_esc_cut(afd_buf *out, const char *s, size_t max);

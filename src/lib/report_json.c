@@ -4,6 +4,7 @@
  * first because jansson refuses anything else. The Chrome trace is streamed one event at a time,
  * so its memory does not grow with a jansson tree of the whole run. */
 #include "report_int.h"
+#include "text.h"
 #include "afd.h"
 #include "shell.h"
 
@@ -26,19 +27,9 @@ static json_t *jtext(const char *s)
     json_t *j = json_string(s);
     if (j)
         return j;
-    size_t n = strlen(s);
     afd_buf b;
     afd_buf_init(&b);
-    for (size_t i = 0; i < n;) {
-        size_t k = report_utf8_seq((const unsigned char *)s + i, n - i);
-        if (k) {
-            afd_buf_put(&b, s + i, k);
-            i += k;
-        } else {
-            report_put(&b, REPLACEMENT);
-            i++;
-        }
-    }
+    afd_utf8_clean(&b, s, strlen(s), AFD_UTF8_REPLACEMENT, 0);
     j = b.err ? NULL : json_stringn(b.data ? (const char *)b.data : "", b.len);
     afd_buf_finish(&b);
     return j;
