@@ -9,9 +9,11 @@
 #include "buf.h"
 #include "out.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,9 +49,14 @@ int afd_spans_open(const char *path, afd_spans **out)
         afd_spans_free(self);
         return AFD_ENOMEM;
     }
-    /* the same directory as path: rename(2) is atomic only within one file system */
+    /* the same directory as path: rename(2) is atomic only within one file system; a directory
+     * there would make the rename fail at the end, after every run */
     snprintf(self->tmp, n, "%s.tmp-XXXXXX", path);
-    self->fd = mkstemp(self->tmp);
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        errno = EISDIR;
+    else
+        self->fd = mkstemp(self->tmp);
     if (self->fd < 0) {
         free(self->tmp);
         self->tmp = NULL;
