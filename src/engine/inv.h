@@ -79,10 +79,10 @@ typedef struct inv {
     uint64_t total_runs;
     uint64_t step_limited; /* runs stopped at --max-steps: neither passes nor failures */
     uint64_t truncated;    /* runs whose trace hit its size bound */
-    /* every run seen, for Ochiai and the blocking-call predicate (Owned arrays of cap_sums) */
-    afd_run_summary *sums;
-    uint8_t *blocked; /* per run: it made a blocking call of >= 1 ms or had a slow step */
-    uint8_t *natural; /* per run: a natural run */
+    /* every run seen, for Ochiai and the blocking-call predicate */
+    afd_run_summary *sums; /* Owned: n_sums of cap_sums, each finished by inv_finish */
+    uint8_t *blocked; /* Owned: per run: it made a blocking call of >= 1 ms or had a slow step */
+    uint8_t *natural; /* Owned: per run: a natural run */
     size_t n_sums, cap_sums;
     int in_natural;   /* the natural phase is running */
     char *block_site; /* Owned: the longest blocking call of a failing natural run: "file:line" */
