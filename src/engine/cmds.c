@@ -71,10 +71,10 @@ void tally_finish(tally *t)
     free(t->foreign_loop);
 }
 
-runlog *active_runlog;
-
 void runlog_finish(runlog *r)
 {
+    if (!r)
+        return;
     for (size_t i = 0; i < r->n; i++)
         free((char *)r->v[i].token);
     free(r->v);
@@ -124,8 +124,8 @@ int tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
     t->steps[t->runs] = tr ? tr->steps : 0;
     t->wall[t->runs] = res->wall_ns;
     uint64_t digest = tr ? afd_trace_digest(tr) : 0;
-    if (active_runlog)
-        runlog_add(active_runlog, res, tr, digest);
+    if (t->log)
+        runlog_add(t->log, res, tr, digest);
     if (t->runs == 0)
         t->first_digest = digest;
     else if (digest != t->first_digest)
@@ -256,8 +256,8 @@ int start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd)
  * completion order. Stops submitting when take() returns nonzero or the time budget is spent.
  * Returns 0, or AFD_EIO if interrupted. */
 
-int run_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make,
-                     take_fn take, void *ctx, afd_progress *prog, tally *t)
+static int batch_runs(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make, take_fn take,
+                      void *ctx, afd_progress *prog, tally *t)
 {
     uint64_t next = first, end = first + n;
     uint64_t deadline = seconds > 0 ? now_ns() + (uint64_t)(seconds * 1e9) : 0;
@@ -305,6 +305,20 @@ int run_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_f
             stop = 1;
     }
     return 0;
+}
+
+int run_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make, take_fn take, void *ctx,
+              afd_progress *prog, tally *t)
+{
+    uint64_t start = now_ns(), runs_before = t->runs;
+    int rc = batch_runs(pool, first, n, seconds, make, take, ctx, prog, t);
+    if (t->spans) {
+        char args[160];
+        snprintf(args, sizeof args, "{\"first\": %" PRIu64 ", \"asked\": %" PRIu64 ", \"runs\": %" PRIu64 "}", first,
+                 n, t->runs - runs_before);
+        afd_spans_add(t->spans, "batch", "runs", start, now_ns(), args);
+    }
+    return rc;
 }
 
 int report_no_loop(const afd_cli *cli, const tally *t)

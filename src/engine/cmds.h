@@ -38,6 +38,7 @@ typedef struct afd_cli {
     int fix;              /* investigate: propose a fix and run the policy gate on it */
     int allow_src;        /* investigate --fix: edits outside test files pass the gate */
     int apply;            /* investigate --fix --apply: write a verified fix, keeping FILE.orig */
+    const char *trace_out; /* investigate --trace-out FILE: the pipeline's spans (borrowed from argv) */
     /* check FILE --cls C --method M: the target, and the Python expressions given (NULL: none) */
     const char *check_file, *check_cls, *check_method;
     const char *check_init, *check_args, *check_state, *check_invariant;

@@ -22,14 +22,6 @@
 #include <sys/utsname.h>
 #include <time.h>
 
-int inv_fix_verified(const outcome *o)
-{
-    if (o->regression_node && !(o->reg_ran && o->reg_fails_before && o->reg_passes_after))
-        return 0;
-    return o->verified_ran && o->v_replay_runs && o->v_replay_passed == o->v_replay_runs && o->v_explore_n &&
-           o->v_explore_failed_after == 0 && o->v_natural_runs && o->v_natural_failed == 0;
-}
-
 /* *dst = a copy of s (NULL stays NULL); 1 when the copy could not be made. */
 static int dup_to(char **dst, const char *s)
 {
@@ -202,6 +194,13 @@ static int incident_from_outcome(const afd_cli *cli, const inv *v, outcome *o, u
     inc->abstain_reason = o->abstain_reason;
     inc->max_steps = cli->max_steps;
     bad |= dup_to(&inc->verify_error, o->v_error[0] ? o->v_error : NULL);
+    for (int k = 0; k < INV__STAGES && !bad; k++) {
+        const char *name;
+        double seconds;
+        uint64_t runs;
+        inv_stage_measure(v, k, &name, &seconds, &runs);
+        bad |= afd_incident_add_stage(inc, name, seconds, runs) < 0;
+    }
     return bad || inc->evidence.err ? AFD_ENOMEM : 0;
 }
 
@@ -326,6 +325,15 @@ static void text_document(const afd_incident *inc, afd_buf *b)
         afd_buf_printf(b, "  trace truncated at its size bound in %" PRIu64 " of %" PRIu64 " runs\n",
                        inc->truncated_traces, inc->runs);
     afd_buf_printf(b, "  (%" PRIu64 " runs in %.1f s)\n", inc->runs, inc->seconds);
+    /* the pipeline's stages; one that did not run was measured as nothing at all */
+    for (size_t k = 0; k < inc->n_stages; k++) {
+        const afd_incident_stage *st = &inc->stages[k];
+        afd_buf_printf(b, "  [%zu/%zu] %s ... ", k + 1, inc->n_stages, st->name);
+        if (st->seconds > 0 || st->runs)
+            afd_buf_printf(b, "%.2f s (%" PRIu64 " run%s)\n", st->seconds, st->runs, st->runs == 1 ? "" : "s");
+        else
+            afd_buf_printf(b, "skipped\n");
+    }
 }
 
 /* Stores the incident (its JSON document, every run, the failing and the nearest passing traces,

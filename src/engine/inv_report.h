@@ -7,10 +7,6 @@
 
 #include <stdint.h>
 
-/* Whether the proposed fix passed every verification tier (and its regression test, when one was
- * written). */
-int inv_fix_verified(const outcome *o);
-
 /* Turns the outcome into an incident (moving its cause and evidence out of o), stores it with the
  * runs and the failing and passing traces (Borrowed), writes its HTML report and prints the
  * result: the text for a person, or with --json the document led by "incident" and "report".

@@ -23,7 +23,7 @@ static const char usage[] =
     "                                   run one schedule again, n times (--events: print the first\n"
     "                                   run's steps and operations on stderr)\n"
     "  investigate NODEID [--natural 50] [--runs 1000] [--seconds 60] [--replays 10] [--slow-step 100]\n"
-    "              [--fix [--allow-src] [--apply]]\n"
+    "              [--fix [--allow-src] [--apply]] [--trace-out FILE]\n"
     "                                   sample, find a failing schedule, replay it, shrink it to the\n"
     "                                   collision window, and name the cause (--fix: propose a fix\n"
     "                                   -- LOCK, AWAIT_TASK, EVENT_GATE, LOCK_ORDER or OFFLOAD --\n"
@@ -31,7 +31,8 @@ static const char usage[] =
     "                                   project; the user's files are not written unless --apply,\n"
     "                                   which writes a verified fix only, keeping FILE.orig); the\n"
     "                                   incident goes into .affidavit/incidents.db with an HTML\n"
-    "                                   report in .affidavit/reports/\n"
+    "                                   report in .affidavit/reports/ (--trace-out: the pipeline's\n"
+    "                                   stages and batches as Chrome trace JSON, for Perfetto)\n"
     "  ls [--limit N]                   the stored incidents, newest first\n"
     "  show ID                          one incident: test, verdict, rate, cause, replay command\n"
     "  report ID [--format html|json|sarif|chrome-trace] [--run failing|passing] [-o FILE]\n"
@@ -169,6 +170,11 @@ int main(int argc, char **argv)
         } else if (is_investigate && !strcmp(a, "--apply")) {
             cli.apply = 1;
             cli.fix = 1;
+        } else if (is_investigate && !strcmp(a, "--trace-out")) {
+            if (!v || !*v)
+                return bad("expected a file after", a);
+            cli.trace_out = v;
+            i++;
         } else if ((is_investigate || is_gate) && !strcmp(a, "--allow-src")) {
             cli.allow_src = 1;
         } else if (!strcmp(a, "-n") || (!strcmp(a, "--runs"))) {

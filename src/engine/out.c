@@ -83,6 +83,16 @@ void afd_progress_init(afd_progress *self, const char *what)
     self->what = what;
     self->last_ns = 0;
     self->shown = 0;
+    self->stage = NULL;
+    self->stage_k = self->stage_n = 0;
+}
+
+void afd_progress_stage(afd_progress *self, int k, int n, const char *name)
+{
+    self->stage = name;
+    self->stage_k = k;
+    self->stage_n = n;
+    self->last_ns = 0; /* the next update shows the new stage at once */
 }
 
 void afd_progress_update(afd_progress *self, uint64_t done, uint64_t total, uint64_t failed)
@@ -94,12 +104,14 @@ void afd_progress_update(afd_progress *self, uint64_t done, uint64_t total, uint
         return;
     self->last_ns = now;
     self->shown = 1;
+    fprintf(stderr, "\r\033[K%s", self->what);
+    if (self->stage)
+        fprintf(stderr, " [%d/%d %s]", self->stage_k, self->stage_n, self->stage);
     if (total)
-        fprintf(stderr, "\r\033[K%s: %llu/%llu runs, %llu failed", self->what, (unsigned long long)done,
-                (unsigned long long)total, (unsigned long long)failed);
-    else
-        fprintf(stderr, "\r\033[K%s: %llu runs, %llu failed", self->what, (unsigned long long)done,
+        fprintf(stderr, ": %llu/%llu runs, %llu failed", (unsigned long long)done, (unsigned long long)total,
                 (unsigned long long)failed);
+    else
+        fprintf(stderr, ": %llu runs, %llu failed", (unsigned long long)done, (unsigned long long)failed);
     fflush(stderr);
 }
 

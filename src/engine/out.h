@@ -31,9 +31,14 @@ typedef struct afd_progress {
     const char *what; /* Borrowed. */
     uint64_t last_ns;
     int shown;
+    const char *stage; /* Borrowed: the running stage's name, or NULL (a command of one stage). */
+    int stage_k, stage_n;
 } afd_progress;
 
 void afd_progress_init(afd_progress *self, const char *what);
+/* Names the stage that runs now, the k-th of n (name borrowed; NULL: none), shown as
+ * "what [k/n name]: ..." from the next update on. */
+void afd_progress_stage(afd_progress *self, int k, int n, const char *name);
 /* Shows "what: done/total runs, failed failing" (total 0: unknown). */
 void afd_progress_update(afd_progress *self, uint64_t done, uint64_t total, uint64_t failed);
 void afd_progress_done(afd_progress *self); /* Clears the line. */

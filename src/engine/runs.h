@@ -7,10 +7,18 @@
 #include "cmds.h"
 #include "out.h"
 #include "pool.h"
+#include "spans.h"
 #include "store.h"
 #include "trace.h"
 
 #include <stdint.h>
+
+/* Every run an investigation made, for its incident: its token, outcome, duration and trace
+ * digest. */
+typedef struct runlog {
+    afd_store_run *v; /* Owned array; each token owned. */
+    size_t n, cap;
+} runlog;
 
 /* What every command accumulates over its runs. */
 typedef struct tally {
@@ -25,16 +33,13 @@ typedef struct tally {
     size_t first_failure_len;
     int first_failure_outcome;
     char *foreign_loop;   /* Owned: the first run's description of a loop not affidavit's, or NULL. */
+    /* Set by the caller after zeroing the tally: tally_add records each run in log (an
+     * investigation's incident lists its runs), run_batch each batch as a span (--trace-out). */
+    runlog *log;       /* Borrowed, or NULL. */
+    afd_spans *spans;  /* Borrowed, or NULL. */
 } tally;
 
-/* Every run an investigation made, for its incident: when `active_runlog` is set, tally_add
- * records each run there (its token, outcome, duration and trace digest). */
-typedef struct runlog {
-    afd_store_run *v; /* Owned array; each token owned. */
-    size_t n, cap;
-} runlog;
-extern runlog *active_runlog;
-void runlog_finish(runlog *r);
+void runlog_finish(runlog *r); /* Accepts NULL. */
 
 uint64_t now_ns(void);
 /* A NUL-terminated heap copy of the len bytes at s (NUL bytes inside kept; s NULL: ""), its length
@@ -65,7 +70,8 @@ void truncated_line(afd_buf *o, const tally *t);
 
 /* make(i) builds run i's mode and token (the token is the caller's to free); take() sees each
  * result in completion order with its decoded trace (NULL when none) and returns nonzero to stop
- * submitting. Returns 0, or AFD_EIO if interrupted. seconds > 0 bounds the batch in time. */
+ * submitting. Returns 0, or AFD_EIO if interrupted. seconds > 0 bounds the batch in time. The
+ * batch is one span of t->spans when that is set. */
 typedef int (*make_fn)(void *ctx, uint64_t i, uint8_t *mode, char **token);
 typedef int (*take_fn)(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr);
 int run_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make, take_fn take, void *ctx,

@@ -1,0 +1,385 @@
+/* inv_runs.c -- the investigation's runs: batches on the pool, every run remembered, and the first
+ * three stages (sample: the natural runs; search: the portfolio until a schedule fails;
+ * reproduce: that schedule replayed, and a failure that outlasted a deadline checked below it).
+ *
+ * Every run an investigation makes goes through remember(), which keeps its summary for Ochiai and
+ * the blocking-call predicate; a batch keeps at most one run whole (v->keep). Runs dominate the
+ * cost: the bookkeeping here is a view and a summary per run. */
+#include "afd.h"
+#include "inv.h"
+#include "runs.h"
+#include "stats.h"
+#include "timing.h"
+#include "token.h"
+#include "trace.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void inv_kept_finish(kept_run *k)
+{
+    if (!k)
+        return;
+    free(k->failure);
+    if (k->have_trace)
+        afd_trace_finish(&k->tr);
+    memset(k, 0, sizeof *k);
+}
+
+static int remember(inv *v, const afd_run_result *res, const afd_trace *tr)
+{
+    v->total_runs++;
+    v->step_limited += res->outcome == AFD_OUT_STEP_LIMIT;
+    v->truncated += tr && (tr->flags & AFD_TRACE_TRUNCATED);
+    if (!tr)
+        return 0;
+    if (is_failure(res->outcome))
+        v->failing_flags |= tr->flags;
+    afd_view view;
+    if (afd_view_build_src(&view, tr, v->srcs) < 0)
+        return AFD_ENOMEM;
+    if (v->n_sums == v->cap_sums) {
+        size_t ncap = v->cap_sums ? v->cap_sums * 2 : 256;
+        afd_run_summary *ns = realloc(v->sums, ncap * sizeof *ns);
+        if (!ns) {
+            afd_view_finish(&view);
+            return AFD_ENOMEM;
+        }
+        v->sums = ns;
+        uint8_t *nb = realloc(v->blocked, ncap);
+        if (!nb) {
+            afd_view_finish(&view);
+            return AFD_ENOMEM;
+        }
+        v->blocked = nb;
+        uint8_t *nn = realloc(v->natural, ncap);
+        if (!nn) {
+            afd_view_finish(&view);
+            return AFD_ENOMEM;
+        }
+        v->natural = nn;
+        v->cap_sums = ncap;
+    }
+    int rc = afd_summary_build(&v->sums[v->n_sums], &view, is_failure(res->outcome));
+    uint8_t blocked = 0;
+    uint64_t slow = (uint64_t)(v->cli->slow_step_ms * 1e6);
+    for (uint32_t i = 0; i < view.n_steps; i++) {
+        const afd_xstep *st = &view.steps[i];
+        int is_block = st->blocked_ns >= 1000000u && st->block_site != AFD_NOSTR;
+        if (!is_block && !(v->in_natural && st->wall >= slow))
+            continue;
+        blocked = 1;
+        uint64_t ns = is_block ? st->blocked_ns : st->wall;
+        if (v->in_natural && is_failure(res->outcome) && ns > v->block_ns) {
+            uint32_t site = is_block ? st->block_site : st->site;
+            free(v->block_site);
+            free(v->block_task);
+            const char *at = afd_trace_known(tr, site);
+            v->block_site = strdup(at ? at : ""); /* "": the step was outside the user's code */
+            v->block_task = strdup(afd_trace_task_label(tr, st->task));
+            v->block_ns = ns;
+            if (!v->block_site || !v->block_task)
+                rc = AFD_ENOMEM;
+        }
+    }
+    afd_view_finish(&view);
+    if (rc < 0)
+        return rc;
+    v->blocked[v->n_sums] = blocked;
+    v->natural[v->n_sums] = (uint8_t)v->in_natural;
+    v->n_sums++;
+    return 0;
+}
+
+static int keep_run(kept_run *k, const afd_run_result *res, const afd_trace *tr)
+{
+    inv_kept_finish(k);
+    k->outcome = res->outcome;
+    k->failure = text_dup(res->failure, res->failure_len, &k->failure_len);
+    if (!k->failure)
+        return AFD_ENOMEM;
+    if (tr) {
+        afd_buf b;
+        afd_buf_init(&b);
+        int rc = afd_trace_encode(tr, &b);
+        if (rc == 0 && !b.err)
+            rc = afd_trace_decode(&k->tr, b.data, b.len);
+        afd_buf_finish(&b);
+        if (rc < 0)
+            return rc;
+        k->have_trace = 1;
+        k->digest = afd_trace_digest(&k->tr);
+    }
+    return 0;
+}
+
+/* ---- batches ---- */
+
+static int take_sample(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+{
+    inv *v = ctx;
+    if (remember(v, res, tr) < 0)
+        v->error = AFD_ENOMEM;
+    if (is_failure(res->outcome) && !v->keep.failure && keep_run(&v->keep, res, tr) < 0)
+        v->error = AFD_ENOMEM;
+    return v->error != 0;
+}
+
+static int make_portfolio_inv(void *ctx, uint64_t i, uint8_t *mode, char **token)
+{
+    inv *v = ctx;
+    return portfolio_token(v->seed, i, v->est_steps, -1, mode, token);
+}
+
+static int take_search(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+{
+    inv *v = ctx;
+    if (remember(v, res, tr) < 0)
+        v->error = AFD_ENOMEM;
+    if (i == 0 && tr)
+        v->est_steps = tr->steps ? (uint32_t)(tr->steps > UINT32_MAX ? UINT32_MAX : tr->steps) : 1;
+    afd_timing tm;
+    afd_timing_from_trace(&tm, is_failure(res->outcome) ? tr : NULL);
+    if (tm.crossed) {
+        /* A failure that outlasted a deadline is named only if nothing fails without doing so. */
+        if (i < v->cand_index) {
+            v->cand_index = i;
+            free(v->cand_token);
+            free(v->cand_failure);
+            v->cand_token = strdup(tr->token);
+            v->cand_failure = text_dup(res->failure, res->failure_len, &v->cand_failure_len);
+            v->timing = tm;
+            if (!v->cand_token)
+                v->error = AFD_ENOMEM;
+        }
+        return v->error != 0;
+    }
+    if (is_failure(res->outcome) && tr && i < v->found_index) {
+        v->found_index = i;
+        free(v->found_token);
+        v->found_token = strdup(tr->token);
+        if (!v->found_token || keep_run(&v->keep, res, tr) < 0)
+            v->error = AFD_ENOMEM;
+    }
+    return v->error != 0 || is_failure(res->outcome);
+}
+
+typedef struct replay_ctx {
+    inv *v;
+    const char *token;
+} replay_ctx;
+
+static int make_token(void *ctx, uint64_t i, uint8_t *mode, char **token)
+{
+    replay_ctx *r = ctx;
+    *mode = (uint8_t)(AFD_MODE_CONTROLLED | (r->v->trace_lines ? AFD_MODE_TRACE_LINES : 0));
+    *token = strdup(r->token);
+    return *token ? 0 : AFD_ENOMEM;
+}
+
+static int take_replay(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+{
+    replay_ctx *r = ctx;
+    if (remember(r->v, res, tr) < 0)
+        r->v->error = AFD_ENOMEM;
+    if (!r->v->keep.failure && keep_run(&r->v->keep, res, tr) < 0)
+        r->v->error = AFD_ENOMEM;
+    return r->v->error != 0;
+}
+
+int inv_replay(inv *v, const char *token, uint64_t n, tally *t)
+{
+    memset(t, 0, sizeof *t);
+    t->log = &v->log;
+    t->spans = v->spans;
+    inv_kept_finish(&v->keep);
+    replay_ctx r = {v, token};
+    int rc = run_batch(v->pool, 0, n, 0, make_token, take_replay, &r, &v->prog, t);
+    return rc < 0 ? rc : v->error;
+}
+
+/* Replays the found token with its costs capped below the deadlines, AFD_TIMING_CHECK_RUNS times,
+ * and gives *out the outlasted deadline and the verdict (timing.h). */
+static int check_timing(inv *v, afd_timing *out)
+{
+    *out = v->timing;
+    out->sensitive = 0;
+    char *capped = NULL;
+    int rc = afd_timing_capped_token(v->found_token, &capped);
+    if (rc < 0)
+        return rc;
+    tally t;
+    rc = inv_replay(v, capped, AFD_TIMING_CHECK_RUNS, &t);
+    free(capped);
+    inv_kept_finish(&v->keep);
+    out->check_runs = t.runs;
+    out->check_passed = t.by_outcome[AFD_OUT_PASS];
+    out->sensitive = rc == 0 && t.runs == AFD_TIMING_CHECK_RUNS && t.by_outcome[AFD_OUT_PASS] == t.runs;
+    tally_finish(&t);
+    return rc;
+}
+
+int inv_run_schedule(inv *v, const afd_schedule *s, kept_run *keep)
+{
+    char *token = NULL;
+    int rc = afd_token_encode(s, &token);
+    if (rc < 0)
+        return rc;
+    tally t;
+    rc = inv_replay(v, token, 1, &t);
+    free(token);
+    int failed = t.failed > 0;
+    tally_finish(&t);
+    if (rc < 0)
+        return rc;
+    if (keep) {
+        inv_kept_finish(keep);
+        *keep = v->keep;
+        memset(&v->keep, 0, sizeof v->keep);
+    }
+    return failed;
+}
+
+/* The task is a plain callback (a loop callback that is not a coroutine's step). */
+int inv_callback_task(const afd_trace *tr, uint32_t task)
+{
+    for (uint32_t i = 0; i < tr->n_events; i++)
+        if (tr->events[i].kind == AFD_EV_TASK && tr->events[i].task == task)
+            return tr->events[i].flags & 1;
+    return 0;
+}
+
+/* Replays that all fail, but not with one trace: the failure is reproduced (that is what was
+ * measured), and what the schedule does not fix is said beside it as a qualification, once. */
+void inv_note_traces_differ(outcome *o, const tally *t, uint32_t flags)
+{
+    if (o->traces_differ)
+        return;
+    o->traces_differ = 1;
+    const char *why = uncontrolled_words(flags);
+    char buf[400];
+    snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " failed, not all with the same trace; %s%s", t->failed, t->runs,
+             why ? "recorded: " : "",
+             why ? why
+                 : "no thread, socket or real wait was recorded: likely a wall-clock read (time.time, "
+                   "time.monotonic) or unseeded entropy changes steps around the failure");
+    afd_evidence_add(&o->ev, "the schedule reproduces the failure every time, but something it does not control changes "
+                   "what else runs",
+           buf, "observed");
+}
+
+/* ---- the stages ---- */
+
+/* 1. natural runs: the flake rate with its Wilson interval. */
+int inv_sample(inv *v, outcome *o)
+{
+    const afd_cli *cli = v->cli;
+    o->natural.log = &v->log;
+    o->natural.spans = v->spans;
+    v->in_natural = 1;
+    int rc = run_batch(v->pool, 0, cli->natural, 0, make_natural, take_sample, v, &v->prog, &o->natural);
+    v->in_natural = 0;
+    if (rc < 0 || v->error)
+        return rc < 0 ? rc : v->error;
+    if (report_no_loop(cli, &o->natural)) {
+        v->exit = AFD_EXIT_USAGE;
+        return INV_QUIT;
+    }
+    afd_stats_wilson(o->natural.failed, o->natural.runs, &o->lo, &o->hi);
+    if (o->natural.first_failure)
+        o->failure = text_dup(o->natural.first_failure, o->natural.first_failure_len, &o->failure_len);
+    return 0;
+}
+
+/* 2. the portfolio until a schedule fails (within --runs and --seconds). */
+int inv_search(inv *v, outcome *o)
+{
+    const afd_cli *cli = v->cli;
+    tally search = {.log = &v->log, .spans = v->spans};
+    inv_kept_finish(&v->keep);
+    int rc = run_batch(v->pool, 0, 1, 0, make_portfolio_inv, take_search, v, &v->prog, &search);
+    if (rc == 0 && !v->error && v->found_index == UINT64_MAX && cli->n > 1)
+        rc = run_batch(v->pool, 1, cli->n - 1, cli->seconds, make_portfolio_inv, take_search, v, &v->prog, &search);
+    tally_finish(&search);
+    if (rc < 0 || v->error)
+        return rc < 0 ? rc : v->error;
+    if (v->found_index == UINT64_MAX && v->cand_index != UINT64_MAX) {
+        /* Nothing failed without outlasting a deadline: the failure that did is reproduced and
+         * then checked below the deadline (the reproduce stage). */
+        v->found_index = v->cand_index;
+        v->found_token = v->cand_token;
+        v->cand_token = NULL;
+        inv_kept_finish(&v->keep);
+        v->keep.failure = v->cand_failure;
+        v->keep.failure_len = v->cand_failure_len;
+        v->cand_failure = NULL;
+    } else {
+        v->timing.crossed = 0;
+    }
+    if (v->found_index == UINT64_MAX) {
+        if (o->natural.failed) {
+            o->verdict = "abstained";
+            const char *why = uncontrolled_words(v->failing_flags);
+            o->abstain_reason = why ? why
+                                    : "it failed naturally but under no controlled schedule: the likely source is "
+                                      "one affidavit does not control (threads, real sockets, wall-clock reads, "
+                                      "os.urandom or other unseeded entropy)";
+            v->exit = AFD_EXIT_ABSTAIN;
+        } else {
+            o->verdict = "no_failure";
+            v->exit = AFD_EXIT_CLEAN;
+        }
+        return INV_STOP;
+    }
+    free(o->failure);
+    o->failure = text_dup(v->keep.failure, v->keep.failure_len, &o->failure_len);
+    inv_kept_finish(&v->keep);
+    return 0;
+}
+
+/* 3. that schedule replayed R times: R/R must fail alike, or we abstain and name the likely
+ * uncontrolled source. A failure that needs one step to outlast a deadline has no race to
+ * explain and no fix to make: it is checked below the deadline and reported as such. */
+int inv_reproduce(inv *v, outcome *o)
+{
+    tally t;
+    int rc = inv_replay(v, v->found_token, v->cli->replays, &t);
+    if (rc < 0) {
+        tally_finish(&t);
+        return rc;
+    }
+    o->replay_runs = t.runs;
+    o->replay_failed = t.failed;
+    if (t.failed == t.runs && t.digests_differ)
+        inv_note_traces_differ(o, &t, t.flags_union | v->failing_flags);
+    if (t.failed != t.runs) {
+        o->verdict = "abstained";
+        const char *why = uncontrolled_words(t.flags_union | v->failing_flags);
+        o->abstain_reason = why ? why
+                                : "replay is not deterministic and no thread, socket or real wait was recorded: the "
+                                  "likely source is a wall-clock read or unseeded entropy (os.urandom, uuid4, secrets)";
+        o->token = strdup(v->found_token);
+        v->exit = AFD_EXIT_ABSTAIN;
+        tally_finish(&t);
+        return INV_STOP;
+    }
+    v->fail_run = v->keep;
+    memset(&v->keep, 0, sizeof v->keep);
+    tally_finish(&t);
+    if (v->timing.crossed) {
+        rc = check_timing(v, &o->timing);
+        if (rc < 0)
+            return rc;
+        if (o->timing.sensitive) {
+            o->verdict = "timing_sensitive";
+            o->token = strdup(v->found_token);
+            if (!o->token)
+                return AFD_ENOMEM;
+            v->exit = AFD_EXIT_FAILURE;
+            return INV_STOP;
+        }
+    }
+    return 0;
+}
