@@ -25,7 +25,7 @@ AFFIDAVIT = Path(sys.executable).parent / "affidavit"
 NODE = "examples/test_lost_update.py::test_concurrent_deposits"
 STAGES = ["sample", "search", "reproduce", "minimize", "explain", "repair", "verify", "report"]
 # the top-level keys of the investigate document before the stages were measured
-KEYS = ["incident", "report", "nodeid", "verdict", "timing", "natural", "token", "replay", "passing_token",
+KEYS = ["incident", "report", "schema", "nodeid", "verdict", "timing", "natural", "token", "replay", "passing_token",
         "passing_replay", "window_us", "window", "cause", "evidence", "races", "failure", "environment",
         "step_limit_runs", "truncated_traces", "runs", "seconds"]
 LINE = re.compile(r"^  \[(\d)/8\] (\w+) \.\.\. (?:(\d+\.\d\d) s \((\d+) runs?\)|skipped)$")
@@ -68,7 +68,7 @@ def test_json_lists_the_eight_stages_whose_runs_add_up(tmp_path: Path) -> None:
     assert by["repair"] == {"name": "repair", "seconds": 0, "runs": 0}, stages
     assert by["verify"] == {"name": "verify", "seconds": 0, "runs": 0}, stages
     assert by["report"]["runs"] == 0, stages
-    # "stages" is the only key the document gained; no --trace-out: nothing else changed
+    # besides the layout's version ("schema"), "stages" is the only key the document gained
     assert list(data) == KEYS + ["stages"], list(data)
 
 

@@ -7,6 +7,7 @@
 #include "afd.h"
 #include "explain.h"
 #include "fix.h"
+#include "fileio.h"
 #include "inv.h"
 #include "pyscan.h"
 #include "udiff.h"
@@ -19,25 +20,8 @@
 
 char *afd_read_source_file(const char *path, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    afd_buf b;
-    afd_buf_init(&b);
-    char chunk[65536];
-    size_t got;
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0 && b.len < AFD_PYSCAN_MAX_SOURCE)
-        afd_buf_put(&b, chunk, got);
-    fclose(f);
-    if (b.err || b.len >= AFD_PYSCAN_MAX_SOURCE) {
-        afd_buf_finish(&b);
-        return NULL;
-    }
-    afd_buf_put_u8(&b, 0); /* a C string too; the length does not count the terminator */
-    char *text = (char *)afd_buf_steal(&b, len);
-    if (text)
-        (*len)--;
-    return text;
+    char *text = NULL;
+    return afd_file_read(path, AFD_PYSCAN_MAX_SOURCE - 1, &text, len) < 0 ? NULL : text;
 }
 
 /* The file a fix edits, or NULL with the reason in o->fix_why. */

@@ -5,6 +5,7 @@
  * Every request opens the store afresh on the server's thread, so an investigation writing at the
  * same time is seen at the next request and never blocks the page for long (WAL). */
 #include "storecmd.h"
+#include "text.h"
 #include "afd.h"
 #include "buf.h"
 #include "cmds.h"
@@ -253,18 +254,12 @@ static void on_stop(int sig)
     stop_serving = 1;
 }
 
+/* Dashboard text through the one HTML escaper (text.h): markup characters as entities, controls as
+ * their pictures, bytes that are not UTF-8 as U+FFFD. */
 static void html_text(afd_buf *b, const char *s)
 {
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '&': afd_buf_printf(b, "&amp;"); break;
-        case '<': afd_buf_printf(b, "&lt;"); break;
-        case '>': afd_buf_printf(b, "&gt;"); break;
-        case '"': afd_buf_printf(b, "&quot;"); break;
-        case '\'': afd_buf_printf(b, "&#39;"); break;
-        default: afd_buf_put(b, s, 1);
-        }
-    }
+    if (s)
+        afd_html_strn(b, s, strlen(s));
 }
 
 /* The dashboard page's head: light and dark themes, readable on a phone; no script, no fetch. */
