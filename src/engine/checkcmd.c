@@ -30,7 +30,7 @@
 #include <unistd.h>
 
 /* One line on stderr, the engine's usual error form. */
-__attribute__((format(printf, 1, 2))) static void error_line(const char *fmt, ...)
+__attribute__((format(printf, 1, 2))) static void afd_runs_error_line(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -219,21 +219,21 @@ static int target_ok(const afd_cli *cli, char *rel, size_t rel_cap)
     const char *file = cli->check_file, *cls = cli->check_cls, *method = cli->check_method;
     struct stat st;
     if (stat(file, &st) < 0) {
-        error_line("no such file: %s", file);
+        afd_runs_error_line("no such file: %s", file);
         return -1;
     }
     if (!S_ISREG(st.st_mode)) {
-        error_line("not a Python file: %s", file);
+        afd_runs_error_line("not a Python file: %s", file);
         return -1;
     }
     if (project_relative(file, rel, rel_cap) < 0) {
-        error_line("%s is outside the current directory: run check from the project root that holds it", file);
+        afd_runs_error_line("%s is outside the current directory: run check from the project root that holds it", file);
         return -1;
     }
     size_t len = 0;
     char *src = afd_read_source_file(file, &len);
     if (!src) {
-        error_line("cannot read %s (or it is larger than 16 MiB)", file);
+        afd_runs_error_line("cannot read %s (or it is larger than 16 MiB)", file);
         return -1;
     }
     afd_pymethod m;
@@ -251,24 +251,24 @@ static int target_ok(const afd_cli *cli, char *rel, size_t rel_cap)
         snprintf(owner, sizeof owner, "%s inherits it from %.128s: ", cls, look->def_cls);
     int ok = 0;
     if (rc < 0)
-        error_line("cannot parse %s", file);
+        afd_runs_error_line("cannot parse %s", file);
     else if (m.error_line)
-        error_line("%s does not parse: syntax error near line %u", file, (unsigned)m.error_line);
+        afd_runs_error_line("%s does not parse: syntax error near line %u", file, (unsigned)m.error_line);
     else if (!m.found_class)
-        error_line("%s has no class %s at module level", file, cls);
+        afd_runs_error_line("%s has no class %s at module level", file, cls);
     else if (!look)
-        error_line("out of memory");
+        afd_runs_error_line("out of memory");
     else if (!look->found && look->outside[0])
         ok = 1; /* the method may come from the base outside the project: the harness's import decides */
     else if (!look->found)
-        error_line("class %s has no method %s%s%s%s (it has: %s)", cls, method,
+        afd_runs_error_line("class %s has no method %s%s%s%s (it has: %s)", cls, method,
                    m.bases[0] ? ", nor do its bases (" : "", m.bases, m.bases[0] ? ")" : "",
                    m.methods[0] ? m.methods : "none");
     else if (!m.is_async)
-        error_line("%s.%s (%s%s, line %u) is a plain def: check calls a coroutine method (async def) concurrently",
+        afd_runs_error_line("%s.%s (%s%s, line %u) is a plain def: check calls a coroutine method (async def) concurrently",
                    cls, method, owner, where, (unsigned)m.line);
     else if (m.required[0] && !cli->check_args)
-        error_line("%s.%s needs arguments (%s): give --args 'EXPR', a Python expression of i (the call's "
+        afd_runs_error_line("%s.%s needs arguments (%s): give --args 'EXPR', a Python expression of i (the call's "
                    "index) that is the argument, or a tuple of them",
                    cls, method, m.required);
     else
@@ -281,9 +281,9 @@ static int target_ok(const afd_cli *cli, char *rel, size_t rel_cap)
 static int write_harness(const afd_cli *cli, const char *rel, char *node, size_t node_cap)
 {
     char dir[PATH_MAX], path[PATH_MAX + 256], tmp[PATH_MAX + 300];
-    incident_path("check", dir, sizeof dir);
-    if (incident_make_dirs(dir) < 0) {
-        error_line("cannot create %s: %s", dir, strerror(errno));
+    afd_storedir_path("check", dir, sizeof dir);
+    if (afd_storedir_make_dirs(dir) < 0) {
+        afd_runs_error_line("cannot create %s: %s", dir, strerror(errno));
         return -1;
     }
     char test[200];
@@ -319,7 +319,7 @@ static int write_harness(const afd_cli *cli, const char *rel, char *node, size_t
     afd_buf_finish(&b);
     if (rc < 0) {
         unlink(tmp);
-        error_line("cannot write the check's test in %s: %s", dir, strerror(errno));
+        afd_runs_error_line("cannot write the check's test in %s: %s", dir, strerror(errno));
         return -1;
     }
     char rel_path[PATH_MAX];

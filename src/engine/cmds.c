@@ -24,20 +24,20 @@
 #include <time.h>
 #include <unistd.h>
 
-uint64_t now_ns(void)
+uint64_t afd_runs_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-int is_failure(int outcome)
+int afd_runs_is_failure(int outcome)
 {
     return outcome == AFD_OUT_FAIL || outcome == AFD_OUT_ERROR || outcome == AFD_OUT_HANG ||
            outcome == AFD_OUT_CRASH;
 }
 
-void error_line(const char *fmt, const char *a, const char *b)
+void afd_runs_error_line(const char *fmt, const char *a, const char *b)
 {
     /* The arguments are often the user's (a node id, the worker's collection error), so the line
      * goes through the terminal filter; a line too long for the buffer is cut, not lost. */
@@ -49,7 +49,7 @@ void error_line(const char *fmt, const char *a, const char *b)
     fputc('\n', stderr);
 }
 
-char *text_dup(const char *s, size_t len, size_t *out_len)
+char *afd_runs_text_dup(const char *s, size_t len, size_t *out_len)
 {
     if (!s)
         len = 0;
@@ -63,7 +63,7 @@ char *text_dup(const char *s, size_t len, size_t *out_len)
     return p;
 }
 
-void tally_finish(tally *t)
+void afd_tally_finish(tally *t)
 {
     free(t->steps);
     free(t->wall);
@@ -71,7 +71,7 @@ void tally_finish(tally *t)
     free(t->foreign_loop);
 }
 
-void runlog_finish(runlog *r)
+void afd_runlog_finish(runlog *r)
 {
     if (!r)
         return;
@@ -99,7 +99,7 @@ static void runlog_add(runlog *r, const afd_run_result *res, const afd_trace *tr
     r->n++;
 }
 
-int tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
+int afd_tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
 {
     if (t->runs == t->cap) {
         uint64_t ncap = t->cap ? t->cap * 2 : 64;
@@ -139,17 +139,17 @@ int tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
         t->truncated++;
     if (!loops && (res->outcome == AFD_OUT_PASS || res->outcome == AFD_OUT_FAIL))
         t->no_loop++;
-    if (is_failure(res->outcome)) {
+    if (afd_runs_is_failure(res->outcome)) {
         t->failed++;
         if (!t->first_failure) {
-            t->first_failure = text_dup(res->failure, res->failure_len, &t->first_failure_len);
+            t->first_failure = afd_runs_text_dup(res->failure, res->failure_len, &t->first_failure_len);
             t->first_failure_outcome = res->outcome;
         }
     }
     return 0;
 }
 
-void json_outcomes(afd_buf *o, const tally *t)
+void afd_runs_json_outcomes(afd_buf *o, const tally *t)
 {
     afd_buf_printf(o, "\"outcomes\": {");
     for (int k = 0; k < AFD_OUT__COUNT; k++)
@@ -158,7 +158,7 @@ void json_outcomes(afd_buf *o, const tally *t)
     afd_buf_printf(o, "}, \"truncated_traces\": %" PRIu64, t->truncated);
 }
 
-void json_uncontrolled(afd_buf *o, uint32_t flags)
+void afd_runs_json_uncontrolled(afd_buf *o, uint32_t flags)
 {
     afd_buf_printf(o, "\"uncontrolled\": [");
     int n = 0;
@@ -171,7 +171,7 @@ void json_uncontrolled(afd_buf *o, uint32_t flags)
     afd_buf_printf(o, "]");
 }
 
-const char *uncontrolled_words(uint32_t flags)
+const char *afd_runs_uncontrolled_words(uint32_t flags)
 {
     if (flags & AFD_TRACE_THREADS)
         return "threads calling back into the loop";
@@ -184,7 +184,7 @@ const char *uncontrolled_words(uint32_t flags)
     return NULL;
 }
 
-const char *find_python(const afd_cli *cli, char *buf, size_t len)
+const char *afd_runs_find_python(const afd_cli *cli, char *buf, size_t len)
 {
     if (cli->python)
         return cli->python;
@@ -207,15 +207,15 @@ const char *find_python(const afd_cli *cli, char *buf, size_t len)
     return "python3";
 }
 
-int start_pool(const afd_cli *cli, afd_pool **pool)
+int afd_runs_start_pool(const afd_cli *cli, afd_pool **pool)
 {
-    return start_pool_in(cli, pool, NULL);
+    return afd_runs_start_pool_in(cli, pool, NULL);
 }
 
-int start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd)
+int afd_runs_start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd)
 {
     char pybuf[4096], abs_py[2 * PATH_MAX + 2];
-    const char *python = find_python(cli, pybuf, sizeof pybuf);
+    const char *python = afd_runs_find_python(cli, pybuf, sizeof pybuf);
     /* workers in another directory need the interpreter's path made absolute from this one --
      * not resolved: a venv's python is a symlink, and its path is what makes it the venv's */
     char here[PATH_MAX];
@@ -246,7 +246,7 @@ int start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd)
     if (rc < 0) {
         if (afd_interrupted)
             return AFD_EXIT_INTERRUPTED;
-        error_line("%s%s", err, "");
+        afd_runs_error_line("%s%s", err, "");
         return rc == AFD_EIO || rc == AFD_EINVAL ? AFD_EXIT_USAGE : AFD_EXIT_INTERNAL;
     }
     return 0;
@@ -260,11 +260,11 @@ static int batch_runs(afd_pool *pool, uint64_t first, uint64_t n, double seconds
                       void *ctx, afd_progress *prog, tally *t)
 {
     uint64_t next = first, end = first + n;
-    uint64_t deadline = seconds > 0 ? now_ns() + (uint64_t)(seconds * 1e9) : 0;
+    uint64_t deadline = seconds > 0 ? afd_runs_now_ns() + (uint64_t)(seconds * 1e9) : 0;
     int stop = 0;
     for (;;) {
         while (!stop && next < end && afd_pool_idle(pool) > 0) {
-            if (deadline && now_ns() >= deadline) {
+            if (deadline && afd_runs_now_ns() >= deadline) {
                 stop = 1;
                 break;
             }
@@ -289,7 +289,7 @@ static int batch_runs(afd_pool *pool, uint64_t first, uint64_t n, double seconds
             return rc;
         afd_trace tr;
         int have = res.trace_len && afd_trace_decode(&tr, res.trace, res.trace_len) == 0;
-        if (tally_add(t, &res, have ? &tr : NULL) < 0) {
+        if (afd_tally_add(t, &res, have ? &tr : NULL) < 0) {
             afd_run_result_finish(&res);
             if (have)
                 afd_trace_finish(&tr);
@@ -301,44 +301,44 @@ static int batch_runs(afd_pool *pool, uint64_t first, uint64_t n, double seconds
         afd_run_result_finish(&res);
         if (have)
             afd_trace_finish(&tr);
-        if (deadline && now_ns() >= deadline)
+        if (deadline && afd_runs_now_ns() >= deadline)
             stop = 1;
     }
     return 0;
 }
 
-int run_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make, take_fn take, void *ctx,
+int afd_runs_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make, take_fn take, void *ctx,
               afd_progress *prog, tally *t)
 {
-    uint64_t start = now_ns(), runs_before = t->runs;
+    uint64_t start = afd_runs_now_ns(), runs_before = t->runs;
     int rc = batch_runs(pool, first, n, seconds, make, take, ctx, prog, t);
     if (t->spans) {
         char args[160];
         snprintf(args, sizeof args, "{\"first\": %" PRIu64 ", \"asked\": %" PRIu64 ", \"runs\": %" PRIu64 "}", first,
                  n, t->runs - runs_before);
-        afd_spans_add(t->spans, "batch", "runs", start, now_ns(), args);
+        afd_spans_add(t->spans, "batch", "runs", start, afd_runs_now_ns(), args);
     }
     return rc;
 }
 
-int report_no_loop(const afd_cli *cli, const tally *t)
+int afd_runs_report_no_loop(const afd_cli *cli, const tally *t)
 {
     if (t->runs && t->no_loop == t->runs && t->foreign_loop) {
         /* The test's own loop ran on real time: nothing of it can be scheduled, counted or replayed. */
-        error_line("%s ran its own event loop (%s), which affidavit does not control: it can neither "
+        afd_runs_error_line("%s ran its own event loop (%s), which affidavit does not control: it can neither "
                    "schedule nor replay that loop's steps",
                    cli->nodeid, t->foreign_loop);
         return 1;
     }
     if (t->runs && t->no_loop == t->runs) {
-        error_line("%s ran no asyncio event loop: affidavit controls asyncio's loop (is the test async?)%s",
+        afd_runs_error_line("%s ran no asyncio event loop: affidavit controls asyncio's loop (is the test async?)%s",
                    cli->nodeid, "");
         return 1;
     }
     return 0;
 }
 
-void step_limit_line(afd_buf *o, const tally *t, uint64_t max_steps)
+void afd_runs_step_limit_line(afd_buf *o, const tally *t, uint64_t max_steps)
 {
     uint64_t n = t->by_outcome[AFD_OUT_STEP_LIMIT];
     if (n)
@@ -346,14 +346,14 @@ void step_limit_line(afd_buf *o, const tally *t, uint64_t max_steps)
                           " runs: neither passes nor failures\n", max_steps, n, t->runs);
 }
 
-void truncated_line(afd_buf *o, const tally *t)
+void afd_runs_truncated_line(afd_buf *o, const tally *t)
 {
     if (t->truncated)
         afd_buf_printf(o, "  trace truncated at its size bound in %" PRIu64 " of %" PRIu64 " runs (events were dropped)\n",
                        t->truncated, t->runs);
 }
 
-int interrupted_exit(const tally *t)
+int afd_runs_interrupted_exit(const tally *t)
 {
     fprintf(stderr, "affidavit: interrupted after %" PRIu64 " runs (%" PRIu64 " failed)\n", t->runs, t->failed);
     return AFD_EXIT_INTERRUPTED;
@@ -361,22 +361,22 @@ int interrupted_exit(const tally *t)
 
 /* ---- sample ---- */
 
-int make_natural(void *ctx, uint64_t i, uint8_t *mode, char **token)
+int afd_runs_make_natural(void *ctx, uint64_t i, uint8_t *mode, char **token)
 {
     *mode = AFD_MODE_NATURAL;
     *token = NULL;
     return 0;
 }
 
-int take_none(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+int afd_runs_take_none(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
 {
     return 0;
 }
 
-int portfolio_token(uint64_t seed, uint64_t i, uint32_t est_steps, int only, uint8_t *mode, char **token)
+int afd_runs_portfolio_token(uint64_t seed, uint64_t i, uint32_t est_steps, int only, uint8_t *mode, char **token)
 {
     afd_schedule s;
-    int rc = afd_sched_portfolio(&s, seed, i, est_steps, only);
+    int rc = afd_schedule_portfolio(&s, seed, i, est_steps, only);
     if (rc < 0)
         return rc;
     rc = afd_token_encode(&s, token);
@@ -388,22 +388,22 @@ int portfolio_token(uint64_t seed, uint64_t i, uint32_t est_steps, int only, uin
 int afd_cmd_sample(const afd_cli *cli)
 {
     afd_pool *pool;
-    int rc = start_pool(cli, &pool);
+    int rc = afd_runs_start_pool(cli, &pool);
     if (rc)
         return rc;
     tally t = {0};
     afd_progress prog;
     afd_progress_init(&prog, "sample");
-    rc = run_batch(pool, 0, cli->n, 0, make_natural, take_none, NULL, &prog, &t);
+    rc = afd_runs_batch(pool, 0, cli->n, 0, afd_runs_make_natural, afd_runs_take_none, NULL, &prog, &t);
     afd_progress_done(&prog);
     afd_pool_free(pool);
     if (rc == AFD_EIO) {
-        rc = interrupted_exit(&t);
-        tally_finish(&t);
+        rc = afd_runs_interrupted_exit(&t);
+        afd_tally_finish(&t);
         return rc;
     }
-    if (rc < 0 || report_no_loop(cli, &t)) {
-        tally_finish(&t);
+    if (rc < 0 || afd_runs_report_no_loop(cli, &t)) {
+        afd_tally_finish(&t);
         return rc < 0 ? AFD_EXIT_INTERNAL : AFD_EXIT_USAGE;
     }
     double lo, hi, med_steps = 0, med_wall = 0;
@@ -427,7 +427,7 @@ int afd_cmd_sample(const afd_cli *cli)
         afd_buf_printf(&o, ", \"median_wall_ms\": ");
         afd_json_num(&o, med_wall / 1e6);
         afd_buf_printf(&o, ", ");
-        json_outcomes(&o, &t);
+        afd_runs_json_outcomes(&o, &t);
         afd_buf_printf(&o, ", \"failure\": ");
         afd_json_strn(&o, t.first_failure, t.first_failure_len);
         afd_buf_printf(&o, "}\n");
@@ -440,8 +440,8 @@ int afd_cmd_sample(const afd_cli *cli)
             afd_term_strn(&o, t.first_failure, t.first_failure_len);
             afd_buf_printf(&o, "\n");
         }
-        step_limit_line(&o, &t, cli->max_steps);
-        truncated_line(&o, &t);
+        afd_runs_step_limit_line(&o, &t, cli->max_steps);
+        afd_runs_truncated_line(&o, &t);
     }
     if (cli->json)
         fwrite(o.data, 1, o.len, stdout);
@@ -449,7 +449,7 @@ int afd_cmd_sample(const afd_cli *cli)
         afd_term_write(stdout, o.data, o.len);
     afd_buf_finish(&o);
     rc = t.failed ? AFD_EXIT_FAILURE : AFD_EXIT_CLEAN;
-    tally_finish(&t);
+    afd_tally_finish(&t);
     return rc;
 }
 
@@ -487,7 +487,7 @@ static int make_portfolio(void *vctx, uint64_t i, uint8_t *mode, char **token)
         return AFD_ENOMEM;
     c->indices = ni;
     c->indices[c->n_indices++] = index;
-    return portfolio_token(c->seed, index, c->est_steps, c->only, mode, token);
+    return afd_runs_portfolio_token(c->seed, index, c->est_steps, c->only, mode, token);
 }
 
 /* Keeps run i's token, failure text and outcome when it is earlier than the run kept so far (*index,
@@ -501,7 +501,7 @@ static int keep_earliest(uint64_t i, const afd_run_result *res, const afd_trace 
     free(*token);
     free(*failure);
     *token = strdup(tr->token);
-    *failure = text_dup(res->failure, res->failure_len, failure_len);
+    *failure = afd_runs_text_dup(res->failure, res->failure_len, failure_len);
     *outcome = res->outcome;
     return 1;
 }
@@ -511,7 +511,7 @@ static int take_explore(void *vctx, uint64_t i, afd_run_result *res, afd_trace *
     explore_ctx *c = vctx;
     if (i == 0 && tr)
         c->est_steps = tr->steps > 0 ? (uint32_t)(tr->steps > UINT32_MAX ? UINT32_MAX : tr->steps) : 1;
-    if (!is_failure(res->outcome))
+    if (!afd_runs_is_failure(res->outcome))
         return 0;
     afd_timing tm;
     afd_timing_from_trace(&tm, tr);
@@ -543,21 +543,21 @@ int afd_cmd_explore(const afd_cli *cli)
     if (cli->strategy && strcmp(cli->strategy, "portfolio") != 0) {
         c.only = afd_strategy_parse(cli->strategy);
         if (c.only < 0) {
-            error_line("unknown strategy '%s' (choose zero, jitter, pct or portfolio)%s", cli->strategy, "");
+            afd_runs_error_line("unknown strategy '%s' (choose zero, jitter, pct or portfolio)%s", cli->strategy, "");
             return AFD_EXIT_USAGE;
         }
     }
     afd_pool *pool;
-    int rc = start_pool(cli, &pool);
+    int rc = afd_runs_start_pool(cli, &pool);
     if (rc)
         return rc;
     tally t = {0};
     afd_progress prog;
     afd_progress_init(&prog, "explore");
     /* Run 0 alone first: it is the deterministic baseline, and its step count sets pct's range. */
-    rc = run_batch(pool, 0, 1, 0, make_portfolio, take_explore, &c, &prog, &t);
+    rc = afd_runs_batch(pool, 0, 1, 0, make_portfolio, take_explore, &c, &prog, &t);
     if (rc == 0 && c.best_index == UINT64_MAX && cli->n > 1 && !(t.no_loop == t.runs))
-        rc = run_batch(pool, 1, cli->n - 1, cli->seconds, make_portfolio, take_explore, &c, &prog, &t);
+        rc = afd_runs_batch(pool, 1, cli->n - 1, cli->seconds, make_portfolio, take_explore, &c, &prog, &t);
     /* Only when nothing failed without outlasting a deadline is such a failure named, after the
      * same schedule has run below the deadline. */
     if (rc == 0 && c.best_index == UINT64_MAX && c.cand_index != UINT64_MAX && c.cand_token) {
@@ -574,15 +574,15 @@ int afd_cmd_explore(const afd_cli *cli)
     afd_progress_done(&prog);
     afd_pool_free(pool);
     if (rc == AFD_EIO) {
-        rc = interrupted_exit(&t);
+        rc = afd_runs_interrupted_exit(&t);
         goto out;
     }
     if (rc < 0) {
-        error_line("%s%s", afd_strerror(rc), "");
+        afd_runs_error_line("%s%s", afd_strerror(rc), "");
         rc = AFD_EXIT_INTERNAL;
         goto out;
     }
-    if (report_no_loop(cli, &t)) {
+    if (afd_runs_report_no_loop(cli, &t)) {
         rc = AFD_EXIT_USAGE;
         goto out;
     }
@@ -628,7 +628,7 @@ int afd_cmd_explore(const afd_cli *cli)
         for (uint64_t k = 0; k < c.n_indices; k++)
             afd_buf_printf(&o, "%s%" PRIu64, k ? ", " : "", c.indices[k]);
         afd_buf_printf(&o, "], ");
-        json_outcomes(&o, &t);
+        afd_runs_json_outcomes(&o, &t);
         afd_buf_printf(&o, ", \"verdict\": \"%s\", \"timing\": ",
                        !found ? "no_failure" : c.timing.sensitive ? "timing_sensitive" : "failure");
         afd_timing_json(&c.timing, &o);
@@ -649,8 +649,8 @@ int afd_cmd_explore(const afd_cli *cli)
         afd_buf_printf(&o, "%s: no failing schedule in %" PRIu64 " runs\n", cli->nodeid, t.runs);
     }
     if (!cli->json) {
-        step_limit_line(&o, &t, cli->max_steps);
-        truncated_line(&o, &t);
+        afd_runs_step_limit_line(&o, &t, cli->max_steps);
+        afd_runs_truncated_line(&o, &t);
     }
     if (cli->json)
         fwrite(o.data, 1, o.len, stdout);
@@ -665,7 +665,7 @@ out:
     free(c.best_failure);
     free(c.cand_token);
     free(c.cand_failure);
-    tally_finish(&t);
+    afd_tally_finish(&t);
     return rc;
 }
 
@@ -774,9 +774,9 @@ static void replay_json(afd_buf *o, const afd_cli *cli, const tally *t, const re
     afd_buf_printf(o, ", \"failure\": ");
     afd_json_strn(o, t->first_failure, t->first_failure_len);
     afd_buf_printf(o, ", ");
-    json_outcomes(o, t);
+    afd_runs_json_outcomes(o, t);
     afd_buf_printf(o, ", ");
-    json_uncontrolled(o, t->flags_union);
+    afd_runs_json_uncontrolled(o, t->flags_union);
     afd_buf_printf(o, "}\n");
 }
 
@@ -788,7 +788,7 @@ int afd_cmd_replay(const afd_cli *cli)
     afd_schedule s;
     int rc = afd_token_decode(&s, cli->token);
     if (rc < 0) {
-        error_line("invalid token: %s%s", afd_strerror(rc), "");
+        afd_runs_error_line("invalid token: %s%s", afd_strerror(rc), "");
         return AFD_EXIT_USAGE;
     }
     char *desc = afd_schedule_describe(&s);
@@ -798,32 +798,32 @@ int afd_cmd_replay(const afd_cli *cli)
     uint8_t *ran = calloc(s.n_delays ? s.n_delays : 1, 1);
     tally t = {0};
     if (!ran) {
-        error_line("%s%s", afd_strerror(AFD_ENOMEM), "");
+        afd_runs_error_line("%s%s", afd_strerror(AFD_ENOMEM), "");
         rc = AFD_EXIT_INTERNAL;
         goto out;
     }
     afd_pool *pool;
-    rc = start_pool(cli, &pool);
+    rc = afd_runs_start_pool(cli, &pool);
     if (rc)
         goto out;
     afd_progress prog;
     afd_progress_init(&prog, "replay");
     replay_ctx rctx = {.token = canon ? canon : cli->token, .events = cli->events, .sched = &s, .ran = ran};
-    rc = run_batch(pool, 0, cli->n, 0, make_replay_token, take_replay_events, &rctx, &prog, &t);
+    rc = afd_runs_batch(pool, 0, cli->n, 0, make_replay_token, take_replay_events, &rctx, &prog, &t);
     afd_progress_done(&prog);
     afd_pool_free(pool);
     if (rc == AFD_EIO) {
-        rc = interrupted_exit(&t);
+        rc = afd_runs_interrupted_exit(&t);
         goto out;
     }
     if (rc == 0)
         rc = rctx.err;
     if (rc < 0) {
-        error_line("%s%s", afd_strerror(rc), "");
+        afd_runs_error_line("%s%s", afd_strerror(rc), "");
         rc = AFD_EXIT_INTERNAL;
         goto out;
     }
-    if (report_no_loop(cli, &t)) {
+    if (afd_runs_report_no_loop(cli, &t)) {
         rc = AFD_EXIT_USAGE;
         goto out;
     }
@@ -851,8 +851,8 @@ int afd_cmd_replay(const afd_cli *cli)
             afd_buf_printf(&o, "  trace digest %016" PRIx64 "\n", t.first_digest);
         if (stale)
             never_ran_lines(&o, &s, ran);
-        step_limit_line(&o, &t, cli->max_steps);
-        truncated_line(&o, &t);
+        afd_runs_step_limit_line(&o, &t, cli->max_steps);
+        afd_runs_truncated_line(&o, &t);
     }
     if (cli->json)
         fwrite(o.data, 1, o.len, stdout);
@@ -868,7 +868,7 @@ int afd_cmd_replay(const afd_cli *cli)
         afd_buf_finish(&e);
         rc = AFD_EXIT_STALE;
     } else if (mixed) {
-        const char *why = uncontrolled_words(t.flags_union);
+        const char *why = afd_runs_uncontrolled_words(t.flags_union);
         fprintf(stderr, "affidavit: replay is not deterministic (%" PRIu64 "/%" PRIu64 " failed)%s%s\n", t.failed,
                 t.runs, why ? "; uncontrolled source: " : "", why ? why : "");
         rc = AFD_EXIT_ABSTAIN;
@@ -880,6 +880,6 @@ out:
     free(ran);
     free(desc);
     free(canon);
-    tally_finish(&t);
+    afd_tally_finish(&t);
     return rc;
 }

@@ -23,7 +23,7 @@ int afd_cmd_gate(const afd_cli *cli)
     const char *path = cli->nodeid; /* the DIFF argument */
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!f) {
-        error_line("cannot read the diff %s%s", path, "");
+        afd_runs_error_line("cannot read the diff %s%s", path, "");
         return AFD_EXIT_USAGE;
     }
     size_t len = 0;
@@ -32,7 +32,7 @@ int afd_cmd_gate(const afd_cli *cli)
     if (f != stdin)
         fclose(f);
     if (read_rc < 0) {
-        error_line("cannot read the diff %s (too large?)%s", path, "");
+        afd_runs_error_line("cannot read the diff %s (too large?)%s", path, "");
         return AFD_EXIT_USAGE;
     }
     afd_udiff d;
@@ -40,7 +40,7 @@ int afd_cmd_gate(const afd_cli *cli)
     int rc = afd_udiff_parse(text, len, &d, err, sizeof err);
     free(text);
     if (rc < 0 || d.n_files == 0) {
-        error_line("%s%s", rc < 0 ? err : "the diff changes no file", "");
+        afd_runs_error_line("%s%s", rc < 0 ? err : "the diff changes no file", "");
         afd_udiff_finish(&d);
         return AFD_EXIT_USAGE;
     }
@@ -58,13 +58,13 @@ int afd_cmd_gate(const afd_cli *cli)
         size_t blen = 0;
         if (!uf->is_new) {
             if (afd_file_read(uf->old_path, MAX_DIFF, &befores[i], &blen) < 0) {
-                error_line("the diff changes %s, which cannot be read here%s", uf->old_path, "");
+                afd_runs_error_line("the diff changes %s, which cannot be read here%s", uf->old_path, "");
                 exit_code = AFD_EXIT_USAGE;
                 goto out;
             }
         }
         if (afd_udiff_apply(uf, befores[i] ? befores[i] : "", blen, &afters[i], err, sizeof err) < 0) {
-            error_line("%s%s", err, "");
+            afd_runs_error_line("%s%s", err, "");
             exit_code = AFD_EXIT_USAGE;
             goto out;
         }

@@ -110,7 +110,7 @@ typedef struct inv {
     /* the pipeline */
     int exit;        /* the exit code, once a stage concluded or quit */
     int interrupted; /* an interrupted investigation is being reported */
-    uint64_t t0;     /* when the investigation started (now_ns) */
+    uint64_t t0;     /* when the investigation started (afd_runs_now_ns) */
     struct inv_stage stages[INV__STAGES];
     uint64_t tier_runs; /* runs of the patched program (the verification's, not the incident's) */
     runlog log;         /* every run of the incident, for the store */
@@ -159,7 +159,7 @@ typedef struct outcome {
     afd_evidence ev;
     char *failure; /* Owned; may hold NUL bytes: failure_len is its length. */
     size_t failure_len;
-    const char *abstain_reason; /* Borrowed: a literal or uncontrolled_words' text */
+    const char *abstain_reason; /* Borrowed: a literal or afd_runs_uncontrolled_words' text */
     int traces_differ; /* the failing replays all failed, but not with one trace */
     /* --fix */
     int fix_tried;

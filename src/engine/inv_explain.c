@@ -27,7 +27,7 @@ static int replay_minimal(inv *v, outcome *o)
     v->trace_lines = 1;
     int rc = inv_replay(v, o->token, cli->replays, &t);
     if (rc < 0) {
-        tally_finish(&t);
+        afd_tally_finish(&t);
         return rc;
     }
     o->replay_runs = t.runs;
@@ -41,24 +41,24 @@ static int replay_minimal(inv *v, outcome *o)
         o->verdict = "abstained";
         o->abstain_reason = "the minimized schedule does not replay deterministically";
         v->exit = AFD_EXIT_ABSTAIN;
-        tally_finish(&t);
+        afd_tally_finish(&t);
         return INV_STOP;
     }
-    tally_finish(&t);
+    afd_tally_finish(&t);
     if (o->pass_token) {
         rc = inv_replay(v, o->pass_token, cli->replays, &t);
         if (rc < 0) {
-            tally_finish(&t);
+            afd_tally_finish(&t);
             return rc;
         }
         o->pass_runs = t.runs;
         o->pass_passed = t.by_outcome[AFD_OUT_PASS];
         v->pass_run = v->keep;
         memset(&v->keep, 0, sizeof v->keep);
-        tally_finish(&t);
+        afd_tally_finish(&t);
     }
     free(o->failure);
-    o->failure = text_dup(v->fail_run.failure, v->fail_run.failure_len, &o->failure_len);
+    o->failure = afd_runs_text_dup(v->fail_run.failure, v->fail_run.failure_len, &o->failure_len);
     return 0;
 }
 

@@ -155,7 +155,7 @@ static int fallback_one_delay(inv *v, delay_set *ds, window *w, char **pass_toke
 {
     for (uint64_t i = 1; i <= MAX_FALLBACK_SEEDS; i++) {
         afd_schedule z;
-        int rc = afd_sched_portfolio(&z, v->seed ^ 0x5eedULL, i, 1, AFD_STRAT_ZERO);
+        int rc = afd_schedule_portfolio(&z, v->seed ^ 0x5eedULL, i, 1, AFD_STRAT_ZERO);
         if (rc < 0)
             return rc;
         kept_run pass = {0};
@@ -240,7 +240,7 @@ static int every_schedule_fails(inv *v, outcome *o)
     uint64_t all = 1, failed = 1;
     for (uint64_t i = 1; i < 10; i++) {
         afd_schedule s;
-        int rc = afd_sched_portfolio(&s, v->seed, i, v->est_steps, -1);
+        int rc = afd_schedule_portfolio(&s, v->seed, i, v->est_steps, -1);
         if (rc < 0)
             return rc;
         rc = inv_run_schedule(v, &s, NULL);
@@ -261,7 +261,7 @@ static int every_schedule_fails(inv *v, outcome *o)
     tally t;
     int rc = inv_replay(v, v->found_token, 1, &t);
     v->trace_lines = 0;
-    tally_finish(&t);
+    afd_tally_finish(&t);
     if (rc < 0)
         return rc;
     size_t n_lost = 0;

@@ -378,7 +378,7 @@ static int64_t record_incident(const afd_incident *inc, const char *json, const 
         .verified = inc->fix.verified,
         .applied = inc->fix.applied,
     };
-    int rc = incident_open_store(&st, err, sizeof err);
+    int rc = afd_storedir_open(&st, err, sizeof err);
     if (rc == 0)
         rc = afd_store_add(st, &row, runs->v, runs->n, traces, n_traces, inc->fix.kind ? &patch : NULL, &id, err,
                            sizeof err);
@@ -386,7 +386,7 @@ static int64_t record_incident(const afd_incident *inc, const char *json, const 
     if (rc < 0) {
         fprintf(stderr, "affidavit: warning: the incident was not stored: %s\n", err[0] ? err : afd_strerror(rc));
         id = 0;
-    } else if (incident_write_report(id, row.created, row.json, fail_run->have_trace ? &fail_run->tr : NULL,
+    } else if (afd_storedir_write_report(id, row.created, row.json, fail_run->have_trace ? &fail_run->tr : NULL,
                                      pass_run->have_trace ? &pass_run->tr : NULL, report_path, pathlen, err,
                                      sizeof err) < 0) {
         fprintf(stderr, "affidavit: warning: no HTML report for incident %" PRId64 ": %s\n", id, err);

@@ -35,7 +35,7 @@ static int remember(inv *v, const afd_run_result *res, const afd_trace *tr)
     v->truncated += tr && (tr->flags & AFD_TRACE_TRUNCATED);
     if (!tr)
         return 0;
-    if (is_failure(res->outcome))
+    if (afd_runs_is_failure(res->outcome))
         v->failing_flags |= tr->flags;
     afd_view view;
     if (afd_view_build_src(&view, tr, v->srcs) < 0)
@@ -62,7 +62,7 @@ static int remember(inv *v, const afd_run_result *res, const afd_trace *tr)
         v->natural = nn;
         v->cap_sums = ncap;
     }
-    int rc = afd_summary_build(&v->sums[v->n_sums], &view, is_failure(res->outcome));
+    int rc = afd_view_summary_build(&v->sums[v->n_sums], &view, afd_runs_is_failure(res->outcome));
     uint8_t blocked = 0;
     uint64_t slow = (uint64_t)(v->cli->slow_step_ms * 1e6);
     for (uint32_t i = 0; i < view.n_steps; i++) {
@@ -72,7 +72,7 @@ static int remember(inv *v, const afd_run_result *res, const afd_trace *tr)
             continue;
         blocked = 1;
         uint64_t ns = is_block ? st->blocked_ns : st->wall;
-        if (v->in_natural && is_failure(res->outcome) && ns > v->block_ns) {
+        if (v->in_natural && afd_runs_is_failure(res->outcome) && ns > v->block_ns) {
             uint32_t site = is_block ? st->block_site : st->site;
             free(v->block_site);
             free(v->block_task);
@@ -97,7 +97,7 @@ static int keep_run(kept_run *k, const afd_run_result *res, const afd_trace *tr)
 {
     inv_kept_finish(k);
     k->outcome = res->outcome;
-    k->failure = text_dup(res->failure, res->failure_len, &k->failure_len);
+    k->failure = afd_runs_text_dup(res->failure, res->failure_len, &k->failure_len);
     if (!k->failure)
         return AFD_ENOMEM;
     if (tr) {
@@ -122,7 +122,7 @@ static int take_sample(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr
     inv *v = ctx;
     if (remember(v, res, tr) < 0)
         v->error = AFD_ENOMEM;
-    if (is_failure(res->outcome) && !v->keep.failure && keep_run(&v->keep, res, tr) < 0)
+    if (afd_runs_is_failure(res->outcome) && !v->keep.failure && keep_run(&v->keep, res, tr) < 0)
         v->error = AFD_ENOMEM;
     return v->error != 0;
 }
@@ -130,7 +130,7 @@ static int take_sample(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr
 static int make_portfolio_inv(void *ctx, uint64_t i, uint8_t *mode, char **token)
 {
     inv *v = ctx;
-    return portfolio_token(v->seed, i, v->est_steps, -1, mode, token);
+    return afd_runs_portfolio_token(v->seed, i, v->est_steps, -1, mode, token);
 }
 
 static int take_search(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
@@ -141,7 +141,7 @@ static int take_search(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr
     if (i == 0 && tr)
         v->est_steps = tr->steps ? (uint32_t)(tr->steps > UINT32_MAX ? UINT32_MAX : tr->steps) : 1;
     afd_timing tm;
-    afd_timing_from_trace(&tm, is_failure(res->outcome) ? tr : NULL);
+    afd_timing_from_trace(&tm, afd_runs_is_failure(res->outcome) ? tr : NULL);
     if (tm.crossed) {
         /* A failure that outlasted a deadline is named only if nothing fails without doing so. */
         if (i < v->cand_index) {
@@ -149,21 +149,21 @@ static int take_search(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr
             free(v->cand_token);
             free(v->cand_failure);
             v->cand_token = strdup(tr->token);
-            v->cand_failure = text_dup(res->failure, res->failure_len, &v->cand_failure_len);
+            v->cand_failure = afd_runs_text_dup(res->failure, res->failure_len, &v->cand_failure_len);
             v->timing = tm;
             if (!v->cand_token)
                 v->error = AFD_ENOMEM;
         }
         return v->error != 0;
     }
-    if (is_failure(res->outcome) && tr && i < v->found_index) {
+    if (afd_runs_is_failure(res->outcome) && tr && i < v->found_index) {
         v->found_index = i;
         free(v->found_token);
         v->found_token = strdup(tr->token);
         if (!v->found_token || keep_run(&v->keep, res, tr) < 0)
             v->error = AFD_ENOMEM;
     }
-    return v->error != 0 || is_failure(res->outcome);
+    return v->error != 0 || afd_runs_is_failure(res->outcome);
 }
 
 typedef struct replay_ctx {
@@ -196,7 +196,7 @@ int inv_replay(inv *v, const char *token, uint64_t n, tally *t)
     t->spans = v->spans;
     inv_kept_finish(&v->keep);
     replay_ctx r = {v, token};
-    int rc = run_batch(v->pool, 0, n, 0, make_token, take_replay, &r, &v->prog, t);
+    int rc = afd_runs_batch(v->pool, 0, n, 0, make_token, take_replay, &r, &v->prog, t);
     return rc < 0 ? rc : v->error;
 }
 
@@ -217,7 +217,7 @@ static int check_timing(inv *v, afd_timing *out)
     out->check_runs = t.runs;
     out->check_passed = t.by_outcome[AFD_OUT_PASS];
     out->sensitive = rc == 0 && t.runs == AFD_TIMING_CHECK_RUNS && t.by_outcome[AFD_OUT_PASS] == t.runs;
-    tally_finish(&t);
+    afd_tally_finish(&t);
     return rc;
 }
 
@@ -231,7 +231,7 @@ int inv_run_schedule(inv *v, const afd_schedule *s, kept_run *keep)
     rc = inv_replay(v, token, 1, &t);
     free(token);
     int failed = t.failed > 0;
-    tally_finish(&t);
+    afd_tally_finish(&t);
     if (rc < 0)
         return rc;
     if (keep) {
@@ -258,7 +258,7 @@ void inv_note_traces_differ(outcome *o, const tally *t, uint32_t flags)
     if (o->traces_differ)
         return;
     o->traces_differ = 1;
-    const char *why = uncontrolled_words(flags);
+    const char *why = afd_runs_uncontrolled_words(flags);
     char buf[400];
     snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " failed, not all with the same trace; %s%s", t->failed, t->runs,
              why ? "recorded: " : "",
@@ -279,17 +279,17 @@ int inv_sample(inv *v, outcome *o)
     o->natural.log = &v->log;
     o->natural.spans = v->spans;
     v->in_natural = 1;
-    int rc = run_batch(v->pool, 0, cli->natural, 0, make_natural, take_sample, v, &v->prog, &o->natural);
+    int rc = afd_runs_batch(v->pool, 0, cli->natural, 0, afd_runs_make_natural, take_sample, v, &v->prog, &o->natural);
     v->in_natural = 0;
     if (rc < 0 || v->error)
         return rc < 0 ? rc : v->error;
-    if (report_no_loop(cli, &o->natural)) {
+    if (afd_runs_report_no_loop(cli, &o->natural)) {
         v->exit = AFD_EXIT_USAGE;
         return INV_QUIT;
     }
     afd_stats_wilson(o->natural.failed, o->natural.runs, &o->lo, &o->hi);
     if (o->natural.first_failure)
-        o->failure = text_dup(o->natural.first_failure, o->natural.first_failure_len, &o->failure_len);
+        o->failure = afd_runs_text_dup(o->natural.first_failure, o->natural.first_failure_len, &o->failure_len);
     return 0;
 }
 
@@ -299,10 +299,10 @@ int inv_search(inv *v, outcome *o)
     const afd_cli *cli = v->cli;
     tally search = {.log = &v->log, .spans = v->spans};
     inv_kept_finish(&v->keep);
-    int rc = run_batch(v->pool, 0, 1, 0, make_portfolio_inv, take_search, v, &v->prog, &search);
+    int rc = afd_runs_batch(v->pool, 0, 1, 0, make_portfolio_inv, take_search, v, &v->prog, &search);
     if (rc == 0 && !v->error && v->found_index == UINT64_MAX && cli->n > 1)
-        rc = run_batch(v->pool, 1, cli->n - 1, cli->seconds, make_portfolio_inv, take_search, v, &v->prog, &search);
-    tally_finish(&search);
+        rc = afd_runs_batch(v->pool, 1, cli->n - 1, cli->seconds, make_portfolio_inv, take_search, v, &v->prog, &search);
+    afd_tally_finish(&search);
     if (rc < 0 || v->error)
         return rc < 0 ? rc : v->error;
     if (v->found_index == UINT64_MAX && v->cand_index != UINT64_MAX) {
@@ -321,7 +321,7 @@ int inv_search(inv *v, outcome *o)
     if (v->found_index == UINT64_MAX) {
         if (o->natural.failed) {
             o->verdict = "abstained";
-            const char *why = uncontrolled_words(v->failing_flags);
+            const char *why = afd_runs_uncontrolled_words(v->failing_flags);
             o->abstain_reason = why ? why
                                     : "it failed naturally but under no controlled schedule: the likely source is "
                                       "one affidavit does not control (threads, real sockets, wall-clock reads, "
@@ -334,7 +334,7 @@ int inv_search(inv *v, outcome *o)
         return INV_STOP;
     }
     free(o->failure);
-    o->failure = text_dup(v->keep.failure, v->keep.failure_len, &o->failure_len);
+    o->failure = afd_runs_text_dup(v->keep.failure, v->keep.failure_len, &o->failure_len);
     inv_kept_finish(&v->keep);
     return 0;
 }
@@ -347,7 +347,7 @@ int inv_reproduce(inv *v, outcome *o)
     tally t;
     int rc = inv_replay(v, v->found_token, v->cli->replays, &t);
     if (rc < 0) {
-        tally_finish(&t);
+        afd_tally_finish(&t);
         return rc;
     }
     o->replay_runs = t.runs;
@@ -356,18 +356,18 @@ int inv_reproduce(inv *v, outcome *o)
         inv_note_traces_differ(o, &t, t.flags_union | v->failing_flags);
     if (t.failed != t.runs) {
         o->verdict = "abstained";
-        const char *why = uncontrolled_words(t.flags_union | v->failing_flags);
+        const char *why = afd_runs_uncontrolled_words(t.flags_union | v->failing_flags);
         o->abstain_reason = why ? why
                                 : "replay is not deterministic and no thread, socket or real wait was recorded: the "
                                   "likely source is a wall-clock read or unseeded entropy (os.urandom, uuid4, secrets)";
         o->token = strdup(v->found_token);
         v->exit = AFD_EXIT_ABSTAIN;
-        tally_finish(&t);
+        afd_tally_finish(&t);
         return INV_STOP;
     }
     v->fail_run = v->keep;
     memset(&v->keep, 0, sizeof v->keep);
-    tally_finish(&t);
+    afd_tally_finish(&t);
     if (v->timing.crossed) {
         rc = check_timing(v, &o->timing);
         if (rc < 0)

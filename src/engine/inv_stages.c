@@ -32,7 +32,7 @@ void inv_stage_begin(inv *v, int k)
     struct inv_stage *s = &v->stages[k];
     s->ran = 1;
     s->open = 1;
-    s->start_ns = now_ns();
+    s->start_ns = afd_runs_now_ns();
     s->start_runs = runs_so_far(v);
     afd_progress_stage(&v->prog, k + 1, INV__STAGES, s->name);
 }
@@ -40,7 +40,7 @@ void inv_stage_begin(inv *v, int k)
 void inv_stage_end(inv *v, int k)
 {
     struct inv_stage *s = &v->stages[k];
-    uint64_t now = now_ns();
+    uint64_t now = afd_runs_now_ns();
     s->open = 0;
     s->seconds = (double)(now - s->start_ns) / 1e9;
     s->runs = runs_so_far(v) - s->start_runs;
@@ -56,7 +56,7 @@ void inv_stage_measure(const inv *v, int k, const char **name, double *seconds, 
     *seconds = s->ran ? s->seconds : 0;
     *runs = s->ran ? s->runs : 0;
     if (s->open) {
-        *seconds = (double)(now_ns() - s->start_ns) / 1e9;
+        *seconds = (double)(afd_runs_now_ns() - s->start_ns) / 1e9;
         *runs = runs_so_far(v) - s->start_runs;
     }
 }

@@ -94,13 +94,13 @@ typedef struct portfolio_ctx {
 static int make_portfolio_plain(void *ctx, uint64_t i, uint8_t *mode, char **token)
 {
     portfolio_ctx *c = ctx;
-    return portfolio_token(c->seed, i, c->est_steps, -1, mode, token);
+    return afd_runs_portfolio_token(c->seed, i, c->est_steps, -1, mode, token);
 }
 
 static int take_count(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
 {
     portfolio_ctx *c = ctx;
-    c->failed += is_failure(res->outcome);
+    c->failed += afd_runs_is_failure(res->outcome);
     return 0;
 }
 
@@ -127,7 +127,7 @@ static int make_mirror_dir(char *dir, size_t len)
 static void tier_count(inv *v, tally *t)
 {
     v->tier_runs += t->runs;
-    tally_finish(t);
+    afd_tally_finish(t);
     memset(t, 0, sizeof *t);
     t->spans = v->spans;
 }
@@ -136,7 +136,7 @@ static void tier_count(inv *v, tally *t)
  * starts now. */
 static void tier_span(inv *v, const char *name, uint64_t *start, uint64_t *start_runs)
 {
-    uint64_t now = now_ns();
+    uint64_t now = afd_runs_now_ns();
     char args[64];
     snprintf(args, sizeof args, "{\"runs\": %" PRIu64 "}", v->tier_runs - *start_runs);
     afd_spans_add(v->spans, name, "verify", *start, now, args);
@@ -157,7 +157,7 @@ static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_step
         return;
     }
     afd_pool *after = NULL;
-    if (start_pool_in(cli, &after, dir) != 0) {
+    if (afd_runs_start_pool_in(cli, &after, dir) != 0) {
         snprintf(o->v_error, sizeof o->v_error, "the patched test cannot be collected");
         remove_mirror(dir);
         return;
@@ -165,9 +165,9 @@ static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_step
     o->verified_ran = 1;
     tally t = {.spans = v->spans};
     uint64_t m = 200;
-    uint64_t start = now_ns(), start_runs = v->tier_runs;
+    uint64_t start = afd_runs_now_ns(), start_runs = v->tier_runs;
     /* 1. the minimal failing token */
-    int rc = run_batch(after, 0, cli->replays, 0, make_same_token, take_none, (void *)o->token, &v->prog, &t);
+    int rc = afd_runs_batch(after, 0, cli->replays, 0, make_same_token, afd_runs_take_none, (void *)o->token, &v->prog, &t);
     o->v_replay_runs = t.runs;
     o->v_replay_passed = t.by_outcome[AFD_OUT_PASS];
     tier_count(v, &t);
@@ -176,10 +176,10 @@ static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_step
     portfolio_ctx pb = {.seed = v->seed ^ 0xf1eULL, .est_steps = est_steps ? est_steps : 1};
     portfolio_ctx pa = pb;
     if (rc == 0)
-        rc = run_batch(v->pool, 0, m, 0, make_portfolio_plain, take_count, &pb, &v->prog, &t);
+        rc = afd_runs_batch(v->pool, 0, m, 0, make_portfolio_plain, take_count, &pb, &v->prog, &t);
     tier_count(v, &t);
     if (rc == 0)
-        rc = run_batch(after, 0, m, 0, make_portfolio_plain, take_count, &pa, &v->prog, &t);
+        rc = afd_runs_batch(after, 0, m, 0, make_portfolio_plain, take_count, &pa, &v->prog, &t);
     if (rc == 0) {
         o->v_explore_n = t.runs;
         o->v_explore_failed_before = pb.failed;
@@ -189,7 +189,7 @@ static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_step
     tier_span(v, "verify: explore", &start, &start_runs);
     /* 3. natural runs after, and the run time */
     if (rc == 0)
-        rc = run_batch(after, 0, cli->natural, 0, make_natural, take_none, NULL, &v->prog, &t);
+        rc = afd_runs_batch(after, 0, cli->natural, 0, afd_runs_make_natural, afd_runs_take_none, NULL, &v->prog, &t);
     if (rc == 0) {
         o->v_natural_runs = t.runs;
         o->v_natural_failed = t.failed;
@@ -209,7 +209,7 @@ static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_step
 static int run_pytest(const afd_cli *cli, const char *dir, const char *node)
 {
     char pybuf[4096], abs_py[2 * PATH_MAX + 2], here[PATH_MAX];
-    const char *python = find_python(cli, pybuf, sizeof pybuf);
+    const char *python = afd_runs_find_python(cli, pybuf, sizeof pybuf);
     if (python[0] != '/' && strchr(python, '/') && getcwd(here, sizeof here)) {
         snprintf(abs_py, sizeof abs_py, "%s/%s", here, python);
         python = abs_py;
@@ -258,7 +258,7 @@ static void verify_regression_test(inv *v, outcome *o, const afd_cli *cli)
     char cwd[PATH_MAX];
     if (!getcwd(cwd, sizeof cwd))
         return;
-    uint64_t start = now_ns(), start_runs = v->tier_runs;
+    uint64_t start = afd_runs_now_ns(), start_runs = v->tier_runs;
     for (int fixed = 0; fixed < 2; fixed++) {
         char dir[PATH_MAX];
         if (make_mirror_dir(dir, sizeof dir) < 0)

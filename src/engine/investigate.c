@@ -72,11 +72,11 @@ static void remember_test_file(outcome *o, const char *nodeid)
 
 /* The state before any run: every buffer initialized, so that inv_finish can free it whatever
  * stage the investigation stopped in. 0, or INV_QUIT with v->exit set when the trace cannot be
- * written (before any run, a usage error) or the pool does not start (start_pool said why). */
+ * written (before any run, a usage error) or the pool does not start (afd_runs_start_pool said why). */
 static int inv_init(inv *v, outcome *o, const afd_cli *cli)
 {
     *v = (inv){.cli = cli, .seed = cli->seed, .est_steps = 1, .found_index = UINT64_MAX, .cand_index = UINT64_MAX};
-    v->t0 = now_ns();
+    v->t0 = afd_runs_now_ns();
     inv_stages_init(v);
     memset(o, 0, sizeof *o);
     afd_cause_init(&o->c);
@@ -90,14 +90,14 @@ static int inv_init(inv *v, outcome *o, const afd_cli *cli)
     if (cli->trace_out) {
         int rc = afd_spans_open(cli->trace_out, &v->spans);
         if (rc < 0) {
-            error_line("cannot write the trace to %s: %s", cli->trace_out,
+            afd_runs_error_line("cannot write the trace to %s: %s", cli->trace_out,
                        rc == AFD_ENOMEM ? afd_strerror(rc) : strerror(errno));
             v->exit = AFD_EXIT_USAGE;
             return INV_QUIT;
         }
     }
-    v->srcs = afd_srcmap_new();
-    int rc = v->srcs ? start_pool(cli, &v->pool) : AFD_EXIT_INTERNAL;
+    v->srcs = afd_view_srcmap_new();
+    int rc = v->srcs ? afd_runs_start_pool(cli, &v->pool) : AFD_EXIT_INTERNAL;
     if (rc) {
         v->exit = rc;
         return INV_QUIT;
@@ -110,18 +110,18 @@ static int inv_init(inv *v, outcome *o, const afd_cli *cli)
 static void inv_finish(inv *v, outcome *o)
 {
     afd_pool_free(v->pool);
-    runlog_finish(&v->log);
-    tally_finish(&o->natural);
+    afd_runlog_finish(&v->log);
+    afd_tally_finish(&o->natural);
     afd_view_finish(&v->fv);
     afd_view_finish(&v->pv);
     inv_kept_finish(&v->fail_run);
     inv_kept_finish(&v->pass_run);
     inv_kept_finish(&v->keep);
     inv_delay_set_finish(&v->ds);
-    afd_srcmap_free(v->srcs);
+    afd_view_srcmap_free(v->srcs);
     afd_spans_free(v->spans);
     for (size_t i = 0; i < v->n_sums; i++)
-        afd_summary_finish(&v->sums[i]);
+        afd_view_summary_finish(&v->sums[i]);
     free(v->sums);
     free(v->blocked);
     free(v->natural);
@@ -158,12 +158,12 @@ static int inv_failed(inv *v, outcome *o, int rc)
         o->verdict = "interrupted";
         afd_stats_wilson(o->natural.failed, o->natural.runs, &o->lo, &o->hi);
         if (!o->failure && o->natural.first_failure)
-            o->failure = text_dup(o->natural.first_failure, o->natural.first_failure_len, &o->failure_len);
+            o->failure = afd_runs_text_dup(o->natural.first_failure, o->natural.first_failure_len, &o->failure_len);
         if (!o->token && v->found_token)
             o->token = strdup(v->found_token);
         return INV_STOP;
     }
-    error_line("investigation failed: %s%s", afd_strerror(rc), "");
+    afd_runs_error_line("investigation failed: %s%s", afd_strerror(rc), "");
     v->exit = AFD_EXIT_INTERNAL;
     return INV_QUIT;
 }
@@ -171,8 +171,8 @@ static int inv_failed(inv *v, outcome *o, int rc)
 /* 8. report: the incident (inv_report.c), stored with every run of it and printed. */
 static void report_stage(inv *v, outcome *o)
 {
-    if (inv_report(v->cli, v, o, now_ns() - v->t0, &v->fail_run, &v->pass_run, &v->log) < 0) {
-        error_line("investigation failed: %s%s", afd_strerror(AFD_ENOMEM), "");
+    if (inv_report(v->cli, v, o, afd_runs_now_ns() - v->t0, &v->fail_run, &v->pass_run, &v->log) < 0) {
+        afd_runs_error_line("investigation failed: %s%s", afd_strerror(AFD_ENOMEM), "");
         v->exit = AFD_EXIT_INTERNAL;
     }
     if (v->interrupted || afd_interrupted) {

@@ -70,7 +70,7 @@ void afd_json_num(afd_buf *out, double v)
         afd_buf_printf(out, "%.6g", v);
 }
 
-static uint64_t now_ns(void)
+static uint64_t afd_runs_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -99,7 +99,7 @@ void afd_progress_update(afd_progress *self, uint64_t done, uint64_t total, uint
 {
     if (!self->enabled)
         return;
-    uint64_t now = now_ns();
+    uint64_t now = afd_runs_now_ns();
     if (self->shown && now - self->last_ns < 100000000ULL && done != total)
         return;
     self->last_ns = now;

@@ -66,7 +66,7 @@ struct afd_pool {
     char *python, *hash_seed; /* Owned, from the first HELLO. */
 };
 
-static uint64_t now_ns(void)
+static uint64_t afd_runs_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -253,7 +253,7 @@ static int worker_exit_status(worker *w)
 static int await_hello(afd_pool *self, worker *w, char *err, size_t errlen)
 {
     uint64_t limit_ms = (uint64_t)self->opts.timeout_ms + AFD_POOL_START_SLACK_MS;
-    uint64_t deadline = now_ns() + limit_ms * 1000000ULL;
+    uint64_t deadline = afd_runs_now_ns() + limit_ms * 1000000ULL;
     for (;;) {
         uint8_t type;
         const uint8_t *payload;
@@ -282,7 +282,7 @@ static int await_hello(afd_pool *self, worker *w, char *err, size_t errlen)
             afd_hello_finish(&h);
             return 0;
         }
-        uint64_t now = now_ns();
+        uint64_t now = afd_runs_now_ns();
         if (afd_interrupted) {
             snprintf(err, errlen, "interrupted");
             return AFD_EIO;
@@ -431,7 +431,7 @@ int afd_pool_submit(afd_pool *self, uint64_t run_id, uint8_t mode, const char *t
         afd_buf_finish(&b);
         w->busy = 1;
         w->run_id = run_id;
-        w->deadline_ns = now_ns() + ((uint64_t)self->opts.timeout_ms + 30000ULL) * 1000000ULL;
+        w->deadline_ns = afd_runs_now_ns() + ((uint64_t)self->opts.timeout_ms + 30000ULL) * 1000000ULL;
         /* A failed write means the worker died; afd_pool_next will see its EOF and report it. */
         (void)rc;
         return 0;
@@ -468,7 +468,7 @@ int afd_pool_next(afd_pool *self, afd_run_result *res)
         int nfds = 0;
         struct pollfd pfd[256];
         int idx[256];
-        uint64_t now = now_ns();
+        uint64_t now = afd_runs_now_ns();
         for (int i = 0; i < self->opts.workers && nfds < 256; i++) {
             worker *w = &self->w[i];
             if (!w->busy)

@@ -33,40 +33,40 @@ typedef struct tally {
     size_t first_failure_len;
     int first_failure_outcome;
     char *foreign_loop;   /* Owned: the first run's description of a loop not affidavit's, or NULL. */
-    /* Set by the caller after zeroing the tally: tally_add records each run in log (an
-     * investigation's incident lists its runs), run_batch each batch as a span (--trace-out). */
+    /* Set by the caller after zeroing the tally: afd_tally_add records each run in log (an
+     * investigation's incident lists its runs), afd_runs_batch each batch as a span (--trace-out). */
     runlog *log;       /* Borrowed, or NULL. */
     afd_spans *spans;  /* Borrowed, or NULL. */
 } tally;
 
-void runlog_finish(runlog *r); /* Accepts NULL. */
+void afd_runlog_finish(runlog *r); /* Accepts NULL. */
 
-uint64_t now_ns(void);
+uint64_t afd_runs_now_ns(void);
 /* A NUL-terminated heap copy of the len bytes at s (NUL bytes inside kept; s NULL: ""), its length
  * in *out_len. The caller frees it. NULL (and *out_len 0) when out of memory. */
-char *text_dup(const char *s, size_t len, size_t *out_len);
+char *afd_runs_text_dup(const char *s, size_t len, size_t *out_len);
 /* Failed, errored, hung or crashed: a skip or a step-limit stop is neither a pass nor a failure. */
-int is_failure(int outcome);
+int afd_runs_is_failure(int outcome);
 /* "affidavit: error: " + fmt (two %s) on stderr. */
-void error_line(const char *fmt, const char *a, const char *b);
-void tally_finish(tally *t);
-int tally_add(tally *t, const afd_run_result *res, const afd_trace *tr);
-void json_outcomes(afd_buf *o, const tally *t);
-void json_uncontrolled(afd_buf *o, uint32_t flags);
+void afd_runs_error_line(const char *fmt, const char *a, const char *b);
+void afd_tally_finish(tally *t);
+int afd_tally_add(tally *t, const afd_run_result *res, const afd_trace *tr);
+void afd_runs_json_outcomes(afd_buf *o, const tally *t);
+void afd_runs_json_uncontrolled(afd_buf *o, uint32_t flags);
 /* Words for the first uncontrolled source in flags, or NULL. */
-const char *uncontrolled_words(uint32_t flags);
+const char *afd_runs_uncontrolled_words(uint32_t flags);
 /* Starts the pool; on failure prints the one-line error and returns the exit code. */
-int start_pool(const afd_cli *cli, afd_pool **pool);
+int afd_runs_start_pool(const afd_cli *cli, afd_pool **pool);
 /* The interpreter workers run: --python, AFFIDAVIT_PYTHON, beside the engine, python3. */
-const char *find_python(const afd_cli *cli, char *buf, size_t len);
+const char *afd_runs_find_python(const afd_cli *cli, char *buf, size_t len);
 /* The same with the workers in directory cwd (the verifier's mirror of the project). */
-int start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd);
-int report_no_loop(const afd_cli *cli, const tally *t);
-int interrupted_exit(const tally *t);
+int afd_runs_start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd);
+int afd_runs_report_no_loop(const afd_cli *cli, const tally *t);
+int afd_runs_interrupted_exit(const tally *t);
 /* "  step limit reached ... in K of N runs" when any run stopped there; "  trace truncated ..."
  * when any run's trace hit its size bound. Nothing otherwise. */
-void step_limit_line(afd_buf *o, const tally *t, uint64_t max_steps);
-void truncated_line(afd_buf *o, const tally *t);
+void afd_runs_step_limit_line(afd_buf *o, const tally *t, uint64_t max_steps);
+void afd_runs_truncated_line(afd_buf *o, const tally *t);
 
 /* make(i) builds run i's mode and token (the token is the caller's to free); take() sees each
  * result in completion order with its decoded trace (NULL when none) and returns nonzero to stop
@@ -74,12 +74,12 @@ void truncated_line(afd_buf *o, const tally *t);
  * batch is one span of t->spans when that is set. */
 typedef int (*make_fn)(void *ctx, uint64_t i, uint8_t *mode, char **token);
 typedef int (*take_fn)(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr);
-int run_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make, take_fn take, void *ctx,
+int afd_runs_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make, take_fn take, void *ctx,
               afd_progress *prog, tally *t);
-int make_natural(void *ctx, uint64_t i, uint8_t *mode, char **token);
+int afd_runs_make_natural(void *ctx, uint64_t i, uint8_t *mode, char **token);
 /* A take_fn that keeps nothing beyond the tally. */
-int take_none(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr);
-/* The portfolio's i-th schedule (afd_sched_portfolio) as a controlled run's mode and token. */
-int portfolio_token(uint64_t seed, uint64_t i, uint32_t est_steps, int only, uint8_t *mode, char **token);
+int afd_runs_take_none(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr);
+/* The portfolio's i-th schedule (afd_schedule_portfolio) as a controlled run's mode and token. */
+int afd_runs_portfolio_token(uint64_t seed, uint64_t i, uint32_t est_steps, int only, uint8_t *mode, char **token);
 
 #endif

@@ -92,7 +92,7 @@ static int render(afd_store_full *f, const char *format, const char *run, afd_bu
 static int load(int64_t id, afd_store_full *f, char *err, size_t errlen)
 {
     afd_store *st = NULL;
-    int rc = incident_open_store_to_read(&st, err, errlen);
+    int rc = afd_storedir_open_to_read(&st, err, errlen);
     if (rc == AFD_ENOTFOUND)
         snprintf(err, errlen, "no incident %" PRId64 " (there is no incident store here)", id);
     if (rc == 0)
@@ -105,7 +105,7 @@ static int load(int64_t id, afd_store_full *f, char *err, size_t errlen)
 static int list(size_t limit, afd_store_row **rows, size_t *n, char *err, size_t errlen)
 {
     afd_store *st = NULL;
-    int rc = incident_open_store_to_read(&st, err, errlen);
+    int rc = afd_storedir_open_to_read(&st, err, errlen);
     if (rc == AFD_ENOTFOUND) { /* a project that cannot hold a store has no incidents yet */
         *rows = NULL;
         *n = 0;
@@ -188,7 +188,7 @@ static int cmd_show(int64_t id, int json)
     } else {
         char date[64], path[4200];
         date_text(f.row.created, date, sizeof date);
-        snprintf(path, sizeof path, "%s/reports/incident-%" PRId64 ".html", incident_dir(), id);
+        snprintf(path, sizeof path, "%s/reports/incident-%" PRId64 ".html", afd_storedir_dir(), id);
         afd_buf_printf(&b, "incident %" PRId64 " (%s)\n  test:     %s\n  verdict:  %s\n", id, date, f.row.nodeid,
                        f.row.verdict);
         afd_buf_printf(&b, "  natural:  %" PRIu64 "/%" PRIu64 " failed (%.1f%%)\n", f.row.natural_failed,
@@ -430,7 +430,7 @@ static int cmd_serve(unsigned port)
     sigaction(SIGTERM, &sa, NULL);
     char db[4096];
     printf("affidavit: serving the incidents of %s at http://127.0.0.1:%u/ (Ctrl-C stops)\n",
-           incident_path("incidents.db", db, sizeof db), bound);
+           afd_storedir_path("incidents.db", db, sizeof db), bound);
     fflush(stdout);
     while (!stop_serving)
         pause();
@@ -521,7 +521,7 @@ static int cmd_merge(int argc, char **argv, int json)
 {
     char err[600] = "";
     afd_store *st = NULL;
-    if (incident_open_store(&st, err, sizeof err) < 0) {
+    if (afd_storedir_open(&st, err, sizeof err) < 0) {
         fprintf(stderr, "affidavit: error: %s\n", err);
         return AFD_EXIT_INTERNAL;
     }
@@ -600,7 +600,7 @@ static int cmd_merge(int argc, char **argv, int json)
         printf("merged %zu result%s from %zu file%s into %s: %zu failing, %zu timing_sensitive, %zu clean, "
                "%zu investigation%s\n",
                merged, merged == 1 ? "" : "s", files, files == 1 ? "" : "s",
-               incident_path("incidents.db", db, sizeof db), n.failing, n.timing, n.clean, n.investigations,
+               afd_storedir_path("incidents.db", db, sizeof db), n.failing, n.timing, n.clean, n.investigations,
                n.investigations == 1 ? "" : "s");
     afd_buf_finish(&ids);
     return rc;

@@ -12,20 +12,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-const char *incident_dir(void)
+const char *afd_storedir_dir(void)
 {
     const char *d = getenv("AFFIDAVIT_DIR");
     return d && *d ? d : AFD_STORE_DIR;
 }
 
-const char *incident_path(const char *name, char *buf, size_t len)
+const char *afd_storedir_path(const char *name, char *buf, size_t len)
 {
-    snprintf(buf, len, "%s/%s", incident_dir(), name);
+    snprintf(buf, len, "%s/%s", afd_storedir_dir(), name);
     return buf;
 }
 
 /* mkdir -p: the directory and any missing parent (AFFIDAVIT_DIR may name a nested one). */
-int incident_make_dirs(const char *dir)
+int afd_storedir_make_dirs(const char *dir)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s", dir);
@@ -40,32 +40,32 @@ int incident_make_dirs(const char *dir)
     return mkdir(path, 0777) < 0 && errno != EEXIST ? -1 : 0;
 }
 
-int incident_open_store(afd_store **out, char *err, size_t errlen)
+int afd_storedir_open(afd_store **out, char *err, size_t errlen)
 {
     char db[4096];
-    if (incident_make_dirs(incident_dir()) < 0) {
-        snprintf(err, errlen, "cannot make %s: %s", incident_dir(), strerror(errno));
+    if (afd_storedir_make_dirs(afd_storedir_dir()) < 0) {
+        snprintf(err, errlen, "cannot make %s: %s", afd_storedir_dir(), strerror(errno));
         return AFD_EIO;
     }
-    return afd_store_open(out, incident_path("incidents.db", db, sizeof db), err, errlen);
+    return afd_store_open(out, afd_storedir_path("incidents.db", db, sizeof db), err, errlen);
 }
 
-int incident_open_store_to_read(afd_store **out, char *err, size_t errlen)
+int afd_storedir_open_to_read(afd_store **out, char *err, size_t errlen)
 {
-    int rc = incident_open_store(out, err, errlen);
+    int rc = afd_storedir_open(out, err, errlen);
     if (rc != AFD_EIO)
         return rc;
     /* not writable: read what is there (a read-only checkout still shows its incidents) */
     char db[4096];
     char why[600];
     snprintf(why, sizeof why, "%s", err);
-    rc = afd_store_open_readonly(out, incident_path("incidents.db", db, sizeof db), err, errlen);
+    rc = afd_store_open_readonly(out, afd_storedir_path("incidents.db", db, sizeof db), err, errlen);
     if (rc == AFD_ENOTFOUND)
         snprintf(err, errlen, "%s", why);
     return rc;
 }
 
-int incident_write_report(int64_t id, int64_t created, const char *json, const afd_trace *failing,
+int afd_storedir_write_report(int64_t id, int64_t created, const char *json, const afd_trace *failing,
                           const afd_trace *passing, char *path, size_t pathlen, char *err, size_t errlen)
 {
     afd_report_in in = {.id = id, .created = created, .json = json, .failing = failing, .passing = passing};
@@ -77,8 +77,8 @@ int incident_write_report(int64_t id, int64_t created, const char *json, const a
         return rc;
     }
     char reports[4096];
-    incident_path("reports", reports, sizeof reports);
-    if (incident_make_dirs(reports) < 0)
+    afd_storedir_path("reports", reports, sizeof reports);
+    if (afd_storedir_make_dirs(reports) < 0)
         goto io;
     char tmp[4200];
     snprintf(path, pathlen, "%s/incident-%" PRId64 ".html", reports, id);
@@ -94,7 +94,7 @@ int incident_write_report(int64_t id, int64_t created, const char *json, const a
     afd_buf_finish(&html);
     return 0;
 io:
-    snprintf(err, errlen, "cannot write the report under %s/reports: %s", incident_dir(), strerror(errno));
+    snprintf(err, errlen, "cannot write the report under %s/reports: %s", afd_storedir_dir(), strerror(errno));
     if (pathlen)
         path[0] = 0;
     afd_buf_finish(&html);

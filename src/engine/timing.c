@@ -64,12 +64,12 @@ int afd_timing_check(afd_timing *self, afd_pool *pool, const char *token, afd_pr
         return rc;
     tally t = {0};
     check_ctx c = {capped};
-    rc = run_batch(pool, 0, AFD_TIMING_CHECK_RUNS, 0, make_capped, take_none, &c, prog, &t);
+    rc = afd_runs_batch(pool, 0, AFD_TIMING_CHECK_RUNS, 0, make_capped, afd_runs_take_none, &c, prog, &t);
     self->check_runs = t.runs;
     self->check_passed = t.by_outcome[AFD_OUT_PASS];
     /* Every run must have run and passed: an interrupted or partial check proves nothing. */
     self->sensitive = rc == 0 && t.runs == AFD_TIMING_CHECK_RUNS && t.by_outcome[AFD_OUT_PASS] == t.runs;
-    tally_finish(&t);
+    afd_tally_finish(&t);
     free(capped);
     return rc;
 }

@@ -307,8 +307,8 @@ static void ochiai_rank(const afd_cause_history *h, const afd_view *fail, const 
         uint64_t kx = fail->acc[pairs[i].x].key, ky = pair_y(fail, pass, &pairs[i])->key;
         for (size_t r = 0; r < h->n; r++) {
             /* "x ran, and y had not run before it" */
-            int order = afd_summary_order(&h->sums[r], kx, ky);
-            if (order == 1 || (order == -1 && afd_summary_has(&h->sums[r], kx))) {
+            int order = afd_view_summary_order(&h->sums[r], kx, ky);
+            if (order == 1 || (order == -1 && afd_view_summary_has(&h->sums[r], kx))) {
                 if (h->sums[r].failed)
                     pairs[i].fail_with++;
                 else
@@ -421,7 +421,7 @@ static void analyse(decision *d)
     if (!d->n_atoms)
         afd_view_stale_checks(f, d->stale, 8, &d->n_stale);
     if (p) {
-        afd_inverted_pairs(f, p, d->inv_pairs, MAX_PAIRS, &d->n_inv);
+        afd_view_inverted_pairs(f, p, d->inv_pairs, MAX_PAIRS, &d->n_inv);
         ochiai_rank(&d->in->hist, f, p, d->inv_pairs, d->n_inv);
     }
     afd_view_races(f, d->races, MAX_PAIRS, &d->n_races);

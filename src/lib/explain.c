@@ -213,7 +213,7 @@ static int place_at_line(afd_view *v, afd_srcmap *src, const afd_trace *tr, uint
         return 0;
     xa->file = afd_trace_string(tr, file);
     xa->line = line;
-    const afd_pyscan *ps = src ? afd_srcmap_get(src, xa->file) : NULL;
+    const afd_pyscan *ps = src ? afd_view_srcmap_get(src, xa->file) : NULL;
     if (!ps)
         return 0;
     const afd_pyaccess *pick = NULL;
@@ -270,12 +270,12 @@ struct afd_srcmap {
     size_t n, cap;
 };
 
-afd_srcmap *afd_srcmap_new(void)
+afd_srcmap *afd_view_srcmap_new(void)
 {
     return calloc(1, sizeof(afd_srcmap));
 }
 
-void afd_srcmap_free(afd_srcmap *m)
+void afd_view_srcmap_free(afd_srcmap *m)
 {
     if (!m)
         return;
@@ -289,7 +289,7 @@ void afd_srcmap_free(afd_srcmap *m)
     free(m);
 }
 
-const afd_pyscan *afd_srcmap_get(afd_srcmap *m, const char *path)
+const afd_pyscan *afd_view_srcmap_get(afd_srcmap *m, const char *path)
 {
     for (size_t i = 0; i < m->n; i++)
         if (strcmp(m->paths[i], path) == 0)
@@ -371,7 +371,7 @@ static int infer_line(builder *bd, uint32_t i)
     afd_view *v = bd->v;
     const afd_trace *tr = v->tr;
     const afd_event *e = &tr->events[i];
-    const afd_pyscan *ps = afd_srcmap_get(bd->src, afd_trace_string(tr, e->a));
+    const afd_pyscan *ps = afd_view_srcmap_get(bd->src, afd_trace_string(tr, e->a));
     size_t first, count;
     if (!ps)
         return 0;

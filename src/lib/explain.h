@@ -69,11 +69,11 @@ typedef struct afd_view {
 
 /* Sources of the files a traced run ran, each scanned once (pyscan) and kept. */
 typedef struct afd_srcmap afd_srcmap;
-afd_srcmap *afd_srcmap_new(void);
-void afd_srcmap_free(afd_srcmap *m); /* Accepts NULL. */
+afd_srcmap *afd_view_srcmap_new(void);
+void afd_view_srcmap_free(afd_srcmap *m); /* Accepts NULL. */
 /* The scan of a file (a path as the trace names it, relative to the working directory or
  * absolute), or NULL when it cannot be read. Borrowed; lives as long as the map. */
-const afd_pyscan *afd_srcmap_get(afd_srcmap *m, const char *path);
+const afd_pyscan *afd_view_srcmap_get(afd_srcmap *m, const char *path);
 
 int afd_view_build(afd_view *v, const afd_trace *tr);
 /* As afd_view_build, and when the trace has LINE events and no explicit operation (explicit
@@ -97,11 +97,11 @@ uint32_t afd_view_find(const afd_view *v, uint64_t key);
  * a segment boundary ("REPORT" and "REPORT[\"status\"]", "Store#0.sessions" and
  * "Store#0.sessions[*]"), where an unknown key `[*]` matches any key. "Lock@x.py:2" and
  * "Lock@x.py:23" do not overlap. */
-int afd_resources_overlap(const char *a, const char *b);
+int afd_view_resources_overlap(const char *a, const char *b);
 
 /* Two accesses conflict when they touch overlapping resources from two different tasks and at
  * least one writes. */
-int afd_access_conflict(const afd_xaccess *x, const afd_xaccess *y);
+int afd_view_access_conflict(const afd_xaccess *x, const afd_xaccess *y);
 
 /* A pair of accesses of the failing run, first (x) before second (y) there. */
 typedef struct afd_xpair {
@@ -114,7 +114,7 @@ typedef struct afd_xpair {
 /* Conflicting pairs ordered x before y in `fail` and y before x in `pass`: either both ran in both
  * runs, or y ran only in the passing run (before x there) and never in the failing one. Writes up
  * to cap pairs into out and their number into *n. */
-int afd_inverted_pairs(const afd_view *fail, const afd_view *pass, afd_xpair *out, size_t cap, size_t *n);
+int afd_view_inverted_pairs(const afd_view *fail, const afd_view *pass, afd_xpair *out, size_t cap, size_t *n);
 
 /* Races: conflicting pairs of `v` in steps that happen-before does not order (two writes through
  * a primitive, e.g. a queue's put and get, are atomic operations, not a race). Edges: the step
@@ -169,11 +169,11 @@ typedef struct afd_run_summary {
     uint64_t *keys; /* Owned, sorted. */
     uint32_t *pos;  /* Owned, parallel to keys. */
 } afd_run_summary;
-int afd_summary_build(afd_run_summary *s, const afd_view *v, int failed);
-void afd_summary_finish(afd_run_summary *s); /* Accepts NULL and a zeroed summary. */
+int afd_view_summary_build(afd_run_summary *s, const afd_view *v, int failed);
+void afd_view_summary_finish(afd_run_summary *s); /* Accepts NULL and a zeroed summary. */
 /* 1 when key x ran before key y in the run, 0 when after, -1 when either is missing. */
-int afd_summary_order(const afd_run_summary *s, uint64_t x, uint64_t y);
+int afd_view_summary_order(const afd_run_summary *s, uint64_t x, uint64_t y);
 /* 1 when key x ran in the run. */
-int afd_summary_has(const afd_run_summary *s, uint64_t x);
+int afd_view_summary_has(const afd_run_summary *s, uint64_t x);
 
 #endif

@@ -37,7 +37,7 @@ static const char *skip_key(const char *s)
     return s;
 }
 
-int afd_resources_overlap(const char *a, const char *b)
+int afd_view_resources_overlap(const char *a, const char *b)
 {
     for (;;) {
         if (*a == '[' && *b == '[' && (strncmp(a, "[*]", 3) == 0 || strncmp(b, "[*]", 3) == 0)) {
@@ -54,9 +54,9 @@ int afd_resources_overlap(const char *a, const char *b)
     }
 }
 
-int afd_access_conflict(const afd_xaccess *x, const afd_xaccess *y)
+int afd_view_access_conflict(const afd_xaccess *x, const afd_xaccess *y)
 {
-    return (x->write || y->write) && strcmp(x->label, y->label) != 0 && afd_resources_overlap(x->resource, y->resource);
+    return (x->write || y->write) && strcmp(x->label, y->label) != 0 && afd_view_resources_overlap(x->resource, y->resource);
 }
 
 static int push_pair(afd_xpair *out, size_t cap, size_t *n, uint32_t x, uint32_t y)
@@ -72,7 +72,7 @@ static int push_pair(afd_xpair *out, size_t cap, size_t *n, uint32_t x, uint32_t
     return 0;
 }
 
-int afd_inverted_pairs(const afd_view *fail, const afd_view *pass, afd_xpair *out, size_t cap, size_t *n)
+int afd_view_inverted_pairs(const afd_view *fail, const afd_view *pass, afd_xpair *out, size_t cap, size_t *n)
 {
     *n = 0;
     uint32_t *where = malloc(((size_t)fail->n_acc + 1) * sizeof *where);
@@ -84,7 +84,7 @@ int afd_inverted_pairs(const afd_view *fail, const afd_view *pass, afd_xpair *ou
         if (where[i] == AFD_NOPOS)
             continue;
         for (uint32_t j = i + 1; j < fail->n_acc; j++) {
-            if (where[j] == AFD_NOPOS || !afd_access_conflict(&fail->acc[i], &fail->acc[j]))
+            if (where[j] == AFD_NOPOS || !afd_view_access_conflict(&fail->acc[i], &fail->acc[j]))
                 continue;
             if (where[j] < where[i])
                 push_pair(out, cap, n, i, j);
@@ -92,7 +92,7 @@ int afd_inverted_pairs(const afd_view *fail, const afd_view *pass, afd_xpair *ou
         /* y never ran in the failing run but ran before x in the passing one */
         for (uint32_t j = 0; j < where[i] && j < pass->n_acc; j++) {
             if (afd_view_find(fail, pass->acc[j].key) != AFD_NOPOS ||
-                !afd_access_conflict(&fail->acc[i], &pass->acc[j]))
+                !afd_view_access_conflict(&fail->acc[i], &pass->acc[j]))
                 continue;
             size_t k = *n;
             push_pair(out, cap, n, i, j);
@@ -145,7 +145,7 @@ int afd_view_races(const afd_view *v, afd_xpair *out, size_t cap, size_t *n)
         return AFD_ENOMEM;
     for (uint32_t i = 0; i < v->n_acc; i++)
         for (uint32_t j = i + 1; j < v->n_acc; j++)
-            if (afd_access_conflict(&v->acc[i], &v->acc[j]) && v->acc[i].step != v->acc[j].step &&
+            if (afd_view_access_conflict(&v->acc[i], &v->acc[j]) && v->acc[i].step != v->acc[j].step &&
                 !(v->acc[i].sync && v->acc[j].sync && v->acc[i].write && v->acc[j].write) &&
                 afd_hb_concurrent(hb, v->acc[i].step, v->acc[j].step))
                 push_pair(out, cap, n, i, j);
@@ -165,7 +165,7 @@ static void overwritten(const afd_view *v, uint32_t r, uint32_t until, uint32_t 
     const afd_xaccess *ra = &v->acc[r];
     for (uint32_t u = r + 1; u < until; u++) {
         const afd_xaccess *ua = &v->acc[u];
-        if (ua->write && ua->task != ra->task && afd_resources_overlap(ua->resource, ra->resource)) {
+        if (ua->write && ua->task != ra->task && afd_view_resources_overlap(ua->resource, ra->resource)) {
             if (*n < cap)
                 out[*n] = (afd_xatom){r, u, w, v->steps[ra->step].site};
             (*n)++;
@@ -185,7 +185,7 @@ int afd_view_lost_updates(const afd_view *v, afd_xatom *out, size_t cap, size_t 
         uint32_t w = AFD_NOPOS;
         for (uint32_t j = r + 1; j < v->n_acc; j++) {
             const afd_xaccess *wa = &v->acc[j];
-            if (wa->task == ra->task && afd_resources_overlap(wa->resource, ra->resource)) {
+            if (wa->task == ra->task && afd_view_resources_overlap(wa->resource, ra->resource)) {
                 if (wa->write)
                     w = j;
                 break; /* a re-read by the task starts a new read-modify-write */
@@ -215,7 +215,7 @@ int afd_view_stale_checks(const afd_view *v, afd_xatom *out, size_t cap, size_t 
         int acted = 0;
         for (uint32_t k = r + 1; k < v->n_acc; k++) {
             const afd_xaccess *ka = &v->acc[k];
-            if (ka->task != ra->task || !afd_resources_overlap(ka->resource, ra->resource))
+            if (ka->task != ra->task || !afd_view_resources_overlap(ka->resource, ra->resource))
                 continue;
             if (ka->step == ra->step) {
                 acted |= ka->write;
@@ -229,7 +229,7 @@ int afd_view_stale_checks(const afd_view *v, afd_xatom *out, size_t cap, size_t 
         /* ... followed by the task's write in that same step */
         uint32_t w = AFD_NOPOS;
         for (uint32_t k = j + 1; k < v->n_acc && v->acc[k].step == v->acc[j].step; k++)
-            if (v->acc[k].task == ra->task && v->acc[k].write && afd_resources_overlap(v->acc[k].resource, ra->resource)) {
+            if (v->acc[k].task == ra->task && v->acc[k].write && afd_view_resources_overlap(v->acc[k].resource, ra->resource)) {
                 w = k;
                 break;
             }
@@ -408,7 +408,7 @@ static int kp_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-int afd_summary_build(afd_run_summary *s, const afd_view *v, int failed)
+int afd_view_summary_build(afd_run_summary *s, const afd_view *v, int failed)
 {
     memset(s, 0, sizeof *s);
     s->failed = (uint8_t)(failed != 0);
@@ -417,7 +417,7 @@ int afd_summary_build(afd_run_summary *s, const afd_view *v, int failed)
     s->pos = malloc(((size_t)v->n_acc + 1) * sizeof *s->pos);
     if (!tmp || !s->keys || !s->pos) {
         free(tmp);
-        afd_summary_finish(s);
+        afd_view_summary_finish(s);
         return AFD_ENOMEM;
     }
     for (uint32_t i = 0; i < v->n_acc; i++) {
@@ -434,7 +434,7 @@ int afd_summary_build(afd_run_summary *s, const afd_view *v, int failed)
     return 0;
 }
 
-void afd_summary_finish(afd_run_summary *s)
+void afd_view_summary_finish(afd_run_summary *s)
 {
     if (!s)
         return;
@@ -456,7 +456,7 @@ static uint32_t summary_pos(const afd_run_summary *s, uint64_t key)
     return lo < s->n && s->keys[lo] == key ? s->pos[lo] : AFD_NOPOS;
 }
 
-int afd_summary_order(const afd_run_summary *s, uint64_t x, uint64_t y)
+int afd_view_summary_order(const afd_run_summary *s, uint64_t x, uint64_t y)
 {
     uint32_t px = summary_pos(s, x), py = summary_pos(s, y);
     if (px == AFD_NOPOS || py == AFD_NOPOS)
@@ -464,7 +464,7 @@ int afd_summary_order(const afd_run_summary *s, uint64_t x, uint64_t y)
     return px < py;
 }
 
-int afd_summary_has(const afd_run_summary *s, uint64_t x)
+int afd_view_summary_has(const afd_run_summary *s, uint64_t x)
 {
     return summary_pos(s, x) != AFD_NOPOS;
 }

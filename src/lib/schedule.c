@@ -4,7 +4,7 @@
  * (step label and ordinal, step index, or wake index). Randomness is counter-based: each draw is
  * afd_mix64 of (seed, identity, a constant per kind of decision), never a sequential stream, so
  * removing one explicit delay or one step never reshuffles the others.
- * Workload: afd_sched_step_cost runs once per step of the controlled loop (millions per search),
+ * Workload: afd_schedule_step_cost runs once per step of the controlled loop (millions per search),
  * so it allocates nothing and costs a few mixes; the portfolio is called once per run. */
 #include "schedule.h"
 #include "afd.h"
@@ -114,7 +114,7 @@ static int pct_is_change_point(const afd_schedule *self, uint64_t idx)
     return 0;
 }
 
-uint64_t afd_sched_below(uint64_t deadline_ns)
+uint64_t afd_schedule_below(uint64_t deadline_ns)
 {
     uint64_t gap = deadline_ns / 10;
     if (gap > AFD_PCT_MARGIN_NS)
@@ -146,25 +146,25 @@ static uint64_t base_cost(const afd_schedule *self, const afd_step_id *step, con
     }
 }
 
-uint64_t afd_sched_step_cost_within(const afd_schedule *self, const afd_step_id *step,
+uint64_t afd_schedule_step_cost_within(const afd_schedule *self, const afd_step_id *step,
                                     const afd_horizon *h)
 {
     uint64_t cost = base_cost(self, step, h);
     if ((self->flags & AFD_SCHED_BELOW_DEADLINES) && h->deadline_ns != AFD_NO_DEADLINE) {
-        uint64_t cap = afd_sched_below(h->deadline_ns);
+        uint64_t cap = afd_schedule_below(h->deadline_ns);
         if (cost > cap)
             cost = cap;
     }
     return cost;
 }
 
-uint64_t afd_sched_step_cost(const afd_schedule *self, const afd_step_id *step, uint64_t horizon_ns)
+uint64_t afd_schedule_step_cost(const afd_schedule *self, const afd_step_id *step, uint64_t horizon_ns)
 {
     afd_horizon h = {.latest_ns = horizon_ns, .plain_ns = horizon_ns, .deadline_ns = AFD_NO_DEADLINE};
-    return afd_sched_step_cost_within(self, step, &h);
+    return afd_schedule_step_cost_within(self, step, &h);
 }
 
-uint64_t afd_sched_lateness(const afd_schedule *self, uint64_t wake_index, uint64_t now_ns,
+uint64_t afd_schedule_lateness(const afd_schedule *self, uint64_t wake_index, uint64_t now_ns,
                             uint64_t deadline_ns)
 {
     if (self->strategy != AFD_STRAT_JITTER)
@@ -178,12 +178,12 @@ uint64_t afd_sched_lateness(const afd_schedule *self, uint64_t wake_index, uint6
     return round_up + (uint64_t)exponential(LATE_EXP_MEAN_NS, afd_unit(key));
 }
 
-uint64_t afd_sched_random_seed(const afd_schedule *self)
+uint64_t afd_schedule_random_seed(const afd_schedule *self)
 {
     return afd_mix64(self->seed ^ KEY_RANDOM);
 }
 
-int afd_sched_portfolio(afd_schedule *out, uint64_t master_seed, uint64_t i, uint32_t est_steps,
+int afd_schedule_portfolio(afd_schedule *out, uint64_t master_seed, uint64_t i, uint32_t est_steps,
                         int only)
 {
     if (!out)

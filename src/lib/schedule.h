@@ -42,31 +42,31 @@ typedef struct afd_horizon {
  * horizon_ns: how far the latest pending timer lies beyond the current virtual time (0 if none);
  * pct uses it so that its delay outlasts every pending timer.
  * An explicit delay for (label, ordinal) overrides the base strategy.
- * This is afd_sched_step_cost_within with no deadline known. */
-uint64_t afd_sched_step_cost(const afd_schedule *self, const afd_step_id *step, uint64_t horizon_ns);
+ * This is afd_schedule_step_cost_within with no deadline known. */
+uint64_t afd_schedule_step_cost(const afd_schedule *self, const afd_step_id *step, uint64_t horizon_ns);
 
 /* The virtual cost of a step that has just run, given the pending timers. Without
  * AFD_SCHED_BELOW_DEADLINES pct's delay outlasts every pending timer (h->latest_ns), deadlines
  * included, as version-1 tokens always meant. With it pct's delay outlasts the pending timers that
  * are not deadlines, and every cost (jitter's, pct's, an explicit delay's) is capped just below the
- * earliest pending deadline: afd_sched_below(h->deadline_ns). */
-uint64_t afd_sched_step_cost_within(const afd_schedule *self, const afd_step_id *step,
+ * earliest pending deadline: afd_schedule_below(h->deadline_ns). */
+uint64_t afd_schedule_step_cost_within(const afd_schedule *self, const afd_step_id *step,
                                     const afd_horizon *h);
 
 /* The largest cost that keeps a step short of a deadline deadline_ns away: deadline_ns less a
  * tenth of it, at most AFD_PCT_MARGIN_NS and at least 1 ns (0 for a deadline due now). */
-uint64_t afd_sched_below(uint64_t deadline_ns);
+uint64_t afd_schedule_below(uint64_t deadline_ns);
 
 /* The lateness of the wake_index-th idle wake-up (from 0): nothing was ready, the loop went idle at
  * now_ns and the earliest deadline is deadline_ns (>= now_ns). The clock then jumps to
  * deadline_ns + lateness. zero and pct: 0. jitter models epoll's round-up of the timeout to whole
  * milliseconds plus a small exponential wake-up latency, so timers within one millisecond of each
  * other fire in one batch, as on a real Linux machine. */
-uint64_t afd_sched_lateness(const afd_schedule *self, uint64_t wake_index, uint64_t now_ns,
+uint64_t afd_schedule_lateness(const afd_schedule *self, uint64_t wake_index, uint64_t now_ns,
                             uint64_t deadline_ns);
 
 /* The seed for the program's `random` module under this schedule. */
-uint64_t afd_sched_random_seed(const afd_schedule *self);
+uint64_t afd_schedule_random_seed(const afd_schedule *self);
 
 /* How many of the portfolio's first schedules keep below the pending deadlines
  * (AFD_SCHED_BELOW_DEADLINES); after them every other jitter and pct schedule goes beyond. */
@@ -81,7 +81,7 @@ uint64_t afd_sched_random_seed(const afd_schedule *self);
  * `only` restricts the portfolio to one strategy, or is -1 for the mix. With AFD_STRAT_ZERO every
  * schedule has zero costs and only the seed (and so the program's `random`) varies: master_seed for
  * i == 0, a derived seed after that. The schedule is initialized here. */
-int afd_sched_portfolio(afd_schedule *out, uint64_t master_seed, uint64_t i, uint32_t est_steps,
+int afd_schedule_portfolio(afd_schedule *out, uint64_t master_seed, uint64_t i, uint32_t est_steps,
                         int only);
 
 #endif

@@ -147,7 +147,7 @@ uint64_t afd_deadline_cap_lateness(afd_handle *const *heap, size_t n, uint64_t w
      * could be overtaken by waking late. */
     if (h.deadline_ns == AFD_NO_DEADLINE || h.deadline_ns == 0)
         return late;
-    uint64_t cap = afd_sched_below(h.deadline_ns);
+    uint64_t cap = afd_schedule_below(h.deadline_ns);
     return late < cap ? late : cap;
 }
 

@@ -467,7 +467,7 @@ static int controlled_wait(afd_loop *self, int stopping)
         uint64_t deadline = afd_rt_ceil_ns(heap_when(self, 0));
         if (deadline < self->clock_ns)
             deadline = self->clock_ns;
-        uint64_t late = afd_sched_lateness(&afd_rt_config.schedule, self->idle_wakes++, self->clock_ns, deadline);
+        uint64_t late = afd_schedule_lateness(&afd_rt_config.schedule, self->idle_wakes++, self->clock_ns, deadline);
         late = afd_deadline_cap_lateness(self->heap, self->hn, deadline, late);
         uint64_t jump = deadline - self->clock_ns + late;
         afd_rec_event(AFD_EV_IDLE, 0, 0, late > UINT32_MAX ? UINT32_MAX : (uint32_t)late, 0,
@@ -638,7 +638,7 @@ static PyObject *run_once(afd_loop *self)
             afd_horizon hz;
             uint32_t earliest;
             int timed = timer_horizon(self, &hz, &earliest);
-            cost = afd_sched_step_cost_within(&afd_rt_config.schedule, &sid, &hz);
+            cost = afd_schedule_step_cost_within(&afd_rt_config.schedule, &sid, &hz);
             if (cost < AFD_STEP_FLOOR_NS)
                 cost = AFD_STEP_FLOOR_NS;
             cost += afd_rec_extra_cost;

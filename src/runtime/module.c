@@ -64,7 +64,7 @@ static PyObject *rt_configure(PyObject *m, PyObject *args)
 /* random_seed(): the seed the schedule gives the program's `random` module. */
 static PyObject *rt_random_seed(PyObject *m, PyObject *unused)
 {
-    return PyLong_FromUnsignedLongLong(afd_sched_random_seed(&afd_rt_config.schedule));
+    return PyLong_FromUnsignedLongLong(afd_schedule_random_seed(&afd_rt_config.schedule));
 }
 
 /* recorder_begin(size=8 MiB): starts a fresh in-process recording (tests, direct use). */
@@ -192,7 +192,7 @@ static PyObject *rt_portfolio_token(PyObject *m, PyObject *args)
         }
     }
     afd_schedule s;
-    int rc = afd_sched_portfolio(&s, seed, i, est, only);
+    int rc = afd_schedule_portfolio(&s, seed, i, est, only);
     return token_of(&s, rc);
 }
 

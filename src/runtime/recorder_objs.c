@@ -211,9 +211,9 @@ static afd_srcmap *files; /* Owned. */
 
 static const afd_pyscan *file_scan(const char *path)
 {
-    if (!files && !(files = afd_srcmap_new()))
+    if (!files && !(files = afd_view_srcmap_new()))
         return NULL;
-    return afd_srcmap_get(files, path);
+    return afd_view_srcmap_get(files, path);
 }
 
 static uint32_t relpath_id(PyObject *filename)

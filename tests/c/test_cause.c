@@ -46,7 +46,7 @@ static void reset_traces(fixture *x)
 static void fixture_run(fixture *x, const afd_view *v, int failed, int blocked, int natural)
 {
     CHECK(x->n_sums < 8);
-    CHECK_EQ_INT(afd_summary_build(&x->sums[x->n_sums], v, failed), 0);
+    CHECK_EQ_INT(afd_view_summary_build(&x->sums[x->n_sums], v, failed), 0);
     x->blocked[x->n_sums] = (uint8_t)blocked;
     x->natural[x->n_sums] = (uint8_t)natural;
     x->n_sums++;
@@ -75,7 +75,7 @@ static void fixture_finish(fixture *x)
     afd_evidence_finish(&x->ev);
     CHECK(x->ev.rows == NULL && x->ev.n == 0);
     for (size_t i = 0; i < x->n_sums; i++)
-        afd_summary_finish(&x->sums[i]);
+        afd_view_summary_finish(&x->sums[i]);
     afd_view_finish(&x->f);
     afd_view_finish(&x->p);
     afd_trace_finish(&x->tf);

@@ -418,14 +418,14 @@ TEST(conflicts)
     afd_view v;
     tb_view(&v, &t);
     CHECK_EQ_INT(v.n_acc, 4);
-    CHECK_EQ_INT(afd_access_conflict(&v.acc[1], &v.acc[3]), 1); /* read X / write X */
-    CHECK_EQ_INT(afd_access_conflict(&v.acc[3], &v.acc[1]), 1);
-    CHECK_EQ_INT(afd_access_conflict(&v.acc[0], &v.acc[2]), 1); /* write LOG / write LOG */
-    CHECK_EQ_INT(afd_access_conflict(&v.acc[1], &v.acc[2]), 0); /* one task */
-    CHECK_EQ_INT(afd_access_conflict(&v.acc[0], &v.acc[3]), 0); /* two resources */
+    CHECK_EQ_INT(afd_view_access_conflict(&v.acc[1], &v.acc[3]), 1); /* read X / write X */
+    CHECK_EQ_INT(afd_view_access_conflict(&v.acc[3], &v.acc[1]), 1);
+    CHECK_EQ_INT(afd_view_access_conflict(&v.acc[0], &v.acc[2]), 1); /* write LOG / write LOG */
+    CHECK_EQ_INT(afd_view_access_conflict(&v.acc[1], &v.acc[2]), 0); /* one task */
+    CHECK_EQ_INT(afd_view_access_conflict(&v.acc[0], &v.acc[3]), 0); /* two resources */
     afd_xaccess r2 = v.acc[1];
     r2.label = "other#0";
-    CHECK_EQ_INT(afd_access_conflict(&v.acc[1], &r2), 0); /* two reads */
+    CHECK_EQ_INT(afd_view_access_conflict(&v.acc[1], &r2), 0); /* two reads */
     afd_view_finish(&v);
     afd_trace_finish(&t);
 }
@@ -440,7 +440,7 @@ TEST(inverted_pairs_both_ran)
     tb_view(&p, &tp);
     afd_xpair out[8];
     size_t n = 99;
-    CHECK_EQ_INT(afd_inverted_pairs(&f, &p, out, 8, &n), 0);
+    CHECK_EQ_INT(afd_view_inverted_pairs(&f, &p, out, 8, &n), 0);
     CHECK_EQ_INT(n, 1);
     CHECK_EQ_INT(out[0].x, 1);
     CHECK_EQ_INT(out[0].y, 3);
@@ -451,16 +451,16 @@ TEST(inverted_pairs_both_ran)
     CHECK_EQ_STR(f.acc[out[0].y].label, "writer#0");
     /* A run against itself inverts nothing. */
     n = 99;
-    CHECK_EQ_INT(afd_inverted_pairs(&f, &f, out, 8, &n), 0);
+    CHECK_EQ_INT(afd_view_inverted_pairs(&f, &f, out, 8, &n), 0);
     CHECK_EQ_INT(n, 0);
     /* Swapped roles: the pass order (write before read) is the "failing" one. */
     n = 99;
-    CHECK_EQ_INT(afd_inverted_pairs(&p, &f, out, 8, &n), 0);
+    CHECK_EQ_INT(afd_view_inverted_pairs(&p, &f, out, 8, &n), 0);
     CHECK_EQ_INT(n, 1);
     CHECK_EQ_STR(p.acc[out[0].x].name, "write");
     CHECK_EQ_STR(p.acc[out[0].y].name, "read");
     n = 99;
-    CHECK_EQ_INT(afd_inverted_pairs(&f, &p, out, 0, &n), AFD_EFULL);
+    CHECK_EQ_INT(afd_view_inverted_pairs(&f, &p, out, 0, &n), AFD_EFULL);
     CHECK_EQ_INT(n, 0);
     afd_view_finish(&f);
     afd_view_finish(&p);
@@ -479,7 +479,7 @@ TEST(inverted_pairs_y_only_in_pass)
     CHECK_EQ_INT(f.n_acc, 3);
     afd_xpair out[8];
     size_t n = 99;
-    CHECK_EQ_INT(afd_inverted_pairs(&f, &p, out, 8, &n), 0);
+    CHECK_EQ_INT(afd_view_inverted_pairs(&f, &p, out, 8, &n), 0);
     CHECK_EQ_INT(n, 1);
     CHECK_EQ_INT(out[0].x, 1);
     CHECK_EQ_INT(out[0].y, 1); /* index in the passing view */
@@ -854,44 +854,44 @@ TEST(summary)
     tb_view(&v, &t);
     CHECK_EQ_INT(v.n_acc, 4);
     afd_run_summary s;
-    CHECK_EQ_INT(afd_summary_build(&s, &v, 5), 0);
+    CHECK_EQ_INT(afd_view_summary_build(&s, &v, 5), 0);
     CHECK_EQ_INT(s.failed, 1);
     CHECK_EQ_INT(s.n, 4);
     for (uint32_t i = 1; i < s.n; i++)
         CHECK(s.keys[i - 1] < s.keys[i]);
     for (uint32_t i = 0; i < s.n; i++) {
         CHECK_EQ_U64(v.acc[s.pos[i]].key, s.keys[i]);
-        CHECK_EQ_INT(afd_summary_has(&s, v.acc[i].key), 1);
+        CHECK_EQ_INT(afd_view_summary_has(&s, v.acc[i].key), 1);
     }
     uint64_t k0 = v.acc[0].key, k1 = v.acc[1].key, k3 = v.acc[3].key;
     uint64_t missing = k0 ^ k1 ^ k3 ^ 0x5555;
-    CHECK_EQ_INT(afd_summary_has(&s, missing), 0);
-    CHECK_EQ_INT(afd_summary_order(&s, k1, k3), 1);
-    CHECK_EQ_INT(afd_summary_order(&s, k3, k1), 0);
-    CHECK_EQ_INT(afd_summary_order(&s, k0, k3), 1);
-    CHECK_EQ_INT(afd_summary_order(&s, k3, k0), 0);
-    CHECK_EQ_INT(afd_summary_order(&s, k1, missing), -1);
-    CHECK_EQ_INT(afd_summary_order(&s, missing, k1), -1);
-    afd_summary_finish(&s);
+    CHECK_EQ_INT(afd_view_summary_has(&s, missing), 0);
+    CHECK_EQ_INT(afd_view_summary_order(&s, k1, k3), 1);
+    CHECK_EQ_INT(afd_view_summary_order(&s, k3, k1), 0);
+    CHECK_EQ_INT(afd_view_summary_order(&s, k0, k3), 1);
+    CHECK_EQ_INT(afd_view_summary_order(&s, k3, k0), 0);
+    CHECK_EQ_INT(afd_view_summary_order(&s, k1, missing), -1);
+    CHECK_EQ_INT(afd_view_summary_order(&s, missing, k1), -1);
+    afd_view_summary_finish(&s);
     CHECK(s.keys == NULL && s.pos == NULL && s.n == 0);
 
     /* The summary outlives the view and the trace. */
-    CHECK_EQ_INT(afd_summary_build(&s, &v, 0), 0);
+    CHECK_EQ_INT(afd_view_summary_build(&s, &v, 0), 0);
     afd_view_finish(&v);
     afd_trace_finish(&t);
     CHECK_EQ_INT(s.failed, 0);
-    CHECK_EQ_INT(afd_summary_order(&s, k1, k3), 1);
-    CHECK_EQ_INT(afd_summary_has(&s, k0), 1);
-    afd_summary_finish(&s);
+    CHECK_EQ_INT(afd_view_summary_order(&s, k1, k3), 1);
+    CHECK_EQ_INT(afd_view_summary_has(&s, k0), 1);
+    afd_view_summary_finish(&s);
 
     /* An empty view. */
     CHECK_EQ_INT(afd_trace_init(&t), 0);
     tb_view(&v, &t);
-    CHECK_EQ_INT(afd_summary_build(&s, &v, 1), 0);
+    CHECK_EQ_INT(afd_view_summary_build(&s, &v, 1), 0);
     CHECK_EQ_INT(s.n, 0);
-    CHECK_EQ_INT(afd_summary_has(&s, k0), 0);
-    CHECK_EQ_INT(afd_summary_order(&s, k0, k1), -1);
-    afd_summary_finish(&s);
+    CHECK_EQ_INT(afd_view_summary_has(&s, k0), 0);
+    CHECK_EQ_INT(afd_view_summary_order(&s, k0, k1), -1);
+    afd_view_summary_finish(&s);
     afd_view_finish(&v);
     afd_trace_finish(&t);
 }
@@ -974,14 +974,14 @@ TEST(huge_object_number)
 TEST(finishes_accept_null)
 {
     afd_view_finish(NULL);
-    afd_summary_finish(NULL);
-    afd_srcmap_free(NULL);
+    afd_view_summary_finish(NULL);
+    afd_view_srcmap_free(NULL);
     afd_view v;
     memset(&v, 0, sizeof v);
     afd_view_finish(&v);
     afd_run_summary s;
     memset(&s, 0, sizeof s);
-    afd_summary_finish(&s);
+    afd_view_summary_finish(&s);
 }
 
 int main(void)

@@ -21,7 +21,7 @@ static uint64_t cost_of(const afd_schedule *s, const char *label, uint32_t ordin
                         uint64_t horizon)
 {
     afd_step_id id = step_of(label, ordinal, index);
-    return afd_sched_step_cost(s, &id, horizon);
+    return afd_schedule_step_cost(s, &id, horizon);
 }
 
 static void jitter_schedule(afd_schedule *s, uint64_t seed)
@@ -55,7 +55,7 @@ TEST(zero_is_zero)
     s.seed = 12345;
     for (uint32_t i = 0; i < 1000; i++) {
         CHECK_EQ_U64(cost_of(&s, "main#0", i, i, 50 * MS), 0);
-        CHECK_EQ_U64(afd_sched_lateness(&s, i, i * US, i * US + 300 * US), 0);
+        CHECK_EQ_U64(afd_schedule_lateness(&s, i, i * US, i * US + 300 * US), 0);
     }
 }
 
@@ -82,10 +82,10 @@ TEST(explicit_delay_overrides_exact_step)
     const char *buf = "task#1xyz";
     afd_step_id id = step_of("task#1", 3, 0);
     id.label = buf;
-    CHECK_EQ_U64(afd_sched_step_cost(&s, &id, 0), 777);
+    CHECK_EQ_U64(afd_schedule_step_cost(&s, &id, 0), 777);
     id.label_len = 5; /* "task#" */
     id.label_hash = afd_fnv1a(AFD_FNV_INIT, buf, 5);
-    CHECK(afd_sched_step_cost(&s, &id, 0) != 777);
+    CHECK(afd_schedule_step_cost(&s, &id, 0) != 777);
 
     /* Overrides apply to zero and pct schedules too. */
     afd_schedule z;
@@ -168,23 +168,23 @@ TEST(jitter_lateness_rounds_to_whole_ms)
     for (uint64_t w = 0; w < 2000; w++) {
         uint64_t now = w * 123457;
         /* Deadlines within one millisecond of the idle time wake at one absolute time. */
-        uint64_t l1 = afd_sched_lateness(&s, w, now, now + 300 * US);
-        uint64_t l2 = afd_sched_lateness(&s, w, now, now + 700 * US);
+        uint64_t l1 = afd_schedule_lateness(&s, w, now, now + 300 * US);
+        uint64_t l2 = afd_schedule_lateness(&s, w, now, now + 700 * US);
         CHECK(l1 >= 700 * US);
         CHECK(l2 >= 300 * US);
         CHECK_EQ_U64(now + 300 * US + l1, now + 700 * US + l2);
         CHECK(now + 300 * US + l1 >= now + MS);
         /* A whole-millisecond timeout is not rounded, and neither is a zero one. */
         uint64_t extra = l1 - 700 * US;
-        CHECK_EQ_U64(afd_sched_lateness(&s, w, now, now + 2 * MS), extra);
-        CHECK_EQ_U64(afd_sched_lateness(&s, w, now, now), extra);
-        CHECK_EQ_U64(afd_sched_lateness(&s, w, now, now + 1), MS - 1 + extra);
+        CHECK_EQ_U64(afd_schedule_lateness(&s, w, now, now + 2 * MS), extra);
+        CHECK_EQ_U64(afd_schedule_lateness(&s, w, now, now), extra);
+        CHECK_EQ_U64(afd_schedule_lateness(&s, w, now, now + 1), MS - 1 + extra);
         /* The rounding follows the timeout, not the absolute clock. */
-        CHECK_EQ_U64(afd_sched_lateness(&s, w, 5, 5 + 1500 * US), 500 * US + extra);
-        CHECK_EQ_U64(l1, afd_sched_lateness(&s, w, now, now + 300 * US));
+        CHECK_EQ_U64(afd_schedule_lateness(&s, w, 5, 5 + 1500 * US), 500 * US + extra);
+        CHECK_EQ_U64(l1, afd_schedule_lateness(&s, w, now, now + 300 * US));
     }
     /* No overflow on the largest timeout. */
-    uint64_t big = afd_sched_lateness(&s, 0, 0, UINT64_MAX);
+    uint64_t big = afd_schedule_lateness(&s, 0, 0, UINT64_MAX);
     CHECK(big >= MS - UINT64_MAX % MS);
     CHECK(big < 2 * MS + 50 * MS);
 }
@@ -198,9 +198,9 @@ TEST(jitter_lateness_latency)
     int differ = 0;
     const int n = 50000;
     for (int w = 0; w < n; w++) {
-        uint64_t l = afd_sched_lateness(&s, (uint64_t)w, 0, 0);
+        uint64_t l = afd_schedule_lateness(&s, (uint64_t)w, 0, 0);
         sum += (double)l;
-        differ += l != afd_sched_lateness(&t, (uint64_t)w, 0, 0);
+        differ += l != afd_schedule_lateness(&t, (uint64_t)w, 0, 0);
     }
     double mean_us = sum / n / 1000.0;
     if (!(mean_us > 28.5 && mean_us < 31.5))
@@ -248,7 +248,7 @@ TEST(pct_cost_and_determinism)
         CHECK_EQ_U64(cost_of(&s, "b#7", 9, i, 20 * MS), 20 * MS + AFD_PCT_MARGIN_NS);
         CHECK(cost_of(&s, "z", 1, i, 60 * MS) >= 60 * MS + AFD_PCT_MARGIN_NS);
         CHECK_EQ_U64(cost_of(&s, "z", 1, i, UINT64_MAX), UINT64_MAX); /* Saturates. */
-        CHECK_EQ_U64(afd_sched_lateness(&s, i, 0, 300 * US), 0);
+        CHECK_EQ_U64(afd_schedule_lateness(&s, i, 0, 300 * US), 0);
     }
     /* The same schedule always picks the same points; other seeds pick other sets. */
     afd_schedule again;
@@ -301,24 +301,24 @@ TEST(random_seed_is_stable)
     afd_schedule_init(&a);
     afd_schedule_init(&b);
     a.seed = b.seed = 42;
-    CHECK_EQ_U64(afd_sched_random_seed(&a), afd_sched_random_seed(&b));
-    CHECK(afd_sched_random_seed(&a) != 42);
+    CHECK_EQ_U64(afd_schedule_random_seed(&a), afd_schedule_random_seed(&b));
+    CHECK(afd_schedule_random_seed(&a) != 42);
     b.seed = 43;
-    CHECK(afd_sched_random_seed(&a) != afd_sched_random_seed(&b));
+    CHECK(afd_schedule_random_seed(&a) != afd_schedule_random_seed(&b));
 }
 
 TEST(portfolio_mix)
 {
     const uint64_t master = 0xabcdef;
     afd_schedule s;
-    CHECK_EQ_INT(afd_sched_portfolio(&s, master, 0, 500, -1), 0);
+    CHECK_EQ_INT(afd_schedule_portfolio(&s, master, 0, 500, -1), 0);
     CHECK_EQ_INT(s.strategy, AFD_STRAT_ZERO);
     CHECK_EQ_U64(s.seed, master);
     CHECK_EQ_U64(s.n_delays, 0);
     afd_schedule_finish(&s);
     const uint32_t depth_of[] = {0, 0, 2, 0, 3, 0, 4, 0, 2, 0, 3, 0, 4};
     for (uint64_t i = 1; i <= 12; i++) {
-        CHECK_EQ_INT(afd_sched_portfolio(&s, master, i, 500, -1), 0);
+        CHECK_EQ_INT(afd_schedule_portfolio(&s, master, i, 500, -1), 0);
         CHECK_EQ_U64(s.seed, afd_mix64(master ^ afd_mix64(i)));
         CHECK_EQ_U64(s.n_delays, 0);
         if (i % 2) {
@@ -330,10 +330,10 @@ TEST(portfolio_mix)
         }
         afd_schedule_finish(&s);
     }
-    CHECK_EQ_INT(afd_sched_portfolio(&s, master, 2, 0, -1), 0);
+    CHECK_EQ_INT(afd_schedule_portfolio(&s, master, 2, 0, -1), 0);
     CHECK_EQ_U64(s.pct_steps, 1); /* At least one step. */
     afd_schedule t;
-    CHECK_EQ_INT(afd_sched_portfolio(&t, master + 1, 2, 0, -1), 0);
+    CHECK_EQ_INT(afd_schedule_portfolio(&t, master + 1, 2, 0, -1), 0);
     CHECK(s.seed != t.seed);
 }
 
@@ -348,28 +348,28 @@ TEST(portfolio_only)
     const uint64_t master = 7;
     afd_schedule s;
     for (uint64_t i = 0; i < 9; i++) {
-        CHECK_EQ_INT(afd_sched_portfolio(&s, master, i, 100, AFD_STRAT_JITTER), 0);
+        CHECK_EQ_INT(afd_schedule_portfolio(&s, master, i, 100, AFD_STRAT_JITTER), 0);
         CHECK_EQ_INT(s.strategy, AFD_STRAT_JITTER);
         CHECK_EQ_U64(s.seed, afd_mix64(master ^ afd_mix64(i)));
-        CHECK_EQ_INT(afd_sched_portfolio(&s, master, i, 100, AFD_STRAT_PCT), 0);
+        CHECK_EQ_INT(afd_schedule_portfolio(&s, master, i, 100, AFD_STRAT_PCT), 0);
         CHECK_EQ_INT(s.strategy, AFD_STRAT_PCT);
         CHECK_EQ_U64(s.seed, afd_mix64(master ^ afd_mix64(i)));
         CHECK_EQ_U64(s.pct_depth, 2 + i % 3);
         CHECK_EQ_U64(s.pct_steps, 100);
-        CHECK_EQ_INT(afd_sched_portfolio(&s, master, i, 100, AFD_STRAT_ZERO), 0);
+        CHECK_EQ_INT(afd_schedule_portfolio(&s, master, i, 100, AFD_STRAT_ZERO), 0);
         CHECK_EQ_INT(s.strategy, AFD_STRAT_ZERO);
         CHECK_EQ_U64(s.seed, i == 0 ? master : afd_mix64(master ^ afd_mix64(i)));
     }
-    CHECK_EQ_INT(afd_sched_portfolio(&s, master, 0, 100, AFD_STRAT__COUNT), AFD_EINVAL);
-    CHECK_EQ_INT(afd_sched_portfolio(&s, master, 0, 100, -2), AFD_EINVAL);
-    CHECK_EQ_INT(afd_sched_portfolio(NULL, master, 0, 100, -1), AFD_EINVAL);
+    CHECK_EQ_INT(afd_schedule_portfolio(&s, master, 0, 100, AFD_STRAT__COUNT), AFD_EINVAL);
+    CHECK_EQ_INT(afd_schedule_portfolio(&s, master, 0, 100, -2), AFD_EINVAL);
+    CHECK_EQ_INT(afd_schedule_portfolio(NULL, master, 0, 100, -1), AFD_EINVAL);
     /* Seeds of a search never repeat in its first thousands of schedules. */
     enum { N = 3000 };
     static uint64_t seeds[N];
     seeds[0] = master;
     for (uint64_t i = 1; i < N; i++) {
         afd_schedule a;
-        CHECK_EQ_INT(afd_sched_portfolio(&a, master, i, 100, -1), 0);
+        CHECK_EQ_INT(afd_schedule_portfolio(&a, master, i, 100, -1), 0);
         seeds[i] = a.seed;
     }
     qsort(seeds, N, sizeof seeds[0], cmp_u64);
@@ -382,17 +382,17 @@ static uint64_t cost_within(const afd_schedule *s, const char *label, uint32_t o
 {
     afd_step_id id = step_of(label, ordinal, index);
     afd_horizon h = {.latest_ns = latest, .plain_ns = plain, .deadline_ns = deadline};
-    return afd_sched_step_cost_within(s, &id, &h);
+    return afd_schedule_step_cost_within(s, &id, &h);
 }
 
 TEST(below_is_just_short_of_the_deadline)
 {
-    CHECK_EQ_U64(afd_sched_below(0), 0);
-    CHECK_EQ_U64(afd_sched_below(1), 0);
-    CHECK_EQ_U64(afd_sched_below(5), 4);
-    CHECK_EQ_U64(afd_sched_below(100 * US), 90 * US);
-    CHECK_EQ_U64(afd_sched_below(300 * MS), 299 * MS);
-    CHECK_EQ_U64(afd_sched_below(UINT64_MAX - 1), UINT64_MAX - 1 - MS);
+    CHECK_EQ_U64(afd_schedule_below(0), 0);
+    CHECK_EQ_U64(afd_schedule_below(1), 0);
+    CHECK_EQ_U64(afd_schedule_below(5), 4);
+    CHECK_EQ_U64(afd_schedule_below(100 * US), 90 * US);
+    CHECK_EQ_U64(afd_schedule_below(300 * MS), 299 * MS);
+    CHECK_EQ_U64(afd_schedule_below(UINT64_MAX - 1), UINT64_MAX - 1 - MS);
 }
 
 /* The point of the flag: pct's delay outlasts the sleeps' timers, not the timeout's. */
@@ -427,11 +427,11 @@ TEST(jitter_and_explicit_delays_capped_below_deadlines)
     for (uint32_t i = 0; i < 2000; i++) {
         uint64_t plain = cost_within(&s, "w#0", i, i, 0, 0, AFD_NO_DEADLINE);
         uint64_t capped = cost_within(&s, "w#0", i, i, 0, 0, 50 * US);
-        CHECK(capped <= afd_sched_below(50 * US));
-        CHECK_EQ_U64(capped, plain < afd_sched_below(50 * US) ? plain : afd_sched_below(50 * US));
+        CHECK(capped <= afd_schedule_below(50 * US));
+        CHECK_EQ_U64(capped, plain < afd_schedule_below(50 * US) ? plain : afd_schedule_below(50 * US));
     }
     CHECK_EQ_INT(afd_schedule_add_delay(&s, "w#0", 3, 2 * MS), 0);
-    CHECK_EQ_U64(cost_within(&s, "w#0", 3, 3, 0, 0, 1 * MS), afd_sched_below(1 * MS));
+    CHECK_EQ_U64(cost_within(&s, "w#0", 3, 3, 0, 0, 1 * MS), afd_schedule_below(1 * MS));
     s.flags = 0;
     CHECK_EQ_U64(cost_within(&s, "w#0", 3, 3, 0, 0, 1 * MS), 2 * MS);
     afd_schedule_finish(&s);
@@ -441,16 +441,16 @@ TEST(portfolio_below_deadlines_first)
 {
     const uint64_t master = 0x5151;
     afd_schedule s;
-    CHECK_EQ_INT(afd_sched_portfolio(&s, master, 0, 50, -1), 0);
+    CHECK_EQ_INT(afd_schedule_portfolio(&s, master, 0, 50, -1), 0);
     CHECK_EQ_INT(s.flags, 0); /* zero has nothing to cap */
     for (uint64_t i = 1; i < AFD_PORTFOLIO_BELOW_SHARE; i++) {
-        CHECK_EQ_INT(afd_sched_portfolio(&s, master, i, 50, -1), 0);
+        CHECK_EQ_INT(afd_schedule_portfolio(&s, master, i, 50, -1), 0);
         CHECK_EQ_INT(s.flags, AFD_SCHED_BELOW_DEADLINES);
     }
     /* After the share, each strategy alternates: below, beyond, below... */
     uint32_t beyond_jitter = 0, beyond_pct = 0, below = 0;
     for (uint64_t i = AFD_PORTFOLIO_BELOW_SHARE; i < AFD_PORTFOLIO_BELOW_SHARE + 40; i++) {
-        CHECK_EQ_INT(afd_sched_portfolio(&s, master, i, 50, -1), 0);
+        CHECK_EQ_INT(afd_schedule_portfolio(&s, master, i, 50, -1), 0);
         int flagged = s.flags == AFD_SCHED_BELOW_DEADLINES;
         CHECK_EQ_INT(flagged, (i / 2) % 2 == 0);
         below += flagged;
@@ -461,7 +461,7 @@ TEST(portfolio_below_deadlines_first)
     CHECK_EQ_U64(beyond_jitter, 10);
     CHECK_EQ_U64(beyond_pct, 10);
     for (uint64_t i = 0; i < 40; i++) {
-        CHECK_EQ_INT(afd_sched_portfolio(&s, master, i, 50, AFD_STRAT_ZERO), 0);
+        CHECK_EQ_INT(afd_schedule_portfolio(&s, master, i, 50, AFD_STRAT_ZERO), 0);
         CHECK_EQ_INT(s.flags, 0);
     }
 }
