@@ -118,6 +118,138 @@ static int is_identifier(const char *s)
     return 1;
 }
 
+/* Which command the options are for: each option is accepted by the commands it applies to. */
+typedef struct cmd_kind {
+    int sample, explore, replay, investigate, gate, check;
+} cmd_kind;
+
+/* The options of argv[2...] into cli, and up to two positional arguments into pos. Returns 0, or
+ * the usage error's exit code (bad() printed the line). */
+static int parse_options(int argc, char **argv, afd_cli *cli, const cmd_kind *k, const char **pos, int *npos)
+{
+    /* The --pytest-arg values are gathered, in order, at the front of argv[2...]: the k-th value
+     * is found at an index of at least 2 + k, so it only ever overwrites a slot already parsed
+     * (what was parsed from it was kept by value), and no allocation is needed. */
+    cli->pytest_args = (const char *const *)&argv[2];
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--json")) {
+            cli->json = 1;
+        } else if (k->replay && !strcmp(a, "--events")) {
+            cli->events = 1;
+        } else if (k->investigate && !strcmp(a, "--fix")) {
+            cli->fix = 1;
+        } else if (k->investigate && !strcmp(a, "--apply")) {
+            cli->apply = 1;
+            cli->fix = 1;
+        } else if (k->investigate && !strcmp(a, "--trace-out")) {
+            if (!v || !*v)
+                return bad("expected a file after", a);
+            cli->trace_out = v;
+            i++;
+        } else if ((k->investigate || k->gate) && !strcmp(a, "--allow-src")) {
+            cli->allow_src = 1;
+        } else if (!strcmp(a, "-n") || (!strcmp(a, "--runs"))) {
+            if (parse_u64(v, &cli->n) < 0 || cli->n == 0)
+                return bad("expected a positive number of runs after", a);
+            i++;
+        } else if (k->investigate && (!strcmp(a, "--natural") || !strcmp(a, "--replays"))) {
+            uint64_t *dst = !strcmp(a, "--natural") ? &cli->natural : &cli->replays;
+            if (parse_u64(v, dst) < 0 || *dst == 0 || *dst > 1000000)
+                return bad("expected a positive number of runs after", a);
+            i++;
+        } else if (k->investigate && !strcmp(a, "--slow-step")) {
+            if (parse_pos_double(v, &cli->slow_step_ms) < 0)
+                return bad("expected a positive number of milliseconds after", a);
+            i++;
+        } else if (!strcmp(a, "--seconds")) {
+            if (!k->explore && !k->investigate)
+                return bad("--seconds applies to explore and investigate", NULL);
+            if (parse_pos_double(v, &cli->seconds) < 0)
+                return bad("expected a positive number of seconds after", a);
+            i++;
+        } else if (!strcmp(a, "--timeout")) {
+            /* at most a million seconds: the budget travels in milliseconds as 32 bits */
+            if (parse_pos_double(v, &cli->timeout_s) < 0 || cli->timeout_s > 1e6)
+                return bad("expected a positive number of seconds (at most 1000000) after", a);
+            i++;
+        } else if (!strcmp(a, "--workers")) {
+            uint64_t w;
+            if (parse_u64(v, &w) < 0 || w == 0 || w > 256)
+                return bad("expected a number of workers (1-256) after", a);
+            cli->workers = (int)w;
+            i++;
+        } else if (!strcmp(a, "--max-steps")) {
+            if (parse_u64(v, &cli->max_steps) < 0 || cli->max_steps == 0)
+                return bad("expected a positive step limit after", a);
+            i++;
+        } else if (!strcmp(a, "--max-memory")) {
+            if (parse_u64(v, &cli->max_memory_mb) < 0 || cli->max_memory_mb == 0 || cli->max_memory_mb > (1u << 30))
+                return bad("expected a positive number of megabytes after", a);
+            i++;
+        } else if (!strcmp(a, "--seed")) {
+            if (parse_u64(v, &cli->seed) < 0)
+                return bad("expected a non-negative integer seed after", a);
+            i++;
+        } else if (!strcmp(a, "--shard")) {
+            if (!k->explore)
+                return bad("--shard applies to explore", NULL);
+            unsigned long long sk = 0, sn = 0;
+            char tail = 0;
+            if (!v || sscanf(v, "%llu/%llu%c", &sk, &sn, &tail) != 2 || sn == 0 || sk == 0 || sk > sn || sn > 100000)
+                return bad("expected --shard K/N with 1 <= K <= N, got", v ? v : "nothing");
+            cli->shard_k = sk;
+            cli->shard_n = sn;
+            i++;
+        } else if (!strcmp(a, "--strategy")) {
+            if (!k->explore)
+                return bad("--strategy applies to explore", NULL);
+            if (!v)
+                return bad("expected a strategy after", a);
+            cli->strategy = v;
+            i++;
+        } else if (k->check && (!strcmp(a, "--cls") || !strcmp(a, "--method") || !strcmp(a, "--init") ||
+                                !strcmp(a, "--args") || !strcmp(a, "--state") || !strcmp(a, "--invariant"))) {
+            const char **dst = !strcmp(a, "--cls")      ? &cli->check_cls
+                               : !strcmp(a, "--method") ? &cli->check_method
+                               : !strcmp(a, "--init")   ? &cli->check_init
+                               : !strcmp(a, "--args")   ? &cli->check_args
+                               : !strcmp(a, "--state")  ? &cli->check_state
+                                                        : &cli->check_invariant;
+            if (!v || !*v)
+                return bad("expected a value after", a);
+            if ((dst == &cli->check_cls || dst == &cli->check_method) && !is_identifier(v))
+                return bad("expected a Python name after", a);
+            *dst = v;
+            i++;
+        } else if (k->check && !strcmp(a, "--calls")) {
+            if (parse_u64(v, &cli->check_calls) < 0 || cli->check_calls < 2 || cli->check_calls > 10000)
+                return bad("expected a number of concurrent calls (2-10000) after", a);
+            i++;
+        } else if (!strcmp(a, "--pytest-arg") || !strncmp(a, "--pytest-arg=", 13)) {
+            /* any value, one starting with '-' included: it is pytest's option, not ours */
+            const char *arg = a[12] == '=' ? a + 13 : v;
+            if (!arg || !*arg)
+                return bad("expected a pytest argument after", "--pytest-arg");
+            i += a[12] != '=';
+            argv[2 + cli->n_pytest_args++] = (char *)arg;
+        } else if (!strcmp(a, "--python")) {
+            if (!v)
+                return bad("expected an interpreter path after", a);
+            cli->python = v;
+            i++;
+        } else if (a[0] == '-' && a[1]) {
+            return bad("unknown option", a);
+        } else {
+            if (*npos == 2)
+                return bad("unexpected argument", a);
+            pos[(*npos)++] = a;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     afd_cli cli = {0};
@@ -154,126 +286,10 @@ int main(int argc, char **argv)
         cli.seconds = 60;
     const char *pos[2] = {NULL, NULL};
     int npos = 0;
-    /* The --pytest-arg values are gathered, in order, at the front of argv[2...]: the k-th value
-     * is found at an index of at least 2 + k, so it only ever overwrites a slot already parsed
-     * (what was parsed from it was kept by value), and no allocation is needed. */
-    cli.pytest_args = (const char *const *)&argv[2];
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(a, "--json")) {
-            cli.json = 1;
-        } else if (is_replay && !strcmp(a, "--events")) {
-            cli.events = 1;
-        } else if (is_investigate && !strcmp(a, "--fix")) {
-            cli.fix = 1;
-        } else if (is_investigate && !strcmp(a, "--apply")) {
-            cli.apply = 1;
-            cli.fix = 1;
-        } else if (is_investigate && !strcmp(a, "--trace-out")) {
-            if (!v || !*v)
-                return bad("expected a file after", a);
-            cli.trace_out = v;
-            i++;
-        } else if ((is_investigate || is_gate) && !strcmp(a, "--allow-src")) {
-            cli.allow_src = 1;
-        } else if (!strcmp(a, "-n") || (!strcmp(a, "--runs"))) {
-            if (parse_u64(v, &cli.n) < 0 || cli.n == 0)
-                return bad("expected a positive number of runs after", a);
-            i++;
-        } else if (is_investigate && (!strcmp(a, "--natural") || !strcmp(a, "--replays"))) {
-            uint64_t *dst = !strcmp(a, "--natural") ? &cli.natural : &cli.replays;
-            if (parse_u64(v, dst) < 0 || *dst == 0 || *dst > 1000000)
-                return bad("expected a positive number of runs after", a);
-            i++;
-        } else if (is_investigate && !strcmp(a, "--slow-step")) {
-            if (parse_pos_double(v, &cli.slow_step_ms) < 0)
-                return bad("expected a positive number of milliseconds after", a);
-            i++;
-        } else if (!strcmp(a, "--seconds")) {
-            if (!is_explore && !is_investigate)
-                return bad("--seconds applies to explore and investigate", NULL);
-            if (parse_pos_double(v, &cli.seconds) < 0)
-                return bad("expected a positive number of seconds after", a);
-            i++;
-        } else if (!strcmp(a, "--timeout")) {
-            /* at most a million seconds: the budget travels in milliseconds as 32 bits */
-            if (parse_pos_double(v, &cli.timeout_s) < 0 || cli.timeout_s > 1e6)
-                return bad("expected a positive number of seconds (at most 1000000) after", a);
-            i++;
-        } else if (!strcmp(a, "--workers")) {
-            uint64_t w;
-            if (parse_u64(v, &w) < 0 || w == 0 || w > 256)
-                return bad("expected a number of workers (1-256) after", a);
-            cli.workers = (int)w;
-            i++;
-        } else if (!strcmp(a, "--max-steps")) {
-            if (parse_u64(v, &cli.max_steps) < 0 || cli.max_steps == 0)
-                return bad("expected a positive step limit after", a);
-            i++;
-        } else if (!strcmp(a, "--max-memory")) {
-            if (parse_u64(v, &cli.max_memory_mb) < 0 || cli.max_memory_mb == 0 || cli.max_memory_mb > (1u << 30))
-                return bad("expected a positive number of megabytes after", a);
-            i++;
-        } else if (!strcmp(a, "--seed")) {
-            if (parse_u64(v, &cli.seed) < 0)
-                return bad("expected a non-negative integer seed after", a);
-            i++;
-        } else if (!strcmp(a, "--shard")) {
-            if (!is_explore)
-                return bad("--shard applies to explore", NULL);
-            unsigned long long k = 0, n = 0;
-            char tail = 0;
-            if (!v || sscanf(v, "%llu/%llu%c", &k, &n, &tail) != 2 || n == 0 || k == 0 || k > n || n > 100000)
-                return bad("expected --shard K/N with 1 <= K <= N, got", v ? v : "nothing");
-            cli.shard_k = k;
-            cli.shard_n = n;
-            i++;
-        } else if (!strcmp(a, "--strategy")) {
-            if (!is_explore)
-                return bad("--strategy applies to explore", NULL);
-            if (!v)
-                return bad("expected a strategy after", a);
-            cli.strategy = v;
-            i++;
-        } else if (is_check && (!strcmp(a, "--cls") || !strcmp(a, "--method") || !strcmp(a, "--init") ||
-                                !strcmp(a, "--args") || !strcmp(a, "--state") || !strcmp(a, "--invariant"))) {
-            const char **dst = !strcmp(a, "--cls")      ? &cli.check_cls
-                               : !strcmp(a, "--method") ? &cli.check_method
-                               : !strcmp(a, "--init")   ? &cli.check_init
-                               : !strcmp(a, "--args")   ? &cli.check_args
-                               : !strcmp(a, "--state")  ? &cli.check_state
-                                                        : &cli.check_invariant;
-            if (!v || !*v)
-                return bad("expected a value after", a);
-            if ((dst == &cli.check_cls || dst == &cli.check_method) && !is_identifier(v))
-                return bad("expected a Python name after", a);
-            *dst = v;
-            i++;
-        } else if (is_check && !strcmp(a, "--calls")) {
-            if (parse_u64(v, &cli.check_calls) < 0 || cli.check_calls < 2 || cli.check_calls > 10000)
-                return bad("expected a number of concurrent calls (2-10000) after", a);
-            i++;
-        } else if (!strcmp(a, "--pytest-arg") || !strncmp(a, "--pytest-arg=", 13)) {
-            /* any value, one starting with '-' included: it is pytest's option, not ours */
-            const char *arg = a[12] == '=' ? a + 13 : v;
-            if (!arg || !*arg)
-                return bad("expected a pytest argument after", "--pytest-arg");
-            i += a[12] != '=';
-            argv[2 + cli.n_pytest_args++] = (char *)arg;
-        } else if (!strcmp(a, "--python")) {
-            if (!v)
-                return bad("expected an interpreter path after", a);
-            cli.python = v;
-            i++;
-        } else if (a[0] == '-' && a[1]) {
-            return bad("unknown option", a);
-        } else {
-            if (npos == 2)
-                return bad("unexpected argument", a);
-            pos[npos++] = a;
-        }
-    }
+    cmd_kind k = {is_sample, is_explore, is_replay, is_investigate, is_gate, is_check};
+    int prc = parse_options(argc, argv, &cli, &k, pos, &npos);
+    if (prc)
+        return prc;
     if (is_check) {
         if (npos != 1)
             return bad("check needs one file: affidavit check FILE --cls CLASS --method METHOD", NULL);
