@@ -30,12 +30,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* An invariant is broken: say which and abort, so that libFuzzer keeps the input as a crash and
  * the plain driver's test fails with the iteration that broke it. */
-#define FAIL(...)                                                     \
-    do {                                                              \
-        fprintf(stderr, FUZZ_NAME ": invariant broken: ");            \
-        fprintf(stderr, __VA_ARGS__);                                 \
-        fputc('\n', stderr);                                          \
-        abort();                                                      \
+#define FAIL(...)                                                                                            \
+    do {                                                                                                     \
+        fprintf(stderr, FUZZ_NAME ": invariant broken: ");                                                   \
+        fprintf(stderr, __VA_ARGS__);                                                                        \
+        fputc('\n', stderr);                                                                                 \
+        abort();                                                                                             \
     } while (0)
 
 /* A dictionary entry: bytes with their length, since the binary formats' tokens hold NULs. */
@@ -43,7 +43,10 @@ typedef struct fuzz_token {
     const char *s;
     size_t len;
 } fuzz_token;
-#define FUZZ_TOK(lit) {lit, sizeof(lit) - 1}
+#define FUZZ_TOK(lit)                                                                                        \
+    {                                                                                                        \
+        lit, sizeof(lit) - 1                                                                                 \
+    }
 
 /* A NUL-terminated copy of an input, for the APIs that take C strings. Its allocation is exactly
  * size + 1 bytes, so ASan reports a read past the terminator. */
@@ -229,9 +232,16 @@ static int fuzz_insert(fuzz_buf *b, size_t at, const void *data, size_t n)
 /* The u32 values that sit on the decoders' bounds: empty, one, the limits of the formats' counts
  * and lengths and one past them, and values whose arithmetic overflows. */
 static const uint32_t FUZZ_EDGES[] = {
-    0, 1, 2, 3, 4, 5, 16, 39, 40, 41, 255, 256, 511, 512, 513, 4095, 4096, 4097, 65535, 65536,
-    65537, 0x7fffffffu, 0x80000000u, 0xfffffffeu, 0xffffffffu, 64u << 20, (64u << 20) + 1,
-    100000000u, 100000001u,
+    0,           1,           2,
+    3,           4,           5,
+    16,          39,          40,
+    41,          255,         256,
+    511,         512,         513,
+    4095,        4096,        4097,
+    65535,       65536,       65537,
+    0x7fffffffu, 0x80000000u, 0xfffffffeu,
+    0xffffffffu, 64u << 20,   (64u << 20) + 1,
+    100000000u,  100000001u,
 };
 
 /* Builds iteration it's input in b: a corpus file, then 1 to 8 mutations, each drawn from

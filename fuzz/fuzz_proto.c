@@ -297,7 +297,7 @@ static void check_payload(const uint8_t *p, size_t len)
 typedef struct frames {
     afd_buf bytes; /* each frame as type byte, u32 payload length, payload */
     size_t n;
-    int status;    /* 0, or the error the framer ended with */
+    int status; /* 0, or the error the framer ended with */
 } frames;
 
 static void frames_add(frames *f, uint8_t type, const uint8_t *payload, size_t len)
@@ -406,8 +406,8 @@ static void check_same(const frames *a, const frames *b, const char *what)
 {
     if (a->n != b->n || a->status != b->status || a->bytes.len != b->bytes.len ||
         (a->bytes.len && memcmp(a->bytes.data, b->bytes.data, a->bytes.len) != 0))
-        FAIL("%s: %zu frames, status %d; the model has %zu frames, status %d", what, a->n, a->status,
-             b->n, b->status);
+        FAIL("%s: %zu frames, status %d; the model has %zu frames, status %d", what, a->n, a->status, b->n,
+             b->status);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -438,13 +438,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 /* Frame headers of each type and of the lengths at the bounds, modes and outcomes, and the texts a
  * worker sends. */
 static const fuzz_token DICT[] = {
-    FUZZ_TOK("\x01\x00\x00\x00\x04"), FUZZ_TOK("\x00\x00\x00\x00"), FUZZ_TOK("\x00\x00\x00\x04"),
-    FUZZ_TOK("\x01\x00\x00\x04"), FUZZ_TOK("\x05\x00\x00\x00\x01"), FUZZ_TOK("\x1e\x00\x00\x00\x02"),
-    FUZZ_TOK("\x1a\x00\x00\x00\x03"), FUZZ_TOK("\xff\xff\xff\xff"), FUZZ_TOK("\x01"), FUZZ_TOK("\x02"),
-    FUZZ_TOK("\x03"), FUZZ_TOK("\x04"), FUZZ_TOK("\x80"), FUZZ_TOK("\x81"), FUZZ_TOK("\x06"),
-    FUZZ_TOK("\x07"), FUZZ_TOK("\x00\x00\x00\x00"), FUZZ_TOK("\x04\x00\x00\x00" "3.12"),
-    FUZZ_TOK("\x01\x00\x00\x00" "0"), FUZZ_TOK("\x0b\x00\x00\x00test_x.py::t"),
-    FUZZ_TOK("\x05\x00\x00\x00" "afd1:"), FUZZ_TOK("AFDT\x02\x00\x00\x00"), FUZZ_TOK("\x00"),
+    FUZZ_TOK("\x01\x00\x00\x00\x04"),
+    FUZZ_TOK("\x00\x00\x00\x00"),
+    FUZZ_TOK("\x00\x00\x00\x04"),
+    FUZZ_TOK("\x01\x00\x00\x04"),
+    FUZZ_TOK("\x05\x00\x00\x00\x01"),
+    FUZZ_TOK("\x1e\x00\x00\x00\x02"),
+    FUZZ_TOK("\x1a\x00\x00\x00\x03"),
+    FUZZ_TOK("\xff\xff\xff\xff"),
+    FUZZ_TOK("\x01"),
+    FUZZ_TOK("\x02"),
+    FUZZ_TOK("\x03"),
+    FUZZ_TOK("\x04"),
+    FUZZ_TOK("\x80"),
+    FUZZ_TOK("\x81"),
+    FUZZ_TOK("\x06"),
+    FUZZ_TOK("\x07"),
+    FUZZ_TOK("\x00\x00\x00\x00"),
+    FUZZ_TOK("\x04\x00\x00\x00"
+             "3.12"),
+    FUZZ_TOK("\x01\x00\x00\x00"
+             "0"),
+    FUZZ_TOK("\x0b\x00\x00\x00test_x.py::t"),
+    FUZZ_TOK("\x05\x00\x00\x00"
+             "afd1:"),
+    FUZZ_TOK("AFDT\x02\x00\x00\x00"),
+    FUZZ_TOK("\x00"),
 };
 
 static size_t fuzz_dictionary(const fuzz_token **out)

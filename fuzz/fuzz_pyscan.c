@@ -12,7 +12,11 @@ static int clean_utf8(const char *s)
     const unsigned char *p = (const unsigned char *)s;
     while (*p) {
         unsigned c = *p;
-        size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        size_t len = c < 0x80             ? 1
+                     : (c & 0xe0) == 0xc0 ? 2
+                     : (c & 0xf0) == 0xe0 ? 3
+                     : (c & 0xf8) == 0xf0 ? 4
+                                          : 0;
         if (len == 0 || (len == 1 && (c < 0x20 || c == 0x7f)))
             return 0;
         for (size_t i = 1; i < len; i++)
@@ -70,8 +74,9 @@ static void check_scan(const afd_pyscan *s, const uint8_t *data, size_t size)
         i = j;
     }
     for (size_t i = 0; i < s->n_yields; i++)
-        if (!afd_pyscan_is_yield(s, s->yields[i]) || afd_pyscan_is_yield(s, s->yields[i] + 1) !=
-                                                         (i + 1 < s->n_yields && s->yields[i + 1] == s->yields[i] + 1))
+        if (!afd_pyscan_is_yield(s, s->yields[i]) ||
+            afd_pyscan_is_yield(s, s->yields[i] + 1) !=
+                (i + 1 < s->n_yields && s->yields[i + 1] == s->yields[i] + 1))
             FAIL("afd_pyscan_is_yield disagrees at line %u", s->yields[i]);
 }
 
@@ -95,12 +100,67 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 /* Tokens whose insertion moves the parser between states: brackets, block openers, the
  * constructs the scanner looks for, and bytes it must tolerate. */
 static const char *const TOKENS[] = {
-    "(", ")", "[", "]", "{", "}", ":", ",", ".", "=", "+=", "\"", "'", "\"\"\"", "#", "\\\n",
-    "\n", "\n    ", "\t", "await ", "async ", "async with ", "async for x in ", "self.", "cls.",
-    "self.x", "self.d[k]", "[\"k\"]", "[0]", "[-1]", "f\"{", "}\"", "def f(self):\n    ",
-    "class C:\n    ", "lambda: ", "global G\n", "G = ", "del ", "for ", " in ", "with ", " as ",
-    "s = self.s\n", ".append(", ".get(", "return ", "yield ", "@dec\n", "import x\n", "\x00",
-    "\xff", "\xc3", "\xe2\x80\x8b", "\r\n", "not ", "-", ":=", "*", "**", "if ", "else ",
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    ":",
+    ",",
+    ".",
+    "=",
+    "+=",
+    "\"",
+    "'",
+    "\"\"\"",
+    "#",
+    "\\\n",
+    "\n",
+    "\n    ",
+    "\t",
+    "await ",
+    "async ",
+    "async with ",
+    "async for x in ",
+    "self.",
+    "cls.",
+    "self.x",
+    "self.d[k]",
+    "[\"k\"]",
+    "[0]",
+    "[-1]",
+    "f\"{",
+    "}\"",
+    "def f(self):\n    ",
+    "class C:\n    ",
+    "lambda: ",
+    "global G\n",
+    "G = ",
+    "del ",
+    "for ",
+    " in ",
+    "with ",
+    " as ",
+    "s = self.s\n",
+    ".append(",
+    ".get(",
+    "return ",
+    "yield ",
+    "@dec\n",
+    "import x\n",
+    "\x00",
+    "\xff",
+    "\xc3",
+    "\xe2\x80\x8b",
+    "\r\n",
+    "not ",
+    "-",
+    ":=",
+    "*",
+    "**",
+    "if ",
+    "else ",
 };
 
 static size_t fuzz_dictionary(const fuzz_token **out)

@@ -284,11 +284,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 /* Pieces that move the decoder between its branches: prefixes, base32 of both cases, the
  * characters it trims, and ones outside the alphabet. */
 static const fuzz_token DICT[] = {
-    FUZZ_TOK("afd1:"), FUZZ_TOK("afd2:"), FUZZ_TOK("afd01:"), FUZZ_TOK("afd:"), FUZZ_TOK("AFD1:"),
-    FUZZ_TOK("afd1"), FUZZ_TOK(" "), FUZZ_TOK("\t"), FUZZ_TOK("\n"), FUZZ_TOK("\r\n"), FUZZ_TOK("\v"),
-    FUZZ_TOK("a"), FUZZ_TOK("q"), FUZZ_TOK("7"), FUZZ_TOK("2"), FUZZ_TOK("A"), FUZZ_TOK("Z"),
-    FUZZ_TOK("aaaaaaaa"), FUZZ_TOK("77777777"), FUZZ_TOK("aaaa"), FUZZ_TOK("="), FUZZ_TOK("1"),
-    FUZZ_TOK("8"), FUZZ_TOK("0"), FUZZ_TOK("\x00"), FUZZ_TOK("\xc3\xa9"), FUZZ_TOK("-"),
+    FUZZ_TOK("afd1:"),    FUZZ_TOK("afd2:"), FUZZ_TOK("afd01:"),   FUZZ_TOK("afd:"),     FUZZ_TOK("AFD1:"),
+    FUZZ_TOK("afd1"),     FUZZ_TOK(" "),     FUZZ_TOK("\t"),       FUZZ_TOK("\n"),       FUZZ_TOK("\r\n"),
+    FUZZ_TOK("\v"),       FUZZ_TOK("a"),     FUZZ_TOK("q"),        FUZZ_TOK("7"),        FUZZ_TOK("2"),
+    FUZZ_TOK("A"),        FUZZ_TOK("Z"),     FUZZ_TOK("aaaaaaaa"), FUZZ_TOK("77777777"), FUZZ_TOK("aaaa"),
+    FUZZ_TOK("="),        FUZZ_TOK("1"),     FUZZ_TOK("8"),        FUZZ_TOK("0"),        FUZZ_TOK("\x00"),
+    FUZZ_TOK("\xc3\xa9"), FUZZ_TOK("-"),
 };
 
 static size_t fuzz_dictionary(const fuzz_token **out)

@@ -21,8 +21,9 @@
 #define HEADER_SIZE 32u
 /* The token field's bound: the text of the longest token token.h allows (AFD_TOKEN_MAX_DELAYS
  * delays with the longest labels), as trace.c reads the header. */
-#define TOKEN_TEXT_MAX \
-    (sizeof AFD_TOKEN_PREFIX - 1 + ((26u + AFD_TOKEN_MAX_DELAYS * (16u + AFD_TOKEN_MAX_LABEL)) * 8u + 4u) / 5u)
+#define TOKEN_TEXT_MAX                                                                                       \
+    (sizeof AFD_TOKEN_PREFIX - 1 +                                                                           \
+     ((26u + AFD_TOKEN_MAX_DELAYS * (16u + AFD_TOKEN_MAX_LABEL)) * 8u + 4u) / 5u)
 
 /* A cursor over the model's input that remembers whether a read ran past the end. */
 typedef struct cur {
@@ -146,8 +147,8 @@ static void check_equal(const afd_trace *a, const afd_trace *b)
     if (a->mode != b->mode || a->outcome != b->outcome || a->flags != b->flags || a->steps != b->steps ||
         a->dropped != b->dropped || strcmp(a->token, b->token) || strcmp(a->python, b->python) ||
         strcmp(a->hash_seed, b->hash_seed) || a->failure_len != b->failure_len ||
-        (a->failure_len && memcmp(a->failure, b->failure, a->failure_len)) ||
-        a->n_strings != b->n_strings || a->n_events != b->n_events)
+        (a->failure_len && memcmp(a->failure, b->failure, a->failure_len)) || a->n_strings != b->n_strings ||
+        a->n_events != b->n_events)
         FAIL("re-decoded header differs");
     for (uint32_t i = 0; i < a->n_strings; i++)
         if (strcmp(a->strings[i], b->strings[i]) != 0)
@@ -236,7 +237,8 @@ static void check_bytes(const uint8_t *data, size_t len)
     for (uint32_t i = 0; i < t.n_strings; i++)
         if (strcmp(afd_trace_string(&t, i), t.strings[i]) != 0)
             FAIL("string %u looked up wrong", i);
-    if (strcmp(afd_trace_string(&t, t.n_strings), "?") != 0 || strcmp(afd_trace_string(&t, AFD_NOSTR), "?") != 0)
+    if (strcmp(afd_trace_string(&t, t.n_strings), "?") != 0 ||
+        strcmp(afd_trace_string(&t, AFD_NOSTR), "?") != 0)
         FAIL("a missing string is not \"?\"");
 
     afd_buf_finish(&line);
@@ -276,15 +278,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 /* The format's landmarks: the magic, versions, every event kind as a record's first bytes,
  * string references (none, small, far), and lengths. */
 static const fuzz_token DICT[] = {
-    FUZZ_TOK("AFDT"), FUZZ_TOK("\x02\x00\x00\x00"), FUZZ_TOK("\x01\x00\x00\x00"),
-    FUZZ_TOK("\x03\x00\x00\x00"), FUZZ_TOK("\xff\xff\xff\xff"), FUZZ_TOK("\x00\x00\x00\x00"),
-    FUZZ_TOK("\x28\x00\x00\x00"), FUZZ_TOK("\x00\x00\x01\x00"), FUZZ_TOK("\x01\x00\x01\x00"),
-    FUZZ_TOK("\xff\xff\xff\xff\x00\x00\x00\x00"), FUZZ_TOK("\x01\x00\x00\x00\x01\x00\x00\x00"),
-    FUZZ_TOK("\x02\x00\x00\x00test_x.py:14"), FUZZ_TOK("\x01\x00\x00\x00?"), FUZZ_TOK("\x04\x01\x00\x00"), FUZZ_TOK("\x05\x03\x00\x00"), FUZZ_TOK("\x06\x00\x00\x00"),
-    FUZZ_TOK("\x07\x01\x00\x00"), FUZZ_TOK("\x08\x00\x00\x00"), FUZZ_TOK("\x09\x00\x00\x00"),
-    FUZZ_TOK("\x0a\x01\x00\x00"), FUZZ_TOK("\x0b\x0b\x00\x00"), FUZZ_TOK("\x0b\x0c\x00\x00"),
-    FUZZ_TOK("\x0c\x01\x00\x00"), FUZZ_TOK("\x0d\x00\x00\x00"), FUZZ_TOK("\x0e\x00\x00\x00"),
-    FUZZ_TOK("\x0f\x00\x00\x00"), FUZZ_TOK("\x10\x00\x00\x00"), FUZZ_TOK("\x00"),
+    FUZZ_TOK("AFDT"),
+    FUZZ_TOK("\x02\x00\x00\x00"),
+    FUZZ_TOK("\x01\x00\x00\x00"),
+    FUZZ_TOK("\x03\x00\x00\x00"),
+    FUZZ_TOK("\xff\xff\xff\xff"),
+    FUZZ_TOK("\x00\x00\x00\x00"),
+    FUZZ_TOK("\x28\x00\x00\x00"),
+    FUZZ_TOK("\x00\x00\x01\x00"),
+    FUZZ_TOK("\x01\x00\x01\x00"),
+    FUZZ_TOK("\xff\xff\xff\xff\x00\x00\x00\x00"),
+    FUZZ_TOK("\x01\x00\x00\x00\x01\x00\x00\x00"),
+    FUZZ_TOK("\x02\x00\x00\x00test_x.py:14"),
+    FUZZ_TOK("\x01\x00\x00\x00?"),
+    FUZZ_TOK("\x04\x01\x00\x00"),
+    FUZZ_TOK("\x05\x03\x00\x00"),
+    FUZZ_TOK("\x06\x00\x00\x00"),
+    FUZZ_TOK("\x07\x01\x00\x00"),
+    FUZZ_TOK("\x08\x00\x00\x00"),
+    FUZZ_TOK("\x09\x00\x00\x00"),
+    FUZZ_TOK("\x0a\x01\x00\x00"),
+    FUZZ_TOK("\x0b\x0b\x00\x00"),
+    FUZZ_TOK("\x0b\x0c\x00\x00"),
+    FUZZ_TOK("\x0c\x01\x00\x00"),
+    FUZZ_TOK("\x0d\x00\x00\x00"),
+    FUZZ_TOK("\x0e\x00\x00\x00"),
+    FUZZ_TOK("\x0f\x00\x00\x00"),
+    FUZZ_TOK("\x10\x00\x00\x00"),
+    FUZZ_TOK("\x00"),
 };
 
 static size_t fuzz_dictionary(const fuzz_token **out)

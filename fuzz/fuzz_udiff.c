@@ -53,7 +53,8 @@ static void check_structure(const afd_udiff *d, const char *text, size_t len)
                 FAIL("hunk %zu.%zu: start 0 with lines", i, j);
             if (!h->old_count && !h->new_count)
                 FAIL("hunk %zu.%zu is empty", i, j);
-            if ((f->is_new && (h->old_start || h->old_count)) || (f->is_deleted && (h->new_start || h->new_count)))
+            if ((f->is_new && (h->old_start || h->old_count)) ||
+                (f->is_deleted && (h->new_start || h->new_count)))
                 FAIL("hunk %zu.%zu does not fit a new or deleted file", i, j);
             if (j && h->old_start < f->hunks[j - 1].old_start + f->hunks[j - 1].old_count)
                 FAIL("hunk %zu.%zu: out of order", i, j);
@@ -74,8 +75,8 @@ static void check_structure(const afd_udiff *d, const char *text, size_t len)
                 new_n += l->op != '-';
             }
             if (old_n != h->old_count || new_n != h->new_count)
-                FAIL("hunk %zu.%zu: %zu/%zu lines for a header of %u/%u", i, j, old_n, new_n,
-                     h->old_count, h->new_count);
+                FAIL("hunk %zu.%zu: %zu/%zu lines for a header of %u/%u", i, j, old_n, new_n, h->old_count,
+                     h->new_count);
         }
     }
 }
@@ -135,9 +136,9 @@ static void check_apply(const afd_udiff_file *f)
     afd_buf orig, want;
     afd_buf_init(&orig);
     afd_buf_init(&want);
-    size_t cur = 0;      /* lines of orig so far */
-    int refuse = 0;      /* apply must refuse f */
-    int cut = 0;         /* orig ended without a newline: nothing can follow it */
+    size_t cur = 0; /* lines of orig so far */
+    int refuse = 0; /* apply must refuse f */
+    int cut = 0;    /* orig ended without a newline: nothing can follow it */
     int buildable = 1;
     for (size_t j = 0; j < f->n_hunks && buildable && !refuse; j++) {
         const afd_udiff_hunk *h = &f->hunks[j];
@@ -202,8 +203,14 @@ static void check_apply(const afd_udiff_file *f)
             if (f->is_deleted && out.len)
                 FAIL("a deleted file yields %zu bytes", out.len);
             /* An empty buffer's data is NULL, which make would read as a missing side. */
-            check_make(f->is_new ? NULL : orig.data ? (const char *)orig.data : "", orig.len,
-                       f->is_deleted ? NULL : want.data ? (const char *)want.data : "", want.len);
+            check_make(f->is_new   ? NULL
+                       : orig.data ? (const char *)orig.data
+                                   : "",
+                       orig.len,
+                       f->is_deleted ? NULL
+                       : want.data   ? (const char *)want.data
+                                     : "",
+                       want.len);
         }
         afd_buf_finish(&out);
     }
@@ -255,16 +262,41 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 /* The reader's landmarks: headers, hunk headers at the bounds, the no-newline marker, git's
  * extended headers and the lines that end or reset a file. */
 static const fuzz_token DICT[] = {
-    FUZZ_TOK("--- a/m.py\n+++ b/m.py\n"), FUZZ_TOK("--- /dev/null\n"), FUZZ_TOK("+++ /dev/null\n"),
-    FUZZ_TOK("--- "), FUZZ_TOK("+++ "), FUZZ_TOK("@@ -1 +1 @@\n"), FUZZ_TOK("@@ -0,0 +1 @@\n"),
-    FUZZ_TOK("@@ -1,0 +2,0 @@\n"), FUZZ_TOK("@@ -3,2 +3,3 @@ def f():\n"), FUZZ_TOK("@@ "),
-    FUZZ_TOK(" @@"), FUZZ_TOK("-100000000"), FUZZ_TOK("+100000001"), FUZZ_TOK(",0"), FUZZ_TOK(",1"),
-    FUZZ_TOK("\\ No newline at end of file\n"), FUZZ_TOK("diff --git a/m.py b/m.py\n"),
-    FUZZ_TOK("index 83db48f..bf269f4 100644\n"), FUZZ_TOK("new file mode 100644\n"),
-    FUZZ_TOK("rename from m.py\nrename to n.py\n"), FUZZ_TOK("-- \n"), FUZZ_TOK("--\n"),
-    FUZZ_TOK("Binary files a/x.png and b/x.png differ\n"), FUZZ_TOK("\n"), FUZZ_TOK("\r\n"),
-    FUZZ_TOK("\t"), FUZZ_TOK(" "), FUZZ_TOK("-"), FUZZ_TOK("+"), FUZZ_TOK("\\"), FUZZ_TOK("a/"),
-    FUZZ_TOK(" x = 1\n"), FUZZ_TOK("-    return x\n"), FUZZ_TOK("+    return y\n"), FUZZ_TOK("\x00"),
+    FUZZ_TOK("--- a/m.py\n+++ b/m.py\n"),
+    FUZZ_TOK("--- /dev/null\n"),
+    FUZZ_TOK("+++ /dev/null\n"),
+    FUZZ_TOK("--- "),
+    FUZZ_TOK("+++ "),
+    FUZZ_TOK("@@ -1 +1 @@\n"),
+    FUZZ_TOK("@@ -0,0 +1 @@\n"),
+    FUZZ_TOK("@@ -1,0 +2,0 @@\n"),
+    FUZZ_TOK("@@ -3,2 +3,3 @@ def f():\n"),
+    FUZZ_TOK("@@ "),
+    FUZZ_TOK(" @@"),
+    FUZZ_TOK("-100000000"),
+    FUZZ_TOK("+100000001"),
+    FUZZ_TOK(",0"),
+    FUZZ_TOK(",1"),
+    FUZZ_TOK("\\ No newline at end of file\n"),
+    FUZZ_TOK("diff --git a/m.py b/m.py\n"),
+    FUZZ_TOK("index 83db48f..bf269f4 100644\n"),
+    FUZZ_TOK("new file mode 100644\n"),
+    FUZZ_TOK("rename from m.py\nrename to n.py\n"),
+    FUZZ_TOK("-- \n"),
+    FUZZ_TOK("--\n"),
+    FUZZ_TOK("Binary files a/x.png and b/x.png differ\n"),
+    FUZZ_TOK("\n"),
+    FUZZ_TOK("\r\n"),
+    FUZZ_TOK("\t"),
+    FUZZ_TOK(" "),
+    FUZZ_TOK("-"),
+    FUZZ_TOK("+"),
+    FUZZ_TOK("\\"),
+    FUZZ_TOK("a/"),
+    FUZZ_TOK(" x = 1\n"),
+    FUZZ_TOK("-    return x\n"),
+    FUZZ_TOK("+    return y\n"),
+    FUZZ_TOK("\x00"),
 };
 
 static size_t fuzz_dictionary(const fuzz_token **out)

@@ -150,8 +150,14 @@ static void tokens(void)
 static afd_event ev(uint8_t kind, uint8_t flags, uint32_t task, uint32_t a, uint32_t b, uint64_t vtime,
                     uint64_t cost)
 {
-    return (afd_event){.kind = kind, .flags = flags, .task = task, .a = a, .b = b, .vtime = vtime,
-                       .cost = cost, .wall = vtime / 3 + 17};
+    return (afd_event){.kind = kind,
+                       .flags = flags,
+                       .task = task,
+                       .a = a,
+                       .b = b,
+                       .vtime = vtime,
+                       .cost = cost,
+                       .wall = vtime / 3 + 17};
 }
 
 static uint32_t str_id(afd_trace *t, const char *s)
@@ -216,14 +222,15 @@ static void full_trace(afd_trace *t)
     char *tok = token_of(&s);
     set(t, &t->token, tok);
     free(tok);
-    set(t, &t->failure, "Traceback (most recent call last):\n  File \"test_bank.py\", line 14, in test_transfer\n"
-                        "    assert a.balance + b.balance == 200\nAssertionError: assert 150 == 200");
+    set(t, &t->failure,
+        "Traceback (most recent call last):\n  File \"test_bank.py\", line 14, in test_transfer\n"
+        "    assert a.balance + b.balance == 200\nAssertionError: assert 150 == 200");
     t->flags = AFD_TRACE_LINES;
     t->steps = 9;
     uint32_t test = str_id(t, "test_transfer#0"), worker = str_id(t, "worker#1"),
-             site = str_id(t, "test_bank.py:9"), op = str_id(t, "withdraw"), res = str_id(t, "Account#0.balance"),
-             lock = str_id(t, "Lock@test_bank.py:5"), file = str_id(t, "test_bank.py"), self = str_id(t, "Account#0"),
-             local = str_id(t, "acct");
+             site = str_id(t, "test_bank.py:9"), op = str_id(t, "withdraw"),
+             res = str_id(t, "Account#0.balance"), lock = str_id(t, "Lock@test_bank.py:5"),
+             file = str_id(t, "test_bank.py"), self = str_id(t, "Account#0"), local = str_id(t, "acct");
     add(t, ev(AFD_EV_LOOP, 0, 0, 1, 0, 0, 0));
     add(t, ev(AFD_EV_TASK, 0, 1, 0, test, 0, 0));
     add(t, ev(AFD_EV_WAKE, 0, 1, 0, 1, 0, 0));
@@ -340,7 +347,10 @@ static void protos(const afd_buf *trace)
     afd_buf_init(&b);
     afd_buf_init(&session);
 
-    afd_hello h = {.pid = 4242, .python = "3.11.2", .hash_seed = "0", .error = "",
+    afd_hello h = {.pid = 4242,
+                   .python = "3.11.2",
+                   .hash_seed = "0",
+                   .error = "",
                    .nodeid = "tests/test_bank.py::test_transfer"};
     afd_proto_put_hello(&b, &h);
     seed_frames("hello", &b);
@@ -353,7 +363,8 @@ static void protos(const afd_buf *trace)
     seed_frames("hello-error", &b);
 
     b.len = 0;
-    afd_run_req r = {.run_id = 1, .mode = AFD_MODE_NATURAL, .timeout_ms = 10000, .max_steps = 100000, .token = ""};
+    afd_run_req r = {
+        .run_id = 1, .mode = AFD_MODE_NATURAL, .timeout_ms = 10000, .max_steps = 100000, .token = ""};
     afd_proto_put_run(&b, &r);
     seed_frames("run-natural", &b);
     afd_buf_put(&session, b.data, b.len);
@@ -367,21 +378,29 @@ static void protos(const afd_buf *trace)
     add_delay(&s, "worker#1", 2, 3000000);
     char *tok = token_of(&s);
     afd_schedule_finish(&s);
-    r = (afd_run_req){.run_id = UINT64_MAX, .mode = AFD_MODE_CONTROLLED | AFD_MODE_TRACE_LINES,
-                      .timeout_ms = UINT32_MAX, .max_steps = UINT64_MAX, .token = tok};
+    r = (afd_run_req){.run_id = UINT64_MAX,
+                      .mode = AFD_MODE_CONTROLLED | AFD_MODE_TRACE_LINES,
+                      .timeout_ms = UINT32_MAX,
+                      .max_steps = UINT64_MAX,
+                      .token = tok};
     afd_proto_put_run(&b, &r);
     seed_frames("run-controlled", &b);
     afd_buf_put(&session, b.data, b.len);
     free(tok);
 
     b.len = 0;
-    afd_run_result res = {.run_id = 1, .outcome = AFD_OUT_PASS, .status = 0, .wall_ns = 1234567, .failure = ""};
+    afd_run_result res = {
+        .run_id = 1, .outcome = AFD_OUT_PASS, .status = 0, .wall_ns = 1234567, .failure = ""};
     afd_proto_put_result(&b, &res);
     seed_frames("result-pass", &b);
     afd_buf_put(&session, b.data, b.len);
     b.len = 0;
-    res = (afd_run_result){.run_id = UINT64_MAX, .outcome = AFD_OUT_FAIL, .status = -11, .wall_ns = 99,
-                           .failure = "AssertionError: assert 150 == 200", .trace = trace->data,
+    res = (afd_run_result){.run_id = UINT64_MAX,
+                           .outcome = AFD_OUT_FAIL,
+                           .status = -11,
+                           .wall_ns = 99,
+                           .failure = "AssertionError: assert 150 == 200",
+                           .trace = trace->data,
                            .trace_len = trace->len};
     afd_proto_put_result(&b, &res);
     seed_frames("result-trace", &b);

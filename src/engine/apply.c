@@ -136,8 +136,8 @@ static void sync_dir_of(const char *path)
 
 /* What the file is and where its bytes live: the target of a symlink, or the file itself. Refuses
  * what a rename cannot replace faithfully (not a regular file, read-only, several hard links). */
-static int resolve_target(const char *file, char *target, size_t tlen, int *is_link, struct stat *st, char *note,
-                          size_t len)
+static int resolve_target(const char *file, char *target, size_t tlen, int *is_link, struct stat *st,
+                          char *note, size_t len)
 {
     struct stat lst;
     if (lstat(file, &lst) != 0) {
@@ -160,13 +160,14 @@ static int resolve_target(const char *file, char *target, size_t tlen, int *is_l
     }
     /* root may write anything: the mode is the user's word, not the kernel's check */
     if (!(st->st_mode & (S_IWUSR | S_IWGRP | S_IWOTH))) {
-        say(note, len, "not applied: %.400s is read-only (mode %04o): make it writable to apply the fix", file,
-            (unsigned)(st->st_mode & 07777));
+        say(note, len, "not applied: %.400s is read-only (mode %04o): make it writable to apply the fix",
+            file, (unsigned)(st->st_mode & 07777));
         return AFD_EINVAL;
     }
     if (st->st_nlink > 1) {
-        say(note, len, "not applied: %.400s has %lu hard links, and replacing it would leave the others unpatched",
-            file, (unsigned long)st->st_nlink);
+        say(note, len,
+            "not applied: %.400s has %lu hard links, and replacing it would leave the others unpatched", file,
+            (unsigned long)st->st_nlink);
         return AFD_EINVAL;
     }
     return 0;
@@ -174,8 +175,8 @@ static int resolve_target(const char *file, char *target, size_t tlen, int *is_l
 
 /* The file's bytes now against the fix's source text and, for the test's own file, against the
  * bytes the investigation started with. */
-static int check_unchanged(const afd_apply_req *req, const char *target, char **cur, size_t *cur_len, char *note,
-                           size_t len)
+static int check_unchanged(const afd_apply_req *req, const char *target, char **cur, size_t *cur_len,
+                           char *note, size_t len)
 {
     *cur = afd_read_source_file(target, cur_len);
     if (!*cur) {
@@ -183,16 +184,19 @@ static int check_unchanged(const afd_apply_req *req, const char *target, char **
         return AFD_EIO;
     }
     if (!same_bytes(*cur, *cur_len, req->analysed, req->analysed_len)) {
-        say(note, len, "not applied: %.400s changed since it was analysed (%zu bytes then, %zu now): "
-                       "investigate again", req->file, req->analysed_len, *cur_len);
+        say(note, len,
+            "not applied: %.400s changed since it was analysed (%zu bytes then, %zu now): "
+            "investigate again",
+            req->file, req->analysed_len, *cur_len);
         return AFD_EINVAL;
     }
     char a[PATH_MAX], b[PATH_MAX];
     if (req->first_seen && req->first_path && realpath(req->first_path, a) && realpath(target, b) &&
         strcmp(a, b) == 0 && !same_bytes(req->first_seen, req->first_seen_len, *cur, *cur_len)) {
-        say(note, len, "not applied: %.400s changed since it was analysed (it changed while the investigation "
-                       "ran: %zu bytes at the start, %zu now): investigate again", req->file, req->first_seen_len,
-            *cur_len);
+        say(note, len,
+            "not applied: %.400s changed since it was analysed (it changed while the investigation "
+            "ran: %zu bytes at the start, %zu now): investigate again",
+            req->file, req->first_seen_len, *cur_len);
         return AFD_EINVAL;
     }
     return 0;
@@ -253,8 +257,10 @@ int afd_apply_fix(const afd_apply_req *req, char *note, size_t len)
     btmp_left = !replace_backup; /* link() left the temporary name too; rename() took it */
     /* The temporary files took time to sync: look once more, right before the file is replaced. */
     if (!holds(target, cur, cur_len)) {
-        say(note, len, "not applied: %.400s changed since it was analysed (while the fix was being written): "
-                       "investigate again", req->file);
+        say(note, len,
+            "not applied: %.400s changed since it was analysed (while the fix was being written): "
+            "investigate again",
+            req->file);
         rc = AFD_EINVAL;
         goto out;
     }
@@ -268,8 +274,8 @@ int afd_apply_fix(const afd_apply_req *req, char *note, size_t len)
     sync_dir_of(target);
     sync_dir_of(backup);
     if (is_link)
-        say(note, len, "applied to %.250s through its symlink, to %.250s (the original is in %.250s)%s", req->file,
-            target, backup, cleared ? "; removed a temporary file a killed --apply left" : "");
+        say(note, len, "applied to %.250s through its symlink, to %.250s (the original is in %.250s)%s",
+            req->file, target, backup, cleared ? "; removed a temporary file a killed --apply left" : "");
     else
         say(note, len, "applied to %.250s (the original is in %.250s)%s", req->file, backup,
             cleared ? "; removed a temporary file a killed --apply left" : "");

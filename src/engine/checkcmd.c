@@ -79,13 +79,13 @@ static int project_relative(const char *file, char *out, size_t cap)
 
 /* What the lookup of a method through a class and its bases found. */
 typedef struct method_lookup {
-    afd_pymethod own;          /* the class named on the command line, as its own file declares it */
-    afd_pymethod def;          /* the class that defines the method (valid when found) */
-    char def_file[PATH_MAX];   /* that class's file */
-    char def_cls[128];         /* that class's name */
+    afd_pymethod own;        /* the class named on the command line, as its own file declares it */
+    afd_pymethod def;        /* the class that defines the method (valid when found) */
+    char def_file[PATH_MAX]; /* that class's file */
+    char def_cls[128];       /* that class's name */
     int found;
-    char outside[256];         /* a base that lies outside the project (an installed package) or in
-                                  a module not found: whether it defines the method is for Python */
+    char outside[256]; /* a base that lies outside the project (an installed package) or in
+                          a module not found: whether it defines the method is for Python */
 } method_lookup;
 
 /* The file of `module` as imported from `from_file`, when it is a file of the project (under the
@@ -208,7 +208,8 @@ static void lookup_in(const char *file, const char *cls, const char *method, int
     }
     char bases[sizeof m.bases];
     snprintf(bases, sizeof bases, "%s", m.bases);
-    for (char *save = NULL, *b = strtok_r(bases, ", ", &save); b && !out->found; b = strtok_r(NULL, ", ", &save))
+    for (char *save = NULL, *b = strtok_r(bases, ", ", &save); b && !out->found;
+         b = strtok_r(NULL, ", ", &save))
         if (strcmp(b, "...") != 0)
             follow_base(file, src, len, b, method, depth, out);
     free(src);
@@ -227,7 +228,8 @@ static int target_ok(const afd_cli *cli, char *rel, size_t rel_cap)
         return -1;
     }
     if (project_relative(file, rel, rel_cap) < 0) {
-        afd_runs_error_line("%s is outside the current directory: run check from the project root that holds it", file);
+        afd_runs_error_line(
+            "%s is outside the current directory: run check from the project root that holds it", file);
         return -1;
     }
     size_t len = 0;
@@ -262,15 +264,17 @@ static int target_ok(const afd_cli *cli, char *rel, size_t rel_cap)
         ok = 1; /* the method may come from the base outside the project: the harness's import decides */
     else if (!look->found)
         afd_runs_error_line("class %s has no method %s%s%s%s (it has: %s)", cls, method,
-                   m.bases[0] ? ", nor do its bases (" : "", m.bases, m.bases[0] ? ")" : "",
-                   m.methods[0] ? m.methods : "none");
+                            m.bases[0] ? ", nor do its bases (" : "", m.bases, m.bases[0] ? ")" : "",
+                            m.methods[0] ? m.methods : "none");
     else if (!m.is_async)
-        afd_runs_error_line("%s.%s (%s%s, line %u) is a plain def: check calls a coroutine method (async def) concurrently",
-                   cls, method, owner, where, (unsigned)m.line);
+        afd_runs_error_line(
+            "%s.%s (%s%s, line %u) is a plain def: check calls a coroutine method (async def) concurrently",
+            cls, method, owner, where, (unsigned)m.line);
     else if (m.required[0] && !cli->check_args)
-        afd_runs_error_line("%s.%s needs arguments (%s): give --args 'EXPR', a Python expression of i (the call's "
-                   "index) that is the argument, or a tuple of them",
-                   cls, method, m.required);
+        afd_runs_error_line(
+            "%s.%s needs arguments (%s): give --args 'EXPR', a Python expression of i (the call's "
+            "index) that is the argument, or a tuple of them",
+            cls, method, m.required);
     else
         ok = 1;
     free(look);
@@ -292,8 +296,10 @@ static int write_harness(const afd_cli *cli, const char *rel, char *node, size_t
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     afd_buf b;
     afd_buf_init(&b);
-    afd_buf_printf(&b, "# Written by `affidavit check`, again on every check: edits here are lost.\n"
-                       "from affidavit.check import harness\n\n%s = harness(file=", test);
+    afd_buf_printf(&b,
+                   "# Written by `affidavit check`, again on every check: edits here are lost.\n"
+                   "from affidavit.check import harness\n\n%s = harness(file=",
+                   test);
     py_literal(&b, rel);
     afd_buf_printf(&b, ", cls=");
     py_literal(&b, cli->check_cls);

@@ -94,8 +94,8 @@ static void runlog_add(runlog *r, const afd_run_result *res, const afd_trace *tr
     char *token = strdup(tr && tr->token ? tr->token : "");
     if (!token)
         return;
-    r->v[r->n] = (afd_store_run){.index = r->n, .token = token, .outcome = res->outcome, .wall_ns = res->wall_ns,
-                                 .digest = digest};
+    r->v[r->n] = (afd_store_run){
+        .index = r->n, .token = token, .outcome = res->outcome, .wall_ns = res->wall_ns, .digest = digest};
     r->n++;
 }
 
@@ -307,15 +307,15 @@ static int batch_runs(afd_pool *pool, uint64_t first, uint64_t n, double seconds
     return 0;
 }
 
-int afd_runs_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make, take_fn take, void *ctx,
-              afd_progress *prog, tally *t)
+int afd_runs_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make, take_fn take,
+                   void *ctx, afd_progress *prog, tally *t)
 {
     uint64_t start = afd_runs_now_ns(), runs_before = t->runs;
     int rc = batch_runs(pool, first, n, seconds, make, take, ctx, prog, t);
     if (t->spans) {
         char args[160];
-        snprintf(args, sizeof args, "{\"first\": %" PRIu64 ", \"asked\": %" PRIu64 ", \"runs\": %" PRIu64 "}", first,
-                 n, t->runs - runs_before);
+        snprintf(args, sizeof args, "{\"first\": %" PRIu64 ", \"asked\": %" PRIu64 ", \"runs\": %" PRIu64 "}",
+                 first, n, t->runs - runs_before);
         afd_spans_add(t->spans, "batch", "runs", start, afd_runs_now_ns(), args);
     }
     return rc;
@@ -325,14 +325,16 @@ int afd_runs_report_no_loop(const afd_cli *cli, const tally *t)
 {
     if (t->runs && t->no_loop == t->runs && t->foreign_loop) {
         /* The test's own loop ran on real time: nothing of it can be scheduled, counted or replayed. */
-        afd_runs_error_line("%s ran its own event loop (%s), which affidavit does not control: it can neither "
-                   "schedule nor replay that loop's steps",
-                   cli->nodeid, t->foreign_loop);
+        afd_runs_error_line(
+            "%s ran its own event loop (%s), which affidavit does not control: it can neither "
+            "schedule nor replay that loop's steps",
+            cli->nodeid, t->foreign_loop);
         return 1;
     }
     if (t->runs && t->no_loop == t->runs) {
-        afd_runs_error_line("%s ran no asyncio event loop: affidavit controls asyncio's loop (is the test async?)%s",
-                   cli->nodeid, "");
+        afd_runs_error_line(
+            "%s ran no asyncio event loop: affidavit controls asyncio's loop (is the test async?)%s",
+            cli->nodeid, "");
         return 1;
     }
     return 0;
@@ -342,20 +344,25 @@ void afd_runs_step_limit_line(afd_buf *o, const tally *t, uint64_t max_steps)
 {
     uint64_t n = t->by_outcome[AFD_OUT_STEP_LIMIT];
     if (n)
-        afd_buf_printf(o, "  step limit reached (%" PRIu64 " steps) in %" PRIu64 " of %" PRIu64
-                          " runs: neither passes nor failures\n", max_steps, n, t->runs);
+        afd_buf_printf(o,
+                       "  step limit reached (%" PRIu64 " steps) in %" PRIu64 " of %" PRIu64
+                       " runs: neither passes nor failures\n",
+                       max_steps, n, t->runs);
 }
 
 void afd_runs_truncated_line(afd_buf *o, const tally *t)
 {
     if (t->truncated)
-        afd_buf_printf(o, "  trace truncated at its size bound in %" PRIu64 " of %" PRIu64 " runs (events were dropped)\n",
+        afd_buf_printf(o,
+                       "  trace truncated at its size bound in %" PRIu64 " of %" PRIu64
+                       " runs (events were dropped)\n",
                        t->truncated, t->runs);
 }
 
 int afd_runs_interrupted_exit(const tally *t)
 {
-    fprintf(stderr, "affidavit: interrupted after %" PRIu64 " runs (%" PRIu64 " failed)\n", t->runs, t->failed);
+    fprintf(stderr, "affidavit: interrupted after %" PRIu64 " runs (%" PRIu64 " failed)\n", t->runs,
+            t->failed);
     return AFD_EXIT_INTERRUPTED;
 }
 
@@ -373,7 +380,8 @@ int afd_runs_take_none(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr
     return 0;
 }
 
-int afd_runs_portfolio_token(uint64_t seed, uint64_t i, uint32_t est_steps, int only, uint8_t *mode, char **token)
+int afd_runs_portfolio_token(uint64_t seed, uint64_t i, uint32_t est_steps, int only, uint8_t *mode,
+                             char **token)
 {
     afd_schedule s;
     int rc = afd_schedule_portfolio(&s, seed, i, est_steps, only);
@@ -432,7 +440,8 @@ int afd_cmd_sample(const afd_cli *cli)
         afd_json_strn(&o, t.first_failure, t.first_failure_len);
         afd_buf_printf(&o, "}\n");
     } else {
-        afd_buf_printf(&o, "%s: %" PRIu64 " natural runs, %" PRIu64 " failed (%.1f%%, 95%% CI %.1f%%-%.1f%%)\n",
+        afd_buf_printf(&o,
+                       "%s: %" PRIu64 " natural runs, %" PRIu64 " failed (%.1f%%, 95%% CI %.1f%%-%.1f%%)\n",
                        cli->nodeid, t.runs, t.failed, 100 * rate, 100 * lo, 100 * hi);
         afd_buf_printf(&o, "  median %.0f steps, %.2f ms per run\n", med_steps, med_wall / 1e6);
         if (t.first_failure) {
@@ -464,7 +473,7 @@ typedef struct explore_ctx {
     uint32_t est_steps;
     uint64_t best_index; /* lowest failing run index, UINT64_MAX if none */
     char *best_token;
-    char *best_failure;     /* Owned; may hold NUL bytes: best_failure_len is its length. */
+    char *best_failure; /* Owned; may hold NUL bytes: best_failure_len is its length. */
     size_t best_failure_len;
     int best_outcome;
     /* The lowest failing run that outlasted a deadline: kept aside while the search goes on for a
@@ -492,8 +501,8 @@ static int make_portfolio(void *vctx, uint64_t i, uint8_t *mode, char **token)
 
 /* Keeps run i's token, failure text and outcome when it is earlier than the run kept so far (*index,
  * UINT64_MAX if none); returns whether it did. The strings are owned by the caller's context. */
-static int keep_earliest(uint64_t i, const afd_run_result *res, const afd_trace *tr, uint64_t *index, char **token,
-                         char **failure, size_t *failure_len, int *outcome)
+static int keep_earliest(uint64_t i, const afd_run_result *res, const afd_trace *tr, uint64_t *index,
+                         char **token, char **failure, size_t *failure_len, int *outcome)
 {
     if (i >= *index || !tr)
         return 0;
@@ -538,12 +547,18 @@ static void failing_lines(afd_buf *o, const explore_ctx *c, const char *nodeid)
 
 int afd_cmd_explore(const afd_cli *cli)
 {
-    explore_ctx c = {.seed = cli->seed, .only = -1, .est_steps = 1, .best_index = UINT64_MAX, .cand_index = UINT64_MAX,
-                     .shard_k = cli->shard_n ? cli->shard_k - 1 : 0, .shard_n = cli->shard_n ? cli->shard_n : 1};
+    explore_ctx c = {.seed = cli->seed,
+                     .only = -1,
+                     .est_steps = 1,
+                     .best_index = UINT64_MAX,
+                     .cand_index = UINT64_MAX,
+                     .shard_k = cli->shard_n ? cli->shard_k - 1 : 0,
+                     .shard_n = cli->shard_n ? cli->shard_n : 1};
     if (cli->strategy && strcmp(cli->strategy, "portfolio") != 0) {
         c.only = afd_strategy_parse(cli->strategy);
         if (c.only < 0) {
-            afd_runs_error_line("unknown strategy '%s' (choose zero, jitter, pct or portfolio)%s", cli->strategy, "");
+            afd_runs_error_line("unknown strategy '%s' (choose zero, jitter, pct or portfolio)%s",
+                                cli->strategy, "");
             return AFD_EXIT_USAGE;
         }
     }
@@ -612,10 +627,10 @@ int afd_cmd_explore(const afd_cli *cli)
             afd_buf_printf(&o, "null");
         afd_buf_printf(&o, ", \"outcome\": ");
         /* nothing failed: "pass" only when every run passed; a step-limit stop is not a pass */
-        afd_json_str(&o, found ? afd_outcome_name(c.best_outcome)
+        afd_json_str(&o, found                              ? afd_outcome_name(c.best_outcome)
                          : t.by_outcome[AFD_OUT_STEP_LIMIT] ? afd_outcome_name(AFD_OUT_STEP_LIMIT)
                          : t.by_outcome[AFD_OUT_PASS] < t.runs && t.by_outcome[AFD_OUT_SKIP] ? "skip"
-                                                                                              : "pass");
+                                                                                             : "pass");
         afd_buf_printf(&o, ", \"schedule\": ");
         afd_json_str(&o, desc ? desc : "");
         afd_buf_printf(&o, ", \"failing_run\": ");
@@ -624,26 +639,33 @@ int afd_cmd_explore(const afd_cli *cli)
         else
             afd_buf_printf(&o, "null");
         /* which of the portfolio's schedules this run explored (shards explore disjoint ones) */
-        afd_buf_printf(&o, ", \"shard\": \"%" PRIu64 "/%" PRIu64 "\", \"schedules\": [", c.shard_k + 1, c.shard_n);
+        afd_buf_printf(&o, ", \"shard\": \"%" PRIu64 "/%" PRIu64 "\", \"schedules\": [", c.shard_k + 1,
+                       c.shard_n);
         for (uint64_t k = 0; k < c.n_indices; k++)
             afd_buf_printf(&o, "%s%" PRIu64, k ? ", " : "", c.indices[k]);
         afd_buf_printf(&o, "], ");
         afd_runs_json_outcomes(&o, &t);
         afd_buf_printf(&o, ", \"verdict\": \"%s\", \"timing\": ",
-                       !found ? "no_failure" : c.timing.sensitive ? "timing_sensitive" : "failure");
+                       !found               ? "no_failure"
+                       : c.timing.sensitive ? "timing_sensitive"
+                                            : "failure");
         afd_timing_json(&c.timing, &o);
         afd_buf_printf(&o, "}\n");
     } else if (found && c.timing.sensitive) {
-        afd_buf_printf(&o, "%s: timing-sensitive: a failing schedule found at run %" PRIu64 " of %" PRIu64 "%s%s%s\n",
-                       cli->nodeid, c.best_index + 1, t.runs, desc ? " (" : "", desc ? desc : "", desc ? ")" : "");
+        afd_buf_printf(
+            &o, "%s: timing-sensitive: a failing schedule found at run %" PRIu64 " of %" PRIu64 "%s%s%s\n",
+            cli->nodeid, c.best_index + 1, t.runs, desc ? " (" : "", desc ? desc : "", desc ? ")" : "");
         afd_buf_printf(&o, "  ");
         afd_timing_summary(&c.timing, &o);
-        afd_buf_printf(&o, "\n  checked: the same schedule kept below the deadline passed %" PRIu64 "/%" PRIu64
-                           " runs\n", c.timing.check_passed, c.timing.check_runs);
+        afd_buf_printf(&o,
+                       "\n  checked: the same schedule kept below the deadline passed %" PRIu64 "/%" PRIu64
+                       " runs\n",
+                       c.timing.check_passed, c.timing.check_runs);
         failing_lines(&o, &c, cli->nodeid);
     } else if (found) {
-        afd_buf_printf(&o, "%s: failing schedule found at run %" PRIu64 " of %" PRIu64 "%s%s%s\n", cli->nodeid,
-                       c.best_index + 1, t.runs, desc ? " (" : "", desc ? desc : "", desc ? ")" : "");
+        afd_buf_printf(&o, "%s: failing schedule found at run %" PRIu64 " of %" PRIu64 "%s%s%s\n",
+                       cli->nodeid, c.best_index + 1, t.runs, desc ? " (" : "", desc ? desc : "",
+                       desc ? ")" : "");
         failing_lines(&o, &c, cli->nodeid);
     } else {
         afd_buf_printf(&o, "%s: no failing schedule in %" PRIu64 " runs\n", cli->nodeid, t.runs);
@@ -680,7 +702,7 @@ static int make_replay(void *vctx, uint64_t i, uint8_t *mode, char **token)
 
 typedef struct replay_ctx {
     const char *token;
-    int events; /* print the first run's events */
+    int events;                /* print the first run's events */
     const afd_schedule *sched; /* Borrowed: the token's schedule, whose delays are checked. */
     uint8_t *ran;              /* Borrowed: per delay, 1 once a run's trace shows its step ran */
     uint64_t complete;         /* runs whose trace kept every event, so an absent step did not run */
@@ -728,8 +750,11 @@ static void never_ran_lines(afd_buf *o, const afd_schedule *s, const uint8_t *ra
             continue;
         missing++;
         if (shown++ < 20)
-            afd_buf_printf(o, "  stale: delay on %s step %" PRIu32 " never ran: this schedule is not from this test "
-                              "(or the code changed)\n", s->delays[i].label, s->delays[i].ordinal);
+            afd_buf_printf(o,
+                           "  stale: delay on %s step %" PRIu32
+                           " never ran: this schedule is not from this test "
+                           "(or the code changed)\n",
+                           s->delays[i].label, s->delays[i].ordinal);
     }
     if (missing > 20)
         afd_buf_printf(o, "  stale: %" PRIu32 " more delays never ran\n", missing - 20);
@@ -747,8 +772,9 @@ static void replay_json(afd_buf *o, const afd_cli *cli, const tally *t, const re
 {
     afd_buf_printf(o, "{\"schema\": 1, \"nodeid\": ");
     afd_json_str(o, cli->nodeid);
-    afd_buf_printf(o, ", \"verdict\": \"%s\", \"runs\": %" PRIu64 ", \"failed\": %" PRIu64
-                      ", \"identical_traces\": %s, \"digest\": ",
+    afd_buf_printf(o,
+                   ", \"verdict\": \"%s\", \"runs\": %" PRIu64 ", \"failed\": %" PRIu64
+                   ", \"identical_traces\": %s, \"digest\": ",
                    r->verdict, t->runs, t->failed, r->identical ? "true" : "false");
     if (r->identical)
         afd_buf_printf(o, "\"%016" PRIx64 "\"", t->first_digest);
@@ -830,7 +856,8 @@ int afd_cmd_replay(const afd_cli *cli)
     uint32_t never_ran = 0;
     for (uint32_t i = 0; i < s.n_delays; i++)
         never_ran += !ran[i];
-    replay_summary r = {.desc = desc, .identical = t.runs > 0 && !t.digests_differ, .checked = rctx.complete > 0};
+    replay_summary r = {
+        .desc = desc, .identical = t.runs > 0 && !t.digests_differ, .checked = rctx.complete > 0};
     int stale = never_ran && r.checked;
     int mixed = t.failed && t.failed < t.runs;
     r.verdict = stale ? "stale" : mixed ? "abstained" : t.failed ? "reproduced" : "no_failure";
@@ -839,9 +866,10 @@ int afd_cmd_replay(const afd_cli *cli)
     if (cli->json) {
         replay_json(&o, cli, &t, &r, &s, ran);
     } else {
-        afd_buf_printf(&o, "%s: replayed %s %" PRIu64 " times: %" PRIu64 " failed, %" PRIu64 " passed; traces %s\n",
-                       cli->nodeid, desc ? desc : "schedule", t.runs, t.failed, t.by_outcome[AFD_OUT_PASS],
-                       r.identical ? "identical" : "differ");
+        afd_buf_printf(
+            &o, "%s: replayed %s %" PRIu64 " times: %" PRIu64 " failed, %" PRIu64 " passed; traces %s\n",
+            cli->nodeid, desc ? desc : "schedule", t.runs, t.failed, t.by_outcome[AFD_OUT_PASS],
+            r.identical ? "identical" : "differ");
         if (t.first_failure) {
             afd_buf_printf(&o, "  %s: ", afd_outcome_name(t.first_failure_outcome));
             afd_term_strn(&o, t.first_failure, t.first_failure_len);
@@ -862,15 +890,18 @@ int afd_cmd_replay(const afd_cli *cli)
     if (stale) {
         afd_buf e;
         afd_buf_init(&e);
-        afd_buf_printf(&e, "affidavit: stale schedule: %" PRIu32 " of its %" PRIu32 " delays never ran in %s, so "
-                           "these runs say nothing about it\n", never_ran, s.n_delays, cli->nodeid);
-        afd_term_write(stderr, e.data, e.len); /* the node id is the user's: no control byte reaches the terminal */
+        afd_buf_printf(&e,
+                       "affidavit: stale schedule: %" PRIu32 " of its %" PRIu32 " delays never ran in %s, so "
+                       "these runs say nothing about it\n",
+                       never_ran, s.n_delays, cli->nodeid);
+        afd_term_write(stderr, e.data,
+                       e.len); /* the node id is the user's: no control byte reaches the terminal */
         afd_buf_finish(&e);
         rc = AFD_EXIT_STALE;
     } else if (mixed) {
         const char *why = afd_runs_uncontrolled_words(t.flags_union);
-        fprintf(stderr, "affidavit: replay is not deterministic (%" PRIu64 "/%" PRIu64 " failed)%s%s\n", t.failed,
-                t.runs, why ? "; uncontrolled source: " : "", why ? why : "");
+        fprintf(stderr, "affidavit: replay is not deterministic (%" PRIu64 "/%" PRIu64 " failed)%s%s\n",
+                t.failed, t.runs, why ? "; uncontrolled source: " : "", why ? why : "");
         rc = AFD_EXIT_ABSTAIN;
     } else {
         rc = t.failed ? AFD_EXIT_FAILURE : AFD_EXIT_CLEAN;

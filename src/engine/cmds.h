@@ -7,12 +7,12 @@
 
 /* Exit codes (DESIGN.md). */
 enum {
-    AFD_EXIT_CLEAN = 0,     /* no failure found within the budget */
-    AFD_EXIT_FAILURE = 1,   /* a failure was seen / reproduced */
-    AFD_EXIT_USAGE = 2,     /* bad arguments or a test that cannot be run */
+    AFD_EXIT_CLEAN = 0,   /* no failure found within the budget */
+    AFD_EXIT_FAILURE = 1, /* a failure was seen / reproduced */
+    AFD_EXIT_USAGE = 2,   /* bad arguments or a test that cannot be run */
     AFD_EXIT_INTERNAL = 3,
-    AFD_EXIT_ABSTAIN = 4,   /* a failure was seen but could not be controlled */
-    AFD_EXIT_STALE = 5,     /* replay: the token's delayed steps never ran in this test */
+    AFD_EXIT_ABSTAIN = 4,      /* a failure was seen but could not be controlled */
+    AFD_EXIT_STALE = 5,        /* replay: the token's delayed steps never ran in this test */
     AFD_EXIT_INTERRUPTED = 130 /* SIGINT or SIGTERM: the runs so far are reported (and stored) */
 };
 
@@ -24,21 +24,21 @@ typedef struct afd_cli {
     const char *strategy; /* NULL: portfolio */
     int json;
     int workers;
-    uint64_t n;        /* sample/replay runs, explore max runs */
-    double seconds;    /* explore time budget (0: none) */
-    double timeout_s;  /* per-run time budget */
+    uint64_t n;       /* sample/replay runs, explore max runs */
+    double seconds;   /* explore time budget (0: none) */
+    double timeout_s; /* per-run time budget */
     uint64_t max_steps;
     uint64_t max_memory_mb; /* per-run memory limit above the worker's own (RLIMIT_DATA) */
     uint64_t seed;
     uint64_t shard_k, shard_n; /* explore --shard K/N: portfolio schedules k-1, k-1+N, ... (n 0: all) */
-    uint64_t natural;     /* investigate: natural runs (default 50) */
-    uint64_t replays;     /* investigate: replays of each token (default 10) */
-    double slow_step_ms;  /* investigate: a step this long is slow (default 100) */
-    int events;           /* replay: print the first run's events on stderr */
-    int fix;              /* investigate: propose a fix and run the policy gate on it */
-    int allow_src;        /* investigate --fix: edits outside test files pass the gate */
-    int apply;            /* investigate --fix --apply: write a verified fix, keeping FILE.orig */
-    const char *trace_out; /* investigate --trace-out FILE: the pipeline's spans (borrowed from argv) */
+    uint64_t natural;          /* investigate: natural runs (default 50) */
+    uint64_t replays;          /* investigate: replays of each token (default 10) */
+    double slow_step_ms;       /* investigate: a step this long is slow (default 100) */
+    int events;                /* replay: print the first run's events on stderr */
+    int fix;                   /* investigate: propose a fix and run the policy gate on it */
+    int allow_src;             /* investigate --fix: edits outside test files pass the gate */
+    int apply;                 /* investigate --fix --apply: write a verified fix, keeping FILE.orig */
+    const char *trace_out;     /* investigate --trace-out FILE: the pipeline's spans (borrowed from argv) */
     /* check FILE --cls C --method M: the target, and the Python expressions given (NULL: none) */
     const char *check_file, *check_cls, *check_method;
     const char *check_init, *check_args, *check_state, *check_invariant;

@@ -68,8 +68,8 @@ int afd_cmd_gate(const afd_cli *cli)
             exit_code = AFD_EXIT_USAGE;
             goto out;
         }
-        files[i] = (afd_gate_file){name, befores[i], blen, uf->is_deleted ? NULL : (const char *)afters[i].data,
-                                   afters[i].len};
+        files[i] = (afd_gate_file){name, befores[i], blen,
+                                   uf->is_deleted ? NULL : (const char *)afters[i].data, afters[i].len};
         if (!files[i].after && !uf->is_deleted)
             files[i].after = "";
     }
@@ -84,8 +84,9 @@ int afd_cmd_gate(const afd_cli *cli)
         afd_json_str(&o, path);
         afd_buf_printf(&o, ", \"passed\": %s, \"gate\": [", passed ? "true" : "false");
         for (int k = 0; k < AFD_GATE__COUNT; k++) {
-            afd_buf_printf(&o, "%s{\"check\": \"%s\", \"group\": \"%s\", \"passed\": %s, \"reason\": ", k ? ", " : "",
-                           checks[k].name, checks[k].group, checks[k].passed ? "true" : "false");
+            afd_buf_printf(
+                &o, "%s{\"check\": \"%s\", \"group\": \"%s\", \"passed\": %s, \"reason\": ", k ? ", " : "",
+                checks[k].name, checks[k].group, checks[k].passed ? "true" : "false");
             afd_json_str(&o, checks[k].reason);
             afd_buf_printf(&o, "}");
         }
@@ -98,7 +99,8 @@ int afd_cmd_gate(const afd_cli *cli)
                 group = checks[k].group;
                 afd_buf_printf(&o, "  %s:\n", group);
             }
-            afd_buf_printf(&o, "    %s %-22s %s\n", checks[k].passed ? "pass" : "FAIL", checks[k].name, checks[k].reason);
+            afd_buf_printf(&o, "    %s %-22s %s\n", checks[k].passed ? "pass" : "FAIL", checks[k].name,
+                           checks[k].reason);
         }
     }
     fwrite(o.data, 1, o.len, stdout);

@@ -13,11 +13,11 @@ int main(void)
     printf("\"\"\"The verdicts' words for the pytest plugin, generated at build time from AFD_VERDICTS in\n"
            "src/lib/incident.h by src/engine/gen_verdicts.c: edit that table, not this file.\"\"\"\n\n"
            "from typing import Dict\n\nWORDS: Dict[str, str] = {\n");
-#define AFD_VERDICT_PY_(e, name, head, word, css, exit, plugin)                                             \
+#define AFD_VERDICT_PY_(e, name, head, word, css, exit, plugin)                                              \
     if (strpbrk(name plugin, "\"\\")) {                                                                      \
         fprintf(stderr, "gen_verdicts: a verdict's words hold a quote or a backslash\n");                    \
-        return 1;                                                                                          \
-    }                                                                                                      \
+        return 1;                                                                                            \
+    }                                                                                                        \
     printf("    \"%s\": \"%s\",\n", name, plugin);
     AFD_VERDICTS(AFD_VERDICT_PY_)
 #undef AFD_VERDICT_PY_

@@ -26,10 +26,10 @@
 #include <stdint.h>
 
 typedef struct delay_set {
-    afd_schedule base;  /* strategy zero with the failing seed, no delays */
-    afd_delay *d;       /* Owned, with Owned labels. */
+    afd_schedule base; /* strategy zero with the failing seed, no delays */
+    afd_delay *d;      /* Owned, with Owned labels. */
     uint32_t n;
-    uint64_t *cost;     /* Owned: the current cost of each delay (bisection changes one) */
+    uint64_t *cost;      /* Owned: the current cost of each delay (bisection changes one) */
     const uint8_t *keep; /* Borrowed: the delays ddmin keeps (NULL: all) */
 } delay_set;
 
@@ -82,8 +82,8 @@ typedef struct inv {
     uint64_t truncated;    /* runs whose trace hit its size bound */
     /* every run seen, for Ochiai and the blocking-call predicate */
     afd_run_summary *sums; /* Owned: n_sums of cap_sums, each finished by inv_finish */
-    uint8_t *blocked; /* Owned: per run: it made a blocking call of >= 1 ms or had a slow step */
-    uint8_t *natural; /* Owned: per run: a natural run */
+    uint8_t *blocked;      /* Owned: per run: it made a blocking call of >= 1 ms or had a slow step */
+    uint8_t *natural;      /* Owned: per run: a natural run */
     size_t n_sums, cap_sums;
     int in_natural;   /* the natural phase is running */
     char *block_site; /* Owned: the longest blocking call of a failing natural run: "file:line" */
@@ -105,17 +105,17 @@ typedef struct inv {
     kept_run keep;
     int keep_failing_only;
     int error;
-    int trace_lines; /* replays record the lines of user code (for inferred accesses) */
+    int trace_lines;  /* replays record the lines of user code (for inferred accesses) */
     afd_srcmap *srcs; /* Owned: the sources traced runs ran, scanned once */
     /* the pipeline */
     int exit;        /* the exit code, once a stage concluded or quit */
     int interrupted; /* an interrupted investigation is being reported */
     uint64_t t0;     /* when the investigation started (afd_runs_now_ns) */
     struct inv_stage stages[INV__STAGES];
-    uint64_t tier_runs; /* runs of the patched program (the verification's, not the incident's) */
-    runlog log;         /* every run of the incident, for the store */
-    afd_spans *spans;   /* Owned: the pipeline's spans (--trace-out), or NULL */
-    delay_set ds;       /* minimize: the failing run's delays, then the minimal set */
+    uint64_t tier_runs;          /* runs of the patched program (the verification's, not the incident's) */
+    runlog log;                  /* every run of the incident, for the store */
+    afd_spans *spans;            /* Owned: the pipeline's spans (--trace-out), or NULL */
+    delay_set ds;                /* minimize: the failing run's delays, then the minimal set */
     kept_run fail_run, pass_run; /* the minimal failing run and its nearest passing run */
     afd_view fv, pv;             /* explain: the views of both, which repair reads */
     int have_fv, have_pv;        /* fv built; pv built and passing (else repair gets NULL) */
@@ -123,23 +123,23 @@ typedef struct inv {
 
 typedef struct window {
     int found;
-    char *label;      /* Owned: the delayed step's task */
+    char *label; /* Owned: the delayed step's task */
     uint32_t ordinal;
-    uint64_t lo, hi;  /* passes at lo, fails at hi (ns) */
-    uint64_t runs;    /* oracle runs spent minimizing and bisecting */
+    uint64_t lo, hi; /* passes at lo, fails at hi (ns) */
+    uint64_t runs;   /* oracle runs spent minimizing and bisecting */
     uint32_t n_delays_before, n_delays_after;
     int via_fallback; /* found by searching one delay under a passing seed */
     char *wakes;      /* Owned: a plain callback's window: the task that callback wakes (or NULL) */
     struct {
         uint64_t delay;
         int failed;
-    } probes[64];     /* the bisection of the named delay: each delay tried and whether it failed */
+    } probes[64]; /* the bisection of the named delay: each delay tried and whether it failed */
     uint32_t n_probes;
 } window;
 
 typedef struct oracle_ctx {
-    inv *v;        /* Borrowed. */
-    delay_set *ds; /* Borrowed. */
+    inv *v;         /* Borrowed. */
+    delay_set *ds;  /* Borrowed. */
     uint32_t which; /* bisection: the delay whose cost varies */
     uint64_t runs;
     window *record; /* Borrowed: when set, each probe of the bisection is kept here */
@@ -151,8 +151,8 @@ typedef struct outcome {
     afd_timing timing;   /* set for timing_sensitive */
     tally natural;
     double lo, hi;
-    char *token;         /* Owned: the minimal failing token (or the searched one) */
-    char *pass_token;    /* Owned: the nearest passing run's token, or NULL */
+    char *token;      /* Owned: the minimal failing token (or the searched one) */
+    char *pass_token; /* Owned: the nearest passing run's token, or NULL */
     uint64_t replay_runs, replay_failed, pass_runs, pass_passed;
     window win;
     afd_cause c;
@@ -160,18 +160,18 @@ typedef struct outcome {
     char *failure; /* Owned; may hold NUL bytes: failure_len is its length. */
     size_t failure_len;
     const char *abstain_reason; /* Borrowed: a literal or afd_runs_uncontrolled_words' text */
-    int traces_differ; /* the failing replays all failed, but not with one trace */
+    int traces_differ;          /* the failing replays all failed, but not with one trace */
     /* --fix */
     int fix_tried;
-    const char *fix_kind;   /* Borrowed literal: "LOCK" ... or NULL */
+    const char *fix_kind; /* Borrowed literal: "LOCK" ... or NULL */
     afd_buf fix_diff;
-    char fix_why[512];      /* why no fix was proposed */
+    char fix_why[512]; /* why no fix was proposed */
     afd_gate_check gate[AFD_GATE__COUNT];
     int gate_ran;
-    char *fix_file;         /* Owned: the file the fix patches (relative path) */
-    afd_buf fix_text;       /* the patched text */
+    char *fix_file;          /* Owned: the file the fix patches (relative path) */
+    afd_buf fix_text;        /* the patched text */
     afd_buf buggy_with_test; /* the original text with only the regression test added */
-    char *regression_node;  /* Owned: the regression test's node id, or NULL when none was written */
+    char *regression_node;   /* Owned: the regression test's node id, or NULL when none was written */
     char regression_why[300];
     int reg_ran, reg_fails_before, reg_passes_after;
     /* verification tiers (run only for a gated fix) */
@@ -182,18 +182,18 @@ typedef struct outcome {
     double v_wall_before_ms, v_wall_after_ms;
     char v_error[256];
     int applied;
-    char apply_note[600];   /* what --apply did, or why it did not */
-    afd_buf fix_before;     /* the text the proposed fix was computed from (--apply checks it) */
-    char *first_seen;       /* --apply: the test's file when the investigation started (Owned) */
+    char apply_note[600]; /* what --apply did, or why it did not */
+    afd_buf fix_before;   /* the text the proposed fix was computed from (--apply checks it) */
+    char *first_seen;     /* --apply: the test's file when the investigation started (Owned) */
     size_t first_seen_len;
-    char *first_path;       /* Owned: that file's path */
+    char *first_path; /* Owned: that file's path */
     /* every candidate fix synthesized, smallest first; each tried in turn until one is verified */
     struct candidate {
-        const char *kind;   /* Borrowed literal. */
+        const char *kind;    /* Borrowed literal. */
         char *file, *before; /* Owned. */
         size_t len;
         afd_buf after;
-        size_t changed;       /* lines added or removed, the regression test not counted */
+        size_t changed; /* lines added or removed, the regression test not counted */
         int tried, gate_passed, verified;
     } cand[4];
     size_t n_cand;

@@ -82,7 +82,8 @@ static void compare_runs(const afd_view *fv, const afd_view *pv, outcome *o)
         only_p += afd_view_find(fv, pv->acc[i].key) == AFD_NOPOS;
     if (only_f || only_p) {
         char buf[128];
-        snprintf(buf, sizeof buf, "%" PRIu32 " only when failing, %" PRIu32 " only when passing", only_f, only_p);
+        snprintf(buf, sizeof buf, "%" PRIu32 " only when failing, %" PRIu32 " only when passing", only_f,
+                 only_p);
         afd_evidence_add(&o->ev, "operations that ran in one run and never in the other", buf, "observed");
     }
 }
@@ -92,19 +93,24 @@ static void compare_runs(const afd_view *fv, const afd_view *pv, outcome *o)
 static void window_evidence(outcome *o)
 {
     if (!o->win.found && o->pass_token && o->pass_runs)
-        afd_evidence_add(&o->ev, "no single delay makes it fail: the values the program draws from `random` decide it; "
-                       "the passing run compared differs in those values (another seed)",
-               "no window", "observed");
+        afd_evidence_add(
+            &o->ev,
+            "no single delay makes it fail: the values the program draws from `random` decide it; "
+            "the passing run compared differs in those values (another seed)",
+            "no window", "observed");
     if (o->win.found) {
         char buf[160], claim[400];
         snprintf(buf, sizeof buf, "%.1f us (+-%.1f us, %" PRIu64 " runs)", (double)o->win.hi / 1e3,
                  (double)(o->win.hi - o->win.lo) / 1e3, o->win.runs);
         if (o->win.wakes)
-            snprintf(claim, sizeof claim, "collision window: fails when the callback that wakes %.100s (%.100s, call "
-                     "%" PRIu32 ") is delayed by more", o->win.wakes, o->win.label, o->win.ordinal);
+            snprintf(claim, sizeof claim,
+                     "collision window: fails when the callback that wakes %.100s (%.100s, call "
+                     "%" PRIu32 ") is delayed by more",
+                     o->win.wakes, o->win.label, o->win.ordinal);
         else
-            snprintf(claim, sizeof claim, "collision window: fails when %.200s step %" PRIu32 " is delayed by more",
-                     o->win.label, o->win.ordinal);
+            snprintf(claim, sizeof claim,
+                     "collision window: fails when %.200s step %" PRIu32 " is delayed by more", o->win.label,
+                     o->win.ordinal);
         afd_evidence_add(&o->ev, claim, buf, "confirmed");
     }
 }
@@ -123,7 +129,8 @@ int inv_explain(inv *v, outcome *o)
         /* say so rather than print no cause: the runs were counted, the explanation is missing */
         char why[200];
         snprintf(why, sizeof why, "no explanation: %s",
-                 fail_run->have_trace ? afd_strerror(vrc) : "the minimal failing run returned no readable trace");
+                 fail_run->have_trace ? afd_strerror(vrc)
+                                      : "the minimal failing run returned no readable trace");
         o->c.kind = AFD_CAUSE_OTHER;
         o->c.summary = strdup(why);
         fprintf(stderr, "affidavit: warning: %s\n", why);
@@ -133,19 +140,29 @@ int inv_explain(inv *v, outcome *o)
         if (have_p && afd_view_build_src(pv, &pass_run->tr, v->srcs) < 0)
             have_p = 0;
         v->have_pv = have_p;
-        afd_cause_input in = {.fail = fv, .pass = have_p ? pv : NULL,
-                              .hist = {.sums = v->sums, .blocked = v->blocked, .natural = v->natural, .n = v->n_sums,
-                                       .block_site = v->block_site, .block_task = v->block_task,
-                                       .block_ns = v->block_ns, .slow_step_ms = v->cli->slow_step_ms},
-                              .k_fail = o->replay_failed, .n_fail = o->replay_runs, .k_pass = o->pass_passed,
-                              .n_pass = o->pass_runs, .window_found = o->win.found};
+        afd_cause_input in = {.fail = fv,
+                              .pass = have_p ? pv : NULL,
+                              .hist = {.sums = v->sums,
+                                       .blocked = v->blocked,
+                                       .natural = v->natural,
+                                       .n = v->n_sums,
+                                       .block_site = v->block_site,
+                                       .block_task = v->block_task,
+                                       .block_ns = v->block_ns,
+                                       .slow_step_ms = v->cli->slow_step_ms},
+                              .k_fail = o->replay_failed,
+                              .n_fail = o->replay_runs,
+                              .k_pass = o->pass_passed,
+                              .n_pass = o->pass_runs,
+                              .window_found = o->win.found};
         rc = afd_cause_decide(&in, &o->c, &o->ev);
         if (rc < 0)
             return rc;
         /* a plain callback's delay is named by the task it wakes */
         for (uint32_t i = 0; o->win.found && !o->win.wakes && i < fv->n_steps; i++) {
             const afd_xstep *st = &fv->steps[i];
-            if (st->ordinal != o->win.ordinal || strcmp(afd_trace_task_label(fv->tr, st->task), o->win.label) != 0 ||
+            if (st->ordinal != o->win.ordinal ||
+                strcmp(afd_trace_task_label(fv->tr, st->task), o->win.label) != 0 ||
                 !inv_callback_task(fv->tr, st->task))
                 continue;
             for (uint32_t j = i + 1; j < fv->n_steps; j++)

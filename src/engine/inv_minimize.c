@@ -137,13 +137,13 @@ static int value_oracle(void *ctx, uint64_t value)
     rc = inv_run_schedule(o->v, &s, NULL);
     afd_schedule_finish(&s);
     afd_progress_update(&o->v->prog, o->v->total_runs, 0, 0);
-    if (rc >= 0 && o->record && o->record->n_probes < sizeof o->record->probes / sizeof o->record->probes[0]) {
+    if (rc >= 0 && o->record &&
+        o->record->n_probes < sizeof o->record->probes / sizeof o->record->probes[0]) {
         o->record->probes[o->record->n_probes].delay = value;
         o->record->probes[o->record->n_probes++].failed = rc == 1;
     }
     return rc;
 }
-
 
 /* Searches one delay under a seed whose zero schedule passes: the failure needed no delay under
  * the failing seed (the program's random values decided it), so the window is measured where
@@ -279,17 +279,18 @@ static int every_schedule_fails(inv *v, outcome *o)
     inv_kept_finish(&v->keep);
     if (!n_lost) {
         o->verdict = "deterministic";
-        afd_evidence_add(&o->ev, "it fails under every schedule tried: the failure does not depend on timing", buf,
-               "observed");
+        afd_evidence_add(&o->ev, "it fails under every schedule tried: the failure does not depend on timing",
+                         buf, "observed");
         v->exit = AFD_EXIT_FAILURE;
         return INV_STOP;
     }
     afd_evidence_add(&o->ev,
-           stale_every_time ? "it fails under every schedule tried, and its tasks act on checks another task "
-                              "made stale: a race that shows every time (no timing window to measure)"
-                            : "it fails under every schedule tried, and its tasks lose updates: a race that "
-                              "shows every time (no timing window to measure)",
-           buf, "observed");
+                     stale_every_time
+                         ? "it fails under every schedule tried, and its tasks act on checks another task "
+                           "made stale: a race that shows every time (no timing window to measure)"
+                         : "it fails under every schedule tried, and its tasks lose updates: a race that "
+                           "shows every time (no timing window to measure)",
+                     buf, "observed");
     o->token = strdup(v->found_token);
     return o->token ? EVERY_TIME_RACE : AFD_ENOMEM;
 }

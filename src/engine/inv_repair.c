@@ -16,8 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
-
 char *afd_read_source_file(const char *path, size_t *len)
 {
     char *text = NULL;
@@ -87,14 +85,16 @@ static void propose_await_task(const afd_view *f, outcome *o, const afd_cli *cli
     }
     const afd_xaccess *x = &f->acc[o->c.early];
     if (x->write && o->c.writer_writes) {
-        snprintf(o->fix_why, sizeof o->fix_why,
-                 "the failure depends on which of two concurrent writes comes first (an order-dependent "
-                 "assertion): forcing one order would serialize tasks the test runs concurrently, and accepting "
-                 "either order would weaken the assertion, which the policy refuses");
+        snprintf(
+            o->fix_why, sizeof o->fix_why,
+            "the failure depends on which of two concurrent writes comes first (an order-dependent "
+            "assertion): forcing one order would serialize tasks the test runs concurrently, and accepting "
+            "either order would weaken the assertion, which the policy refuses");
         return;
     }
     if (!x->file || !x->line) {
-        snprintf(o->fix_why, sizeof o->fix_why, "the early access was not placed at a line of the source (no "
+        snprintf(o->fix_why, sizeof o->fix_why,
+                 "the early access was not placed at a line of the source (no "
                  "traced line of user code ran before it in its step): no line to place an await before");
         return;
     }
@@ -126,22 +126,23 @@ static void propose_await_task(const afd_view *f, outcome *o, const afd_cli *cli
          * test's own file */
         const char *sep = strstr(cli->nodeid, "::");
         size_t flen = sep ? (size_t)(sep - cli->nodeid) : 0;
-        int same_file = sep && o->c.writer_placed && strlen(x->file) == flen && !strncmp(x->file, cli->nodeid, flen) &&
-                        !strcmp(o->c.writer_file, x->file);
+        int same_file = sep && o->c.writer_placed && strlen(x->file) == flen &&
+                        !strncmp(x->file, cli->nodeid, flen) && !strcmp(o->c.writer_file, x->file);
         int same_global = o->c.writer_root == AFD_ROOT_GLOBAL && x->root == AFD_ROOT_GLOBAL && x->root_name &&
                           !strcmp(x->root_name, o->c.writer_name);
         /* a queue reached through a parameter has no module name: its event is named after its type */
         const char *gname = x->root_name && *x->root_name ? x->root_name : "queue";
         if (!same_file || !(same_global || is_queue) || strstr(sep + 2, "::"))
-            snprintf(why2, sizeof why2, "EVENT_GATE needs module state (or a queue) written and read in the test's own "
-                                        "file");
+            snprintf(why2, sizeof why2,
+                     "EVENT_GATE needs module state (or a queue) written and read in the test's own "
+                     "file");
         else if (afd_fix_event_gate(before, len, sep + 2, o->c.writer_line, x->line, gname, is_queue, &after,
                                     why2, sizeof why2) == 0)
             add_candidate(o, "EVENT_GATE", x->file, before, len, &after);
     }
     if (!o->n_cand)
-        snprintf(o->fix_why, sizeof o->fix_why, "AWAIT_TASK not possible: %.230s%s%.230s", why, why2[0] ? "; " : "",
-                 why2);
+        snprintf(o->fix_why, sizeof o->fix_why, "AWAIT_TASK not possible: %.230s%s%.230s", why,
+                 why2[0] ? "; " : "", why2);
     afd_buf_finish(&after);
     free(before);
 }
@@ -166,7 +167,8 @@ static void propose_lock_order(const afd_view *f, const afd_view *p, outcome *o)
                 unplaced++;
                 continue;
             }
-            if (!sites || strcmp(file, nest[i].file) != 0 || outer != nest[i].outer_line || inner != nest[i].inner_line)
+            if (!sites || strcmp(file, nest[i].file) != 0 || outer != nest[i].outer_line ||
+                inner != nest[i].inner_line)
                 sites++;
             file = nest[i].file;
             outer = nest[i].outer_line;
@@ -176,11 +178,15 @@ static void propose_lock_order(const afd_view *f, const afd_view *p, outcome *o)
     if (sites != 1 || unplaced) {
         const char *untraced = unplaced ? " (and at some the runs traced no line)" : "";
         if (sites)
-            snprintf(o->fix_why, sizeof o->fix_why, "the locks are nested at %d places%s: reordering several "
-                     "functions is not synthesized", sites, untraced);
+            snprintf(o->fix_why, sizeof o->fix_why,
+                     "the locks are nested at %d places%s: reordering several "
+                     "functions is not synthesized",
+                     sites, untraced);
         else
-            snprintf(o->fix_why, sizeof o->fix_why, "no nested acquisition of the locks was placed at a line of the "
-                     "source%s", untraced);
+            snprintf(o->fix_why, sizeof o->fix_why,
+                     "no nested acquisition of the locks was placed at a line of the "
+                     "source%s",
+                     untraced);
         return;
     }
     size_t len = 0;
@@ -247,9 +253,11 @@ static void propose_fix(const afd_view *f, const afd_view *p, outcome *o, const 
     int stale = kind == AFD_CAUSE_CHECK_THEN_ACT;
     if (kind != AFD_CAUSE_LOST_UPDATE && !stale) {
         const char *name = afd_cause_kind_name(kind);
-        snprintf(o->fix_why, sizeof o->fix_why, "no fix is synthesized for a%s %s cause yet (LOCK for a lost update "
+        snprintf(o->fix_why, sizeof o->fix_why,
+                 "no fix is synthesized for a%s %s cause yet (LOCK for a lost update "
                  "or a check-then-act, "
-                 "AWAIT_TASK and EVENT_GATE for an order violation, LOCK_ORDER for a deadlock or lock-order cycle, "
+                 "AWAIT_TASK and EVENT_GATE for an order violation, LOCK_ORDER for a deadlock or lock-order "
+                 "cycle, "
                  "OFFLOAD for starvation are)",
                  name && strchr("aeiou", name[0]) ? "n" : "", name ? name : "missing");
         return;
@@ -266,8 +274,9 @@ static void propose_fix(const afd_view *f, const afd_view *p, outcome *o, const 
     uint32_t loser = n_atoms ? f->acc[atoms[0].w].task : 0;
     for (size_t i = 0; i < n_atoms && i < 16; i++) {
         const afd_xaccess *r = &f->acc[atoms[i].r], *w = &f->acc[atoms[i].w];
-        if (w->task != loser || !r->root_name || !w->root_name || !r->file || !w->file || strcmp(r->file, w->file) != 0 ||
-            r->root != w->root || (r->root != AFD_ROOT_SELF && r->root != AFD_ROOT_GLOBAL) ||
+        if (w->task != loser || !r->root_name || !w->root_name || !r->file || !w->file ||
+            strcmp(r->file, w->file) != 0 || r->root != w->root ||
+            (r->root != AFD_ROOT_SELF && r->root != AFD_ROOT_GLOBAL) ||
             strcmp(r->root_name, w->root_name) != 0)
             continue;
         if (file && strcmp(file, r->file) != 0)
@@ -278,11 +287,14 @@ static void propose_fix(const afd_view *f, const afd_view *p, outcome *o, const 
         if (dup)
             continue;
         file = r->file;
-        sites[n_sites++] = (afd_lock_site){r->line, w->line, r->root, r->root_name, stale ? "check-then-act" : NULL};
+        sites[n_sites++] =
+            (afd_lock_site){r->line, w->line, r->root, r->root_name, stale ? "check-then-act" : NULL};
     }
     if (!n_sites) {
-        snprintf(o->fix_why, sizeof o->fix_why, "the %s's accesses are not placed at lines of the source "
-                 "that touch module or instance state: no place to put a lock", stale ? "check-then-act" : "lost update");
+        snprintf(o->fix_why, sizeof o->fix_why,
+                 "the %s's accesses are not placed at lines of the source "
+                 "that touch module or instance state: no place to put a lock",
+                 stale ? "check-then-act" : "lost update");
         return;
     }
     size_t len = 0;

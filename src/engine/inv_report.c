@@ -98,7 +98,8 @@ static int fill_fix(afd_incident *inc, const outcome *o)
     afd_incident_fix *f = &inc->fix;
     inc->has_fix = 1;
     int bad = dup_to(&f->kind, o->fix_kind) | dup_to(&f->why_none, o->fix_kind ? NULL : o->fix_why) |
-              dup_to(&f->diff, buf_text(&o->fix_diff)) | dup_to(&f->apply, o->apply_note[0] ? o->apply_note : NULL);
+              dup_to(&f->diff, buf_text(&o->fix_diff)) |
+              dup_to(&f->apply, o->apply_note[0] ? o->apply_note : NULL);
     if (o->gate_ran && !(f->gate = calloc(AFD_GATE__COUNT, sizeof *f->gate)))
         return 1;
     for (int k = 0; o->gate_ran && k < AFD_GATE__COUNT; k++) {
@@ -110,8 +111,12 @@ static int fill_fix(afd_incident *inc, const outcome *o)
     bad |= fill_tiers(f, o);
     if (o->regression_node) {
         bad |= dup_to(&f->regression_node, o->regression_node);
-        f->fails_before = !o->reg_ran ? AFD_TRI_NOT_ATTEMPTED : o->reg_fails_before ? AFD_TRI_TRUE : AFD_TRI_FALSE;
-        f->passes_after = !o->reg_ran ? AFD_TRI_NOT_ATTEMPTED : o->reg_passes_after ? AFD_TRI_TRUE : AFD_TRI_FALSE;
+        f->fails_before = !o->reg_ran           ? AFD_TRI_NOT_ATTEMPTED
+                          : o->reg_fails_before ? AFD_TRI_TRUE
+                                                : AFD_TRI_FALSE;
+        f->passes_after = !o->reg_ran           ? AFD_TRI_NOT_ATTEMPTED
+                          : o->reg_passes_after ? AFD_TRI_TRUE
+                                                : AFD_TRI_FALSE;
     } else {
         bad |= dup_to(&f->regression_why, o->regression_why);
     }
@@ -214,17 +219,21 @@ static void text_fix(const afd_incident *inc, afd_buf *b)
         return;
     afd_buf_printf(b, "  fix:      %s proposed; policy gate %s; %s; %s\n", f->kind,
                    afd_incident_gate_passed(inc) ? "passed" : "FAILED",
-                   !f->tiers_ran ? "verification not attempted" : f->verified ? "VERIFIED" : "NOT verified",
+                   !f->tiers_ran ? "verification not attempted"
+                   : f->verified ? "VERIFIED"
+                                 : "NOT verified",
                    f->apply ? f->apply : "not applied (--apply writes it, with a backup)");
     if (f->tiers_ran) {
-        afd_buf_printf(b, "    replay   the failing token: %" PRIu64 "/%" PRIu64 " failed before, %" PRIu64 "/%" PRIu64
-                          " passed after\n",
+        afd_buf_printf(b,
+                       "    replay   the failing token: %" PRIu64 "/%" PRIu64 " failed before, %" PRIu64
+                       "/%" PRIu64 " passed after\n",
                        inc->replay_failed, inc->replay_runs, f->replay_passed, f->replay_runs);
-        afd_buf_printf(b, "    explore  %" PRIu64 " schedules: %" PRIu64 " failed before, %" PRIu64 " after\n",
+        afd_buf_printf(b,
+                       "    explore  %" PRIu64 " schedules: %" PRIu64 " failed before, %" PRIu64 " after\n",
                        f->explore_schedules, f->explore_failed_before, f->explore_failed_after);
         if (f->natural_runs)
-            afd_buf_printf(b, "    natural  %" PRIu64 " runs, %" PRIu64 " failed%s", f->natural_runs, f->natural_failed,
-                           f->natural_failed ? "\n" : "");
+            afd_buf_printf(b, "    natural  %" PRIu64 " runs, %" PRIu64 " failed%s", f->natural_runs,
+                           f->natural_failed, f->natural_failed ? "\n" : "");
         if (f->natural_runs && !f->natural_failed)
             afd_buf_printf(b, " (rate below %.1f%% at 95%%, rule of three)\n", 100 * f->natural_rate_below);
         afd_buf_printf(b, "    overhead median run %.2f ms before, %.2f ms after\n", f->median_ms_before,
@@ -258,7 +267,8 @@ static void text_window(const afd_incident_window *w, afd_buf *b)
     else
         afd_buf_printf(b, "%s, step %" PRIu32 ",", w->task, w->step);
     afd_buf_printf(b, " is delayed by more than %.1f us (measured: passes at %.1f us, fails at %.1f us)\n",
-                   floor((double)w->passes_at_ns / 100.0) / 10.0, floor((double)w->passes_at_ns / 100.0) / 10.0,
+                   floor((double)w->passes_at_ns / 100.0) / 10.0,
+                   floor((double)w->passes_at_ns / 100.0) / 10.0,
                    ceil((double)w->fails_at_ns / 100.0) / 10.0);
 }
 
@@ -267,8 +277,9 @@ static void text_document(const afd_incident *inc, afd_buf *b)
 {
     const char *head = afd_verdict_head(inc->verdict) ? afd_verdict_head(inc->verdict) : "ABSTAINED";
     if (inc->has_check)
-        afd_buf_printf(b, "check %s %s.%s, %" PRIu64 " concurrent calls: %s\n  harness:  %s\n", inc->check.file,
-                       inc->check.cls, inc->check.method, inc->check.calls, head, inc->nodeid);
+        afd_buf_printf(b, "check %s %s.%s, %" PRIu64 " concurrent calls: %s\n  harness:  %s\n",
+                       inc->check.file, inc->check.cls, inc->check.method, inc->check.calls, head,
+                       inc->nodeid);
     else
         afd_buf_printf(b, "%s: %s\n", inc->nodeid, head);
     afd_buf_printf(b, "  natural:  %" PRIu64 "/%" PRIu64 " failed (%.1f%%, 95%% CI %.1f%%-%.1f%%)\n",
@@ -278,8 +289,9 @@ static void text_document(const afd_incident *inc, afd_buf *b)
     if (inc->abstain_reason)
         afd_buf_printf(b, "  why:      %s\n", inc->abstain_reason);
     if (inc->has_timing)
-        afd_buf_printf(b, "  timing:   %s\n  checked:  the same schedule kept below the deadline passed %" PRIu64
-                          "/%" PRIu64 " runs; no race cause, no fix\n",
+        afd_buf_printf(b,
+                       "  timing:   %s\n  checked:  the same schedule kept below the deadline passed %" PRIu64
+                       "/%" PRIu64 " runs; no race cause, no fix\n",
                        inc->timing.summary, inc->timing.check_passed, inc->timing.check_runs);
     if (inc->failure && inc->failure_len) {
         /* At most 300 bytes, cut back to a character boundary; NUL bytes and escape sequences
@@ -299,11 +311,12 @@ static void text_document(const afd_incident *inc, afd_buf *b)
     if (inc->has_window)
         text_window(&inc->window, b);
     if (inc->token) {
-        afd_buf_printf(b, "  replayed: %" PRIu64 "/%" PRIu64 " failed%s", inc->replay_failed, inc->replay_runs,
-                       inc->identical_traces == 0 ? " (the traces differ between replays: see the evidence)" : "");
+        afd_buf_printf(
+            b, "  replayed: %" PRIu64 "/%" PRIu64 " failed%s", inc->replay_failed, inc->replay_runs,
+            inc->identical_traces == 0 ? " (the traces differ between replays: see the evidence)" : "");
         if (inc->passing_runs)
-            afd_buf_printf(b, "; nearest passing schedule %" PRIu64 "/%" PRIu64 " passed", inc->passing_passed,
-                           inc->passing_runs);
+            afd_buf_printf(b, "; nearest passing schedule %" PRIu64 "/%" PRIu64 " passed",
+                           inc->passing_passed, inc->passing_runs);
         afd_buf_printf(b, "\n  token:    %s\n", inc->token);
     }
     if (inc->evidence.n)
@@ -318,8 +331,9 @@ static void text_document(const afd_incident *inc, afd_buf *b)
     }
     text_fix(inc, b);
     if (inc->step_limit_runs)
-        afd_buf_printf(b, "  step limit reached (%" PRIu64 " steps) in %" PRIu64 " of %" PRIu64
-                          " runs: neither passes nor failures\n",
+        afd_buf_printf(b,
+                       "  step limit reached (%" PRIu64 " steps) in %" PRIu64 " of %" PRIu64
+                       " runs: neither passes nor failures\n",
                        inc->max_steps, inc->step_limit_runs, inc->runs);
     if (inc->truncated_traces)
         afd_buf_printf(b, "  trace truncated at its size bound in %" PRIu64 " of %" PRIu64 " runs\n",
@@ -330,7 +344,8 @@ static void text_document(const afd_incident *inc, afd_buf *b)
         const afd_incident_stage *st = &inc->stages[k];
         afd_buf_printf(b, "  [%zu/%zu] %s ... ", k + 1, inc->n_stages, st->name);
         if (st->seconds > 0 || st->runs)
-            afd_buf_printf(b, "%.2f s (%" PRIu64 " run%s)\n", st->seconds, st->runs, st->runs == 1 ? "" : "s");
+            afd_buf_printf(b, "%.2f s (%" PRIu64 " run%s)\n", st->seconds, st->runs,
+                           st->runs == 1 ? "" : "s");
         else
             afd_buf_printf(b, "skipped\n");
     }
@@ -362,7 +377,9 @@ static int64_t record_incident(const afd_incident *inc, const char *json, const 
         .nodeid = inc->nodeid,
         .verdict = afd_verdict_name(inc->verdict) ? afd_verdict_name(inc->verdict) : "",
         .cause_kind = kind ? kind : "",
-        .summary = inc->has_timing ? inc->timing.summary : inc->cause.summary ? inc->cause.summary : "",
+        .summary = inc->has_timing      ? inc->timing.summary
+                   : inc->cause.summary ? inc->cause.summary
+                                        : "",
         .token = inc->token ? inc->token : "",
         .rate = inc->natural_runs ? (double)inc->natural_failed / (double)inc->natural_runs : 0,
         .natural_runs = inc->natural_runs,
@@ -380,15 +397,16 @@ static int64_t record_incident(const afd_incident *inc, const char *json, const 
     };
     int rc = afd_storedir_open(&st, err, sizeof err);
     if (rc == 0)
-        rc = afd_store_add(st, &row, runs->v, runs->n, traces, n_traces, inc->fix.kind ? &patch : NULL, &id, err,
-                           sizeof err);
+        rc = afd_store_add(st, &row, runs->v, runs->n, traces, n_traces, inc->fix.kind ? &patch : NULL, &id,
+                           err, sizeof err);
     afd_store_close(st);
     if (rc < 0) {
-        fprintf(stderr, "affidavit: warning: the incident was not stored: %s\n", err[0] ? err : afd_strerror(rc));
+        fprintf(stderr, "affidavit: warning: the incident was not stored: %s\n",
+                err[0] ? err : afd_strerror(rc));
         id = 0;
-    } else if (afd_storedir_write_report(id, row.created, row.json, fail_run->have_trace ? &fail_run->tr : NULL,
-                                     pass_run->have_trace ? &pass_run->tr : NULL, report_path, pathlen, err,
-                                     sizeof err) < 0) {
+    } else if (afd_storedir_write_report(
+                   id, row.created, row.json, fail_run->have_trace ? &fail_run->tr : NULL,
+                   pass_run->have_trace ? &pass_run->tr : NULL, report_path, pathlen, err, sizeof err) < 0) {
         fprintf(stderr, "affidavit: warning: no HTML report for incident %" PRId64 ": %s\n", id, err);
     }
     afd_buf_finish(&fb);

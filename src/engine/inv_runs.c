@@ -260,14 +260,16 @@ void inv_note_traces_differ(outcome *o, const tally *t, uint32_t flags)
     o->traces_differ = 1;
     const char *why = afd_runs_uncontrolled_words(flags);
     char buf[400];
-    snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " failed, not all with the same trace; %s%s", t->failed, t->runs,
-             why ? "recorded: " : "",
+    snprintf(buf, sizeof buf, "%" PRIu64 "/%" PRIu64 " failed, not all with the same trace; %s%s", t->failed,
+             t->runs, why ? "recorded: " : "",
              why ? why
                  : "no thread, socket or real wait was recorded: likely a wall-clock read (time.time, "
                    "time.monotonic) or unseeded entropy changes steps around the failure");
-    afd_evidence_add(&o->ev, "the schedule reproduces the failure every time, but something it does not control changes "
-                   "what else runs",
-           buf, "observed");
+    afd_evidence_add(
+        &o->ev,
+        "the schedule reproduces the failure every time, but something it does not control changes "
+        "what else runs",
+        buf, "observed");
 }
 
 /* ---- the stages ---- */
@@ -279,7 +281,8 @@ int inv_sample(inv *v, outcome *o)
     o->natural.log = &v->log;
     o->natural.spans = v->spans;
     v->in_natural = 1;
-    int rc = afd_runs_batch(v->pool, 0, cli->natural, 0, afd_runs_make_natural, take_sample, v, &v->prog, &o->natural);
+    int rc = afd_runs_batch(v->pool, 0, cli->natural, 0, afd_runs_make_natural, take_sample, v, &v->prog,
+                            &o->natural);
     v->in_natural = 0;
     if (rc < 0 || v->error)
         return rc < 0 ? rc : v->error;
@@ -289,7 +292,8 @@ int inv_sample(inv *v, outcome *o)
     }
     afd_stats_wilson(o->natural.failed, o->natural.runs, &o->lo, &o->hi);
     if (o->natural.first_failure)
-        o->failure = afd_runs_text_dup(o->natural.first_failure, o->natural.first_failure_len, &o->failure_len);
+        o->failure =
+            afd_runs_text_dup(o->natural.first_failure, o->natural.first_failure_len, &o->failure_len);
     return 0;
 }
 
@@ -301,7 +305,8 @@ int inv_search(inv *v, outcome *o)
     inv_kept_finish(&v->keep);
     int rc = afd_runs_batch(v->pool, 0, 1, 0, make_portfolio_inv, take_search, v, &v->prog, &search);
     if (rc == 0 && !v->error && v->found_index == UINT64_MAX && cli->n > 1)
-        rc = afd_runs_batch(v->pool, 1, cli->n - 1, cli->seconds, make_portfolio_inv, take_search, v, &v->prog, &search);
+        rc = afd_runs_batch(v->pool, 1, cli->n - 1, cli->seconds, make_portfolio_inv, take_search, v,
+                            &v->prog, &search);
     afd_tally_finish(&search);
     if (rc < 0 || v->error)
         return rc < 0 ? rc : v->error;
@@ -322,10 +327,11 @@ int inv_search(inv *v, outcome *o)
         if (o->natural.failed) {
             o->verdict = "abstained";
             const char *why = afd_runs_uncontrolled_words(v->failing_flags);
-            o->abstain_reason = why ? why
-                                    : "it failed naturally but under no controlled schedule: the likely source is "
-                                      "one affidavit does not control (threads, real sockets, wall-clock reads, "
-                                      "os.urandom or other unseeded entropy)";
+            o->abstain_reason =
+                why ? why
+                    : "it failed naturally but under no controlled schedule: the likely source is "
+                      "one affidavit does not control (threads, real sockets, wall-clock reads, "
+                      "os.urandom or other unseeded entropy)";
             v->exit = AFD_EXIT_ABSTAIN;
         } else {
             o->verdict = "no_failure";
@@ -357,9 +363,10 @@ int inv_reproduce(inv *v, outcome *o)
     if (t.failed != t.runs) {
         o->verdict = "abstained";
         const char *why = afd_runs_uncontrolled_words(t.flags_union | v->failing_flags);
-        o->abstain_reason = why ? why
-                                : "replay is not deterministic and no thread, socket or real wait was recorded: the "
-                                  "likely source is a wall-clock read or unseeded entropy (os.urandom, uuid4, secrets)";
+        o->abstain_reason =
+            why ? why
+                : "replay is not deterministic and no thread, socket or real wait was recorded: the "
+                  "likely source is a wall-clock read or unseeded entropy (os.urandom, uuid4, secrets)";
         o->token = strdup(v->found_token);
         v->exit = AFD_EXIT_ABSTAIN;
         afd_tally_finish(&t);

@@ -35,7 +35,8 @@
 /* A directory that looks like the working directory: every entry a symlink to the original,
  * except along the path of the patched file, whose directories are real and whose file holds the
  * patched text. Workers started there import the patch; the user's files are never written. */
-static int mirror_entries(const char *src_dir, const char *dst_dir, const char *rel, const char *text, size_t len)
+static int mirror_entries(const char *src_dir, const char *dst_dir, const char *rel, const char *text,
+                          size_t len)
 {
     const char *slash = strchr(rel, '/');
     size_t first_len = slash ? (size_t)(slash - rel) : strlen(rel);
@@ -167,7 +168,8 @@ static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_step
     uint64_t m = 200;
     uint64_t start = afd_runs_now_ns(), start_runs = v->tier_runs;
     /* 1. the minimal failing token */
-    int rc = afd_runs_batch(after, 0, cli->replays, 0, make_same_token, afd_runs_take_none, (void *)o->token, &v->prog, &t);
+    int rc = afd_runs_batch(after, 0, cli->replays, 0, make_same_token, afd_runs_take_none, (void *)o->token,
+                            &v->prog, &t);
     o->v_replay_runs = t.runs;
     o->v_replay_passed = t.by_outcome[AFD_OUT_PASS];
     tier_count(v, &t);
@@ -189,7 +191,8 @@ static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_step
     tier_span(v, "verify: explore", &start, &start_runs);
     /* 3. natural runs after, and the run time */
     if (rc == 0)
-        rc = afd_runs_batch(after, 0, cli->natural, 0, afd_runs_make_natural, afd_runs_take_none, NULL, &v->prog, &t);
+        rc = afd_runs_batch(after, 0, cli->natural, 0, afd_runs_make_natural, afd_runs_take_none, NULL,
+                            &v->prog, &t);
     if (rc == 0) {
         o->v_natural_runs = t.runs;
         o->v_natural_failed = t.failed;
@@ -277,8 +280,8 @@ static void verify_regression_test(inv *v, outcome *o, const afd_cli *cli)
     tier_span(v, "verify: regression test", &start, &start_runs);
 }
 
-static void finish_proposal(outcome *o, const afd_cli *cli, const char *kind, const char *file, const char *before,
-                            size_t len, const afd_buf *after)
+static void finish_proposal(outcome *o, const afd_cli *cli, const char *kind, const char *file,
+                            const char *before, size_t len, const afd_buf *after)
 {
     o->fix_kind = kind;
     o->fix_file = strdup(file);
@@ -287,14 +290,15 @@ static void finish_proposal(outcome *o, const afd_cli *cli, const char *kind, co
     /* the regression test is part of the diff when the fix is in the test's own file */
     const char *sep = strstr(cli->nodeid, "::");
     size_t flen = sep ? (size_t)(sep - cli->nodeid) : 0;
-    if (sep && strlen(file) == flen && !strncmp(file, cli->nodeid, flen) && !strstr(sep + 2, "::") && o->token) {
+    if (sep && strlen(file) == flen && !strncmp(file, cli->nodeid, flen) && !strstr(sep + 2, "::") &&
+        o->token) {
         afd_buf with, bug;
         afd_buf_init(&with);
         afd_buf_init(&bug);
         char why[256];
         const char *summary = o->c.summary ? o->c.summary : "";
-        if (afd_fix_regression_test((const char *)after->data, after->len, sep + 2, o->token, summary, &with, why,
-                                    sizeof why) == 0 &&
+        if (afd_fix_regression_test((const char *)after->data, after->len, sep + 2, o->token, summary, &with,
+                                    why, sizeof why) == 0 &&
             afd_fix_regression_test(before, len, sep + 2, o->token, summary, &bug, why, sizeof why) == 0) {
             o->fix_text.len = 0;
             afd_buf_put(&o->fix_text, with.data, with.len);
@@ -309,7 +313,8 @@ static void finish_proposal(outcome *o, const afd_cli *cli, const char *kind, co
         afd_buf_finish(&with);
         afd_buf_finish(&bug);
     } else {
-        snprintf(o->regression_why, sizeof o->regression_why, "no regression test: the fix is not in the test's file");
+        snprintf(o->regression_why, sizeof o->regression_why,
+                 "no regression test: the fix is not in the test's file");
     }
     afd_udiff_make(file, before, len, (const char *)o->fix_text.data, o->fix_text.len, &o->fix_diff);
     afd_gate_file gf = {file, before, len, (const char *)o->fix_text.data, o->fix_text.len};

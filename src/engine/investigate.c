@@ -67,7 +67,6 @@ static void remember_test_file(outcome *o, const char *nodeid)
         o->first_seen = afd_read_source_file(o->first_path, &o->first_seen_len);
 }
 
-
 /* ---- the sequence ---- */
 
 /* The state before any run: every buffer initialized, so that inv_finish can free it whatever
@@ -75,7 +74,8 @@ static void remember_test_file(outcome *o, const char *nodeid)
  * written (before any run, a usage error) or the pool does not start (afd_runs_start_pool said why). */
 static int inv_init(inv *v, outcome *o, const afd_cli *cli)
 {
-    *v = (inv){.cli = cli, .seed = cli->seed, .est_steps = 1, .found_index = UINT64_MAX, .cand_index = UINT64_MAX};
+    *v = (inv){
+        .cli = cli, .seed = cli->seed, .est_steps = 1, .found_index = UINT64_MAX, .cand_index = UINT64_MAX};
     v->t0 = afd_runs_now_ns();
     inv_stages_init(v);
     memset(o, 0, sizeof *o);
@@ -91,7 +91,7 @@ static int inv_init(inv *v, outcome *o, const afd_cli *cli)
         int rc = afd_spans_open(cli->trace_out, &v->spans);
         if (rc < 0) {
             afd_runs_error_line("cannot write the trace to %s: %s", cli->trace_out,
-                       rc == AFD_ENOMEM ? afd_strerror(rc) : strerror(errno));
+                                rc == AFD_ENOMEM ? afd_strerror(rc) : strerror(errno));
             v->exit = AFD_EXIT_USAGE;
             return INV_QUIT;
         }
@@ -158,7 +158,8 @@ static int inv_failed(inv *v, outcome *o, int rc)
         o->verdict = "interrupted";
         afd_stats_wilson(o->natural.failed, o->natural.runs, &o->lo, &o->hi);
         if (!o->failure && o->natural.first_failure)
-            o->failure = afd_runs_text_dup(o->natural.first_failure, o->natural.first_failure_len, &o->failure_len);
+            o->failure =
+                afd_runs_text_dup(o->natural.first_failure, o->natural.first_failure_len, &o->failure_len);
         if (!o->token && v->found_token)
             o->token = strdup(v->found_token);
         return INV_STOP;
@@ -188,7 +189,8 @@ static void report_stage(inv *v, outcome *o)
 static void inv_write_trace(inv *v)
 {
     if (v->spans && afd_spans_commit(v->spans) < 0)
-        fprintf(stderr, "affidavit: warning: cannot write the trace to %s: %s\n", v->cli->trace_out, strerror(errno));
+        fprintf(stderr, "affidavit: warning: cannot write the trace to %s: %s\n", v->cli->trace_out,
+                strerror(errno));
 }
 
 /* --fix's two stages run for an explained failure only, verify when there is a candidate. */

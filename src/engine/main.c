@@ -77,7 +77,8 @@ static const char usage[] =
 
 static int bad(const char *msg, const char *arg)
 {
-    fprintf(stderr, "affidavit: error: %s%s%s (see affidavit --help)\n", msg, arg ? ": " : "", arg ? arg : "");
+    fprintf(stderr, "affidavit: error: %s%s%s (see affidavit --help)\n", msg, arg ? ": " : "",
+            arg ? arg : "");
     return AFD_EXIT_USAGE;
 }
 
@@ -185,7 +186,8 @@ static int parse_options(int argc, char **argv, afd_cli *cli, const cmd_kind *k,
                 return bad("expected a positive step limit after", a);
             i++;
         } else if (!strcmp(a, "--max-memory")) {
-            if (parse_u64(v, &cli->max_memory_mb) < 0 || cli->max_memory_mb == 0 || cli->max_memory_mb > (1u << 30))
+            if (parse_u64(v, &cli->max_memory_mb) < 0 || cli->max_memory_mb == 0 ||
+                cli->max_memory_mb > (1u << 30))
                 return bad("expected a positive number of megabytes after", a);
             i++;
         } else if (!strcmp(a, "--seed")) {
@@ -197,7 +199,8 @@ static int parse_options(int argc, char **argv, afd_cli *cli, const cmd_kind *k,
                 return bad("--shard applies to explore", NULL);
             unsigned long long sk = 0, sn = 0;
             char tail = 0;
-            if (!v || sscanf(v, "%llu/%llu%c", &sk, &sn, &tail) != 2 || sn == 0 || sk == 0 || sk > sn || sn > 100000)
+            if (!v || sscanf(v, "%llu/%llu%c", &sk, &sn, &tail) != 2 || sn == 0 || sk == 0 || sk > sn ||
+                sn > 100000)
                 return bad("expected --shard K/N with 1 <= K <= N, got", v ? v : "nothing");
             cli->shard_k = sk;
             cli->shard_n = sn;

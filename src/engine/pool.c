@@ -45,9 +45,9 @@ void afd_install_signal_handlers(void)
 
 typedef struct worker {
     pid_t pid;
-    int req_fd;  /* write end of the worker's stdin */
-    int res_fd;  /* read end of the worker's stdout */
-    int log_fd;  /* the worker's stderr, for a message if it dies before HELLO */
+    int req_fd; /* write end of the worker's stdin */
+    int res_fd; /* read end of the worker's stdout */
+    int log_fd; /* the worker's stderr, for a message if it dies before HELLO */
     afd_framer framer;
     int busy;
     uint64_t run_id;
@@ -61,8 +61,8 @@ struct afd_pool {
     /* The worker's command line: python -m affidavit.worker NODEID [PYTEST-ARGS...], NULL-ended.
      * Owned array; its strings are owned_strings and copies of opts.pytest_args (argv_owned). */
     char **argv;
-    int argv_owned_from; /* argv[argv_owned_from ...] are owned copies */
-    worker *w; /* Owned array of opts.workers. */
+    int argv_owned_from;      /* argv[argv_owned_from ...] are owned copies */
+    worker *w;                /* Owned array of opts.workers. */
     char *python, *hash_seed; /* Owned, from the first HELLO. */
 };
 
@@ -392,8 +392,14 @@ void afd_pool_free(afd_pool *self)
     free(self);
 }
 
-const char *afd_pool_python(const afd_pool *self) { return self->python ? self->python : ""; }
-const char *afd_pool_hash_seed(const afd_pool *self) { return self->hash_seed ? self->hash_seed : ""; }
+const char *afd_pool_python(const afd_pool *self)
+{
+    return self->python ? self->python : "";
+}
+const char *afd_pool_hash_seed(const afd_pool *self)
+{
+    return self->hash_seed ? self->hash_seed : "";
+}
 
 int afd_pool_idle(const afd_pool *self)
 {

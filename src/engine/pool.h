@@ -17,8 +17,8 @@ typedef struct afd_pool afd_pool;
 #define AFD_POOL_START_SLACK_MS 10000u
 
 typedef struct afd_pool_opts {
-    const char *python;  /* The interpreter that runs `-m affidavit.worker` (the pool copies it). */
-    const char *nodeid;  /* The pool copies it. */
+    const char *python; /* The interpreter that runs `-m affidavit.worker` (the pool copies it). */
+    const char *nodeid; /* The pool copies it. */
     int workers;
     uint32_t timeout_ms; /* per run */
     uint64_t max_steps;
@@ -27,7 +27,7 @@ typedef struct afd_pool_opts {
      * timeout_ms + AFD_POOL_START_SLACK_MS (the run budget, plus the time Python and pytest take
      * to start on a loaded machine), so that --timeout bounds collection too. */
     const char *import_hint; /* Borrowed, outlives the pool; NULL: a conftest or the test module. */
-    const char *cwd;     /* The workers' working directory (NULL: the engine's); the pool copies it. */
+    const char *cwd;         /* The workers' working directory (NULL: the engine's); the pool copies it. */
     /* Arguments every worker passes to pytest after the node id (--pytest-arg), e.g. "-o",
      * "x=y": the user's command-line configuration. The pool copies them. */
     const char *const *pytest_args;

@@ -29,14 +29,14 @@ typedef struct tally {
     uint64_t truncated; /* runs whose trace hit the size bound (AFD_TRACE_TRUNCATED) */
     uint64_t first_digest;
     int digests_differ;
-    char *first_failure;  /* Owned; may hold NUL bytes: first_failure_len is its length. */
+    char *first_failure; /* Owned; may hold NUL bytes: first_failure_len is its length. */
     size_t first_failure_len;
     int first_failure_outcome;
-    char *foreign_loop;   /* Owned: the first run's description of a loop not affidavit's, or NULL. */
+    char *foreign_loop; /* Owned: the first run's description of a loop not affidavit's, or NULL. */
     /* Set by the caller after zeroing the tally: afd_tally_add records each run in log (an
      * investigation's incident lists its runs), afd_runs_batch each batch as a span (--trace-out). */
-    runlog *log;       /* Borrowed, or NULL. */
-    afd_spans *spans;  /* Borrowed, or NULL. */
+    runlog *log;      /* Borrowed, or NULL. */
+    afd_spans *spans; /* Borrowed, or NULL. */
 } tally;
 
 void afd_runlog_finish(runlog *r); /* Accepts NULL. */
@@ -74,12 +74,13 @@ void afd_runs_truncated_line(afd_buf *o, const tally *t);
  * batch is one span of t->spans when that is set. */
 typedef int (*make_fn)(void *ctx, uint64_t i, uint8_t *mode, char **token);
 typedef int (*take_fn)(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr);
-int afd_runs_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make, take_fn take, void *ctx,
-              afd_progress *prog, tally *t);
+int afd_runs_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make, take_fn take,
+                   void *ctx, afd_progress *prog, tally *t);
 int afd_runs_make_natural(void *ctx, uint64_t i, uint8_t *mode, char **token);
 /* A take_fn that keeps nothing beyond the tally. */
 int afd_runs_take_none(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr);
 /* The portfolio's i-th schedule (afd_schedule_portfolio) as a controlled run's mode and token. */
-int afd_runs_portfolio_token(uint64_t seed, uint64_t i, uint32_t est_steps, int only, uint8_t *mode, char **token);
+int afd_runs_portfolio_token(uint64_t seed, uint64_t i, uint32_t est_steps, int only, uint8_t *mode,
+                             char **token);
 
 #endif

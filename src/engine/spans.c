@@ -20,10 +20,10 @@
 struct afd_spans {
     afd_buf events; /* the traceEvents array's items, comma-separated */
     size_t n;
-    uint64_t t0;    /* the monotonic time that is ts 0 */
-    char *path;     /* Owned: the file the trace is renamed to. */
-    char *tmp;      /* Owned: the temporary file beside it, or NULL once renamed. */
-    int fd;         /* the temporary file, open from afd_spans_open to the commit; -1 after */
+    uint64_t t0; /* the monotonic time that is ts 0 */
+    char *path;  /* Owned: the file the trace is renamed to. */
+    char *tmp;   /* Owned: the temporary file beside it, or NULL once renamed. */
+    int fd;      /* the temporary file, open from afd_spans_open to the commit; -1 after */
 };
 
 static uint64_t mono_ns(void)

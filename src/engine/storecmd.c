@@ -33,7 +33,8 @@
 
 static int usage_error(const char *msg, const char *arg)
 {
-    fprintf(stderr, "affidavit: error: %s%s%s (see affidavit --help)\n", msg, arg ? ": " : "", arg ? arg : "");
+    fprintf(stderr, "affidavit: error: %s%s%s (see affidavit --help)\n", msg, arg ? ": " : "",
+            arg ? arg : "");
     return AFD_EXIT_USAGE;
 }
 
@@ -59,13 +60,17 @@ static void date_text(int64_t t, char *buf, size_t len)
 }
 
 /* An incident's report in one of the formats, rendered from the store. */
-static int render(afd_store_full *f, const char *format, const char *run, afd_buf *out, char *err, size_t errlen)
+static int render(afd_store_full *f, const char *format, const char *run, afd_buf *out, char *err,
+                  size_t errlen)
 {
     afd_trace ft, pt;
     int have_f = f->failing && afd_trace_decode(&ft, f->failing, f->failing_len) == 0;
     int have_p = f->passing && afd_trace_decode(&pt, f->passing, f->passing_len) == 0;
-    afd_report_in in = {.id = f->row.id, .created = f->row.created, .json = f->json,
-                        .failing = have_f ? &ft : NULL, .passing = have_p ? &pt : NULL};
+    afd_report_in in = {.id = f->row.id,
+                        .created = f->row.created,
+                        .json = f->json,
+                        .failing = have_f ? &ft : NULL,
+                        .passing = have_p ? &pt : NULL};
     int rc;
     out->len = 0;
     if (!strcmp(format, "html")) {
@@ -144,8 +149,8 @@ static int cmd_ls(int json, size_t limit)
         snprintf(rate, sizeof rate, "%" PRIu64 "/%" PRIu64 " (%.0f%%)", r->natural_failed, r->natural_runs,
                  100 * r->rate);
         if (json) {
-            afd_buf_printf(&b, "%s{\"incident\": %" PRId64 ", \"created\": %" PRId64 ", \"nodeid\": ", i ? ", " : "",
-                           r->id, r->created);
+            afd_buf_printf(&b, "%s{\"incident\": %" PRId64 ", \"created\": %" PRId64 ", \"nodeid\": ",
+                           i ? ", " : "", r->id, r->created);
             afd_json_str(&b, r->nodeid);
             afd_buf_printf(&b, ", \"verdict\": ");
             afd_json_str(&b, r->verdict);
@@ -156,7 +161,8 @@ static int cmd_ls(int json, size_t limit)
             afd_buf_printf(&b, ", \"runs\": %" PRIu64 ", \"failed\": %" PRIu64 "}", r->natural_runs,
                            r->natural_failed);
         } else {
-            afd_buf_printf(&b, "%6" PRId64 "  %-20s  %-13s  %-15s  %s\n", r->id, date, r->verdict, rate, r->nodeid);
+            afd_buf_printf(&b, "%6" PRId64 "  %-20s  %-13s  %-15s  %s\n", r->id, date, r->verdict, rate,
+                           r->nodeid);
         }
     }
     if (json)
@@ -189,20 +195,24 @@ static int cmd_show(int64_t id, int json)
         char date[64], path[4200];
         date_text(f.row.created, date, sizeof date);
         snprintf(path, sizeof path, "%s/reports/incident-%" PRId64 ".html", afd_storedir_dir(), id);
-        afd_buf_printf(&b, "incident %" PRId64 " (%s)\n  test:     %s\n  verdict:  %s\n", id, date, f.row.nodeid,
-                       f.row.verdict);
+        afd_buf_printf(&b, "incident %" PRId64 " (%s)\n  test:     %s\n  verdict:  %s\n", id, date,
+                       f.row.nodeid, f.row.verdict);
         afd_buf_printf(&b, "  natural:  %" PRIu64 "/%" PRIu64 " failed (%.1f%%)\n", f.row.natural_failed,
                        f.row.natural_runs, 100 * f.row.rate);
         if (f.summary && *f.summary) /* a timing threshold's sentence is no cause (timing.h) */
-            afd_buf_printf(&b, "  %s%s\n", strstr(f.row.verdict, "timing") ? "timing:   " : "cause:    ", f.summary);
+            afd_buf_printf(&b, "  %s%s\n",
+                           strstr(f.row.verdict, "timing") ? "timing:   " : "cause:    ", f.summary);
         if (f.token && *f.token) {
             afd_buf_printf(&b, "  replay:   ");
             afd_shell_replay_command(&b, f.token, f.row.nodeid);
             afd_buf_put_u8(&b, '\n');
         }
         afd_buf_printf(&b, "  runs:     %zu stored; traces: %s%s\n", f.n_runs, f.failing ? "failing " : "",
-                       f.passing ? "passing" : f.failing ? "" : "none");
-        afd_buf_printf(&b, "  report:   %s\n", access(path, R_OK) == 0 ? path : "affidavit report ID --format html");
+                       f.passing   ? "passing"
+                       : f.failing ? ""
+                                   : "none");
+        afd_buf_printf(&b, "  report:   %s\n",
+                       access(path, R_OK) == 0 ? path : "affidavit report ID --format html");
     }
     if (rc == 0 && json)
         fwrite(b.data, 1, b.len, stdout);
@@ -236,7 +246,8 @@ static int cmd_report(int64_t id, const char *format, const char *run, const cha
     if (outpath && o)
         ok = fclose(o) == 0 && ok;
     if (!ok)
-        fprintf(stderr, "affidavit: error: cannot write %s: %s\n", outpath ? outpath : "stdout", strerror(errno));
+        fprintf(stderr, "affidavit: error: cannot write %s: %s\n", outpath ? outpath : "stdout",
+                strerror(errno));
     else if (outpath)
         fprintf(stderr, "affidavit: wrote %s\n", outpath);
     afd_buf_finish(&b);
@@ -265,15 +276,16 @@ static void html_text(afd_buf *b, const char *s)
 /* The dashboard page's head: light and dark themes, readable on a phone; no script, no fetch. */
 static const char DASHBOARD_HEAD[] =
     "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-                      "<meta name=\"viewport\" content=\"width=device-width\"><title>affidavit incidents</title>"
-                      "<style>:root{--bg:#fff;--fg:#1d1d1f;--mute:#666;--line:#ddd;--bad:#b3261e;--ok:#1b6e3a}"
-                      "@media (prefers-color-scheme:dark){:root{--bg:#16171a;--fg:#e8e8ea;--mute:#9a9aa0;"
-                      "--line:#333;--bad:#ff8a80;--ok:#7bd88f}}"
-                      "body{background:var(--bg);color:var(--fg);font:15px/1.4 system-ui,sans-serif;margin:1.5rem;"
-                      "max-width:1200px}a{color:inherit}.wrap{overflow-x:auto}table{border-collapse:collapse;"
-                      "width:100%}th,td{text-align:left;padding:.4rem .6rem;border-bottom:1px solid var(--line)}"
-                      "th{color:var(--mute);font-weight:600}.reproduced,.deterministic{color:var(--bad)}"
-                      ".no_failure{color:var(--ok)}.timing_sensitive{color:#a15c00}</style></head><body><h1>affidavit incidents</h1>";
+    "<meta name=\"viewport\" content=\"width=device-width\"><title>affidavit incidents</title>"
+    "<style>:root{--bg:#fff;--fg:#1d1d1f;--mute:#666;--line:#ddd;--bad:#b3261e;--ok:#1b6e3a}"
+    "@media (prefers-color-scheme:dark){:root{--bg:#16171a;--fg:#e8e8ea;--mute:#9a9aa0;"
+    "--line:#333;--bad:#ff8a80;--ok:#7bd88f}}"
+    "body{background:var(--bg);color:var(--fg);font:15px/1.4 system-ui,sans-serif;margin:1.5rem;"
+    "max-width:1200px}a{color:inherit}.wrap{overflow-x:auto}table{border-collapse:collapse;"
+    "width:100%}th,td{text-align:left;padding:.4rem .6rem;border-bottom:1px solid var(--line)}"
+    "th{color:var(--mute);font-weight:600}.reproduced,.deterministic{color:var(--bad)}"
+    ".no_failure{color:var(--ok)}.timing_sensitive{color:#a15c00}</style></head><body><h1>affidavit "
+    "incidents</h1>";
 
 static void dashboard(afd_buf *b)
 {
@@ -287,8 +299,9 @@ static void dashboard(afd_buf *b)
         html_text(b, err);
         afd_buf_printf(b, "</p>");
     } else if (!n) {
-        afd_buf_printf(b, "<p id=\"empty\">No incidents yet: <code>affidavit investigate NODEID</code> records "
-                          "one.</p>");
+        afd_buf_printf(b,
+                       "<p id=\"empty\">No incidents yet: <code>affidavit investigate NODEID</code> records "
+                       "one.</p>");
     } else {
         afd_buf_printf(b, "<div class=\"wrap\"><table id=\"incidents\"><thead><tr><th>#</th><th>test</th>"
                           "<th>natural rate</th><th>verdict</th><th>date</th></tr></thead><tbody>");
@@ -296,12 +309,13 @@ static void dashboard(afd_buf *b)
             const afd_store_row *r = &rows[i];
             char date[64];
             date_text(r->created, date, sizeof date);
-            afd_buf_printf(b, "<tr><td><a href=\"/incident/%" PRId64 "\">%" PRId64 "</a></td><td>"
-                              "<a href=\"/incident/%" PRId64 "\">",
+            afd_buf_printf(b,
+                           "<tr><td><a href=\"/incident/%" PRId64 "\">%" PRId64 "</a></td><td>"
+                           "<a href=\"/incident/%" PRId64 "\">",
                            r->id, r->id, r->id);
             html_text(b, r->nodeid);
-            afd_buf_printf(b, "</a></td><td>%" PRIu64 "/%" PRIu64 " (%.1f%%)</td><td class=\"", r->natural_failed,
-                           r->natural_runs, 100 * r->rate);
+            afd_buf_printf(b, "</a></td><td>%" PRIu64 "/%" PRIu64 " (%.1f%%)</td><td class=\"",
+                           r->natural_failed, r->natural_runs, 100 * r->rate);
             html_text(b, r->verdict);
             afd_buf_printf(b, "\">");
             html_text(b, r->verdict);
@@ -319,14 +333,15 @@ static void dashboard(afd_buf *b)
 
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *type, const afd_buf *body)
 {
-    struct MHD_Response *r =
-        MHD_create_response_from_buffer(body->len, body->len ? body->data : (void *)"", MHD_RESPMEM_MUST_COPY);
+    struct MHD_Response *r = MHD_create_response_from_buffer(body->len, body->len ? body->data : (void *)"",
+                                                             MHD_RESPMEM_MUST_COPY);
     if (!r)
         return MHD_NO;
     MHD_add_response_header(r, "Content-Type", type);
     MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
     /* the pages carry no script; forbid any, and any load from elsewhere */
-    MHD_add_response_header(r, "Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:");
+    MHD_add_response_header(r, "Content-Security-Policy",
+                            "default-src 'none'; style-src 'unsafe-inline'; img-src data:");
     enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ok;
@@ -355,11 +370,11 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         const char *rest = url + 10;
         size_t k = strspn(rest, "0123456789");
         const char *suffix = rest + k;
-        const char *format = !*suffix                            ? "html"
-                             : !strcmp(suffix, ".json")          ? "json"
-                             : !strcmp(suffix, ".sarif")         ? "sarif"
-                             : !strcmp(suffix, ".trace.json")    ? "chrome-trace"
-                                                                 : NULL;
+        const char *format = !*suffix                         ? "html"
+                             : !strcmp(suffix, ".json")       ? "json"
+                             : !strcmp(suffix, ".sarif")      ? "sarif"
+                             : !strcmp(suffix, ".trace.json") ? "chrome-trace"
+                                                              : NULL;
         int64_t id = 0;
         snprintf(idtext, sizeof idtext, "%.*s", (int)(k < 20 ? k : 20), rest);
         char err[600] = "";
@@ -369,8 +384,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
         if (rc == 0)
             rc = render(&f, format, NULL, &b, err, sizeof err);
         if (rc == 0) {
-            ok = reply(c, MHD_HTTP_OK,
-                       !strcmp(format, "html") ? "text/html; charset=utf-8" : "application/json; charset=utf-8", &b);
+            ok = reply(
+                c, MHD_HTTP_OK,
+                !strcmp(format, "html") ? "text/html; charset=utf-8" : "application/json; charset=utf-8", &b);
         } else {
             b.len = 0;
             afd_buf_printf(&b, "%s\n", err[0] ? err : "not found");
@@ -458,7 +474,9 @@ static int merge_one(afd_store *st, json_t *doc, const char *text, int64_t *id, 
 {
     int explored = json_is_boolean(json_object_get(doc, "found"));
     char summary[600] = "";
-    afd_store_incident inc = {.nodeid = jstr(doc, "nodeid"), .token = jstr(doc, "token"), .created = (int64_t)time(NULL),
+    afd_store_incident inc = {.nodeid = jstr(doc, "nodeid"),
+                              .token = jstr(doc, "token"),
+                              .created = (int64_t)time(NULL),
                               .json = text};
     if (!*inc.nodeid) {
         snprintf(err, errlen, "a result names no test (no \"nodeid\")");
@@ -473,7 +491,8 @@ static int merge_one(afd_store *st, json_t *doc, const char *text, int64_t *id, 
         *(timing ? &n->timing : found ? &n->failing : &n->clean) += 1;
         json_int_t runs = json_integer_value(json_object_get(doc, "runs"));
         if (found)
-            snprintf(summary, sizeof summary, "a controlled schedule makes it fail (shard %s, run %lld of %lld): %.400s",
+            snprintf(summary, sizeof summary,
+                     "a controlled schedule makes it fail (shard %s, run %lld of %lld): %.400s",
                      jstr(doc, "shard"), (long long)json_integer_value(json_object_get(doc, "failing_run")),
                      (long long)runs, jstr(doc, "failure"));
         else
@@ -555,10 +574,12 @@ static int cmd_merge(int argc, char **argv, int json)
             json_error_t je;
             json_t *doc = json_loads(line, JSON_ALLOW_NUL, &je); /* \u0000 in a failure text */
             char why[300] = "";
-            if (json_is_object(doc) && *jstr(doc, "nodeid") && !json_is_boolean(json_object_get(doc, "found")))
+            if (json_is_object(doc) && *jstr(doc, "nodeid") &&
+                !json_is_boolean(json_object_get(doc, "found")))
                 check_investigation(line, (size_t)got, why, sizeof why);
             if (!json_is_object(doc) || !*jstr(doc, "nodeid") || why[0]) {
-                fprintf(stderr, "affidavit: error: %s, line %lu: not a result of affidavit (%s)\n", argv[i], lineno,
+                fprintf(stderr, "affidavit: error: %s, line %lu: not a result of affidavit (%s)\n", argv[i],
+                        lineno,
                         !doc                   ? je.text
                         : !json_is_object(doc) ? "not an object"
                         : why[0]               ? why
@@ -588,7 +609,8 @@ static int cmd_merge(int argc, char **argv, int json)
     afd_store_close(st);
     if (rc == 0 && !files) {
         afd_buf_finish(&ids);
-        return usage_error("expected result files to merge (e.g. .affidavit/explore/shard-1-of-2.jsonl)", NULL);
+        return usage_error("expected result files to merge (e.g. .affidavit/explore/shard-1-of-2.jsonl)",
+                           NULL);
     }
     char db[4096];
     if (json)
@@ -600,8 +622,8 @@ static int cmd_merge(int argc, char **argv, int json)
         printf("merged %zu result%s from %zu file%s into %s: %zu failing, %zu timing_sensitive, %zu clean, "
                "%zu investigation%s\n",
                merged, merged == 1 ? "" : "s", files, files == 1 ? "" : "s",
-               afd_storedir_path("incidents.db", db, sizeof db), n.failing, n.timing, n.clean, n.investigations,
-               n.investigations == 1 ? "" : "s");
+               afd_storedir_path("incidents.db", db, sizeof db), n.failing, n.timing, n.clean,
+               n.investigations, n.investigations == 1 ? "" : "s");
     afd_buf_finish(&ids);
     return rc;
 }
@@ -627,7 +649,8 @@ int afd_cmd_store(int argc, char **argv)
         if (!strcmp(a, "--json")) {
             json = 1;
         } else if (!strcmp(cmd, "report") && !strcmp(a, "--format")) {
-            if (!v || (strcmp(v, "html") && strcmp(v, "json") && strcmp(v, "sarif") && strcmp(v, "chrome-trace")))
+            if (!v ||
+                (strcmp(v, "html") && strcmp(v, "json") && strcmp(v, "sarif") && strcmp(v, "chrome-trace")))
                 return usage_error("--format takes html, json, sarif or chrome-trace", v);
             format = v;
             i++;
@@ -641,7 +664,8 @@ int afd_cmd_store(int argc, char **argv)
                 return usage_error("expected a file after", a);
             outpath = v;
             i++;
-        } else if ((!strcmp(cmd, "serve") && !strcmp(a, "--port")) || (!strcmp(cmd, "ls") && !strcmp(a, "--limit"))) {
+        } else if ((!strcmp(cmd, "serve") && !strcmp(a, "--port")) ||
+                   (!strcmp(cmd, "ls") && !strcmp(a, "--limit"))) {
             uint64_t *dst = !strcmp(a, "--port") ? &port : &limit;
             char *end = NULL;
             errno = 0;
@@ -650,7 +674,8 @@ int afd_cmd_store(int argc, char **argv)
             int digits = v && *v && strspn(v, "0123456789") == strlen(v);
             unsigned long long x = digits ? strtoull(v, &end, 10) : 0;
             if (!digits || errno || *end || (dst == &port && x > 65535))
-                return usage_error(dst == &port ? "expected a port (0-65535) after" : "expected a number after", a);
+                return usage_error(
+                    dst == &port ? "expected a port (0-65535) after" : "expected a number after", a);
             *dst = x;
             i++;
         } else if (a[0] == '-') {

@@ -66,7 +66,7 @@ int afd_storedir_open_to_read(afd_store **out, char *err, size_t errlen)
 }
 
 int afd_storedir_write_report(int64_t id, int64_t created, const char *json, const afd_trace *failing,
-                          const afd_trace *passing, char *path, size_t pathlen, char *err, size_t errlen)
+                              const afd_trace *passing, char *path, size_t pathlen, char *err, size_t errlen)
 {
     afd_report_in in = {.id = id, .created = created, .json = json, .failing = failing, .passing = passing};
     afd_buf html;
@@ -94,7 +94,8 @@ int afd_storedir_write_report(int64_t id, int64_t created, const char *json, con
     afd_buf_finish(&html);
     return 0;
 io:
-    snprintf(err, errlen, "cannot write the report under %s/reports: %s", afd_storedir_dir(), strerror(errno));
+    snprintf(err, errlen, "cannot write the report under %s/reports: %s", afd_storedir_dir(),
+             strerror(errno));
     if (pathlen)
         path[0] = 0;
     afd_buf_finish(&html);

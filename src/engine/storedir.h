@@ -29,6 +29,6 @@ int afd_storedir_open_to_read(afd_store **out, char *err, size_t errlen);
 /* Writes the HTML report of an incident to .affidavit/reports/incident-<id>.html (through a
  * temporary file and a rename, so a reader never sees half a report); its path goes to path. */
 int afd_storedir_write_report(int64_t id, int64_t created, const char *json, const afd_trace *failing,
-                          const afd_trace *passing, char *path, size_t pathlen, char *err, size_t errlen);
+                              const afd_trace *passing, char *path, size_t pathlen, char *err, size_t errlen);
 
 #endif

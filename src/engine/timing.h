@@ -23,7 +23,7 @@ typedef struct afd_timing {
     uint64_t duration_ns; /* that deadline's duration (0: unknown) */
     char site[512];       /* the user's site that armed it, "" when unknown */
     uint64_t check_runs, check_passed;
-    int sensitive;        /* the verdict: crossed, and every capped run passed */
+    int sensitive; /* the verdict: crossed, and every capped run passed */
 } afd_timing;
 
 /* Reads the first outlasted deadline of a failing run's trace (tr may be NULL) into self,

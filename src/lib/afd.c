@@ -9,8 +9,8 @@ const char *afd_strerror(int rc)
     switch (rc) {
     case AFD_OK:
         return "success";
-#define AFD_X_CASE(name, msg) \
-    case AFD_E##name:         \
+#define AFD_X_CASE(name, msg)                                                                                \
+    case AFD_E##name:                                                                                        \
         return msg;
         AFD_ERRNO_MAP(AFD_X_CASE)
 #undef AFD_X_CASE

@@ -10,21 +10,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define AFD_ERRNO_MAP(X)                                                             \
-    X(NOMEM, "out of memory")                                                        \
-    X(INVAL, "invalid argument")                                                     \
-    X(IO, "input/output error")                                                      \
-    X(EOF, "unexpected end of input")                                                \
-    X(TOKEN_PREFIX, "not an affidavit token (a token starts with 'afd1:')")          \
-    X(TOKEN_VERSION, "the token comes from another affidavit format version")        \
-    X(TOKEN_CHECKSUM, "the token's checksum does not match: it was corrupted or cut") \
-    X(TOKEN_CORRUPT, "the token is malformed")                                       \
-    X(TRACE_MAGIC, "not an affidavit trace")                                         \
-    X(TRACE_VERSION, "the trace comes from another affidavit format version")        \
-    X(TRACE_CORRUPT, "the trace is malformed")                                       \
-    X(PROTO, "malformed protocol message")                                           \
-    X(FULL, "a size bound was reached")                                              \
-    X(NOTFOUND, "not found")                                                         \
+#define AFD_ERRNO_MAP(X)                                                                                     \
+    X(NOMEM, "out of memory")                                                                                \
+    X(INVAL, "invalid argument")                                                                             \
+    X(IO, "input/output error")                                                                              \
+    X(EOF, "unexpected end of input")                                                                        \
+    X(TOKEN_PREFIX, "not an affidavit token (a token starts with 'afd1:')")                                  \
+    X(TOKEN_VERSION, "the token comes from another affidavit format version")                                \
+    X(TOKEN_CHECKSUM, "the token's checksum does not match: it was corrupted or cut")                        \
+    X(TOKEN_CORRUPT, "the token is malformed")                                                               \
+    X(TRACE_MAGIC, "not an affidavit trace")                                                                 \
+    X(TRACE_VERSION, "the trace comes from another affidavit format version")                                \
+    X(TRACE_CORRUPT, "the trace is malformed")                                                               \
+    X(PROTO, "malformed protocol message")                                                                   \
+    X(FULL, "a size bound was reached")                                                                      \
+    X(NOTFOUND, "not found")                                                                                 \
     X(STORE, "the incident store failed")
 
 enum {

@@ -174,10 +174,22 @@ static uint64_t read_le(afd_reader *self, int n)
     return v;
 }
 
-uint8_t afd_reader_u8(afd_reader *self) { return (uint8_t)read_le(self, 1); }
-uint16_t afd_reader_u16(afd_reader *self) { return (uint16_t)read_le(self, 2); }
-uint32_t afd_reader_u32(afd_reader *self) { return (uint32_t)read_le(self, 4); }
-uint64_t afd_reader_u64(afd_reader *self) { return read_le(self, 8); }
+uint8_t afd_reader_u8(afd_reader *self)
+{
+    return (uint8_t)read_le(self, 1);
+}
+uint16_t afd_reader_u16(afd_reader *self)
+{
+    return (uint16_t)read_le(self, 2);
+}
+uint32_t afd_reader_u32(afd_reader *self)
+{
+    return (uint32_t)read_le(self, 4);
+}
+uint64_t afd_reader_u64(afd_reader *self)
+{
+    return read_le(self, 8);
+}
 
 char *afd_reader_str(afd_reader *self, size_t max_len)
 {

@@ -18,7 +18,7 @@ typedef struct afd_buf {
 } afd_buf;
 
 void afd_buf_init(afd_buf *self);
-void afd_buf_finish(afd_buf *self);            /* Frees data; accepts NULL. */
+void afd_buf_finish(afd_buf *self); /* Frees data; accepts NULL. */
 int afd_buf_reserve(afd_buf *self, size_t extra);
 void afd_buf_put(afd_buf *self, const void *data, size_t len);
 void afd_buf_put_u8(afd_buf *self, uint8_t v);
@@ -56,7 +56,13 @@ const uint8_t *afd_reader_bytes(afd_reader *self, size_t n);
  * lengths above max_len. Returns NULL on error (err set). */
 char *afd_reader_str(afd_reader *self, size_t max_len);
 void afd_reader_fail(afd_reader *self, int rc);
-static inline size_t afd_reader_left(const afd_reader *self) { return self->len - self->off; }
-static inline int afd_reader_error(const afd_reader *self) { return self->err; }
+static inline size_t afd_reader_left(const afd_reader *self)
+{
+    return self->len - self->off;
+}
+static inline int afd_reader_error(const afd_reader *self)
+{
+    return self->err;
+}
 
 #endif

@@ -235,8 +235,10 @@ static int place_at_line(afd_view *v, afd_srcmap *src, const afd_trace *tr, uint
                 for (size_t k = 0; k < count; k++) {
                     const afd_pyaccess *pa = &ps->acc[first + k];
                     const char *name = pa->root == AFD_ROOT_GLOBAL ? pa->name
-                                       : pa->root == AFD_ROOT_SELF ? root_name_of(v, pa) : NULL;
-                    if (name && !strcmp(name, root) && (!pick || (pa->write == xa->write && pick->write != xa->write)))
+                                       : pa->root == AFD_ROOT_SELF ? root_name_of(v, pa)
+                                                                   : NULL;
+                    if (name && !strcmp(name, root) &&
+                        (!pick || (pa->write == xa->write && pick->write != xa->write)))
                         pick = pa;
                 }
                 if (pick)
@@ -354,14 +356,14 @@ static int has_explicit_ops(const afd_trace *tr)
 
 /* What one afd_view_build_src pass keeps besides the view: the tables the event handlers share. */
 typedef struct builder {
-    afd_view *v;          /* Borrowed: the view being built. */
-    afd_srcmap *src;      /* Borrowed; NULL when no source is read. */
-    const char **labels;  /* Owned: a task's label by task id (each borrowed from the trace). */
+    afd_view *v;         /* Borrowed: the view being built. */
+    afd_srcmap *src;     /* Borrowed; NULL when no source is read. */
+    const char **labels; /* Owned: a task's label by task id (each borrowed from the trace). */
     uint32_t n_labels;
-    objstate *objs;       /* Owned: synchronization objects by number. */
+    objstate *objs; /* Owned: synchronization objects by number. */
     uint32_t n_objs;
-    ctab occ;             /* occurrences of (task, name, resource), for the access keys */
-    uint64_t bound;       /* afd_trace_id_bound of the trace */
+    ctab occ;                    /* occurrences of (task, name, resource), for the access keys */
+    uint64_t bound;              /* afd_trace_id_bound of the trace */
     uint32_t line_file, line_no; /* the step's last traced line of user code */
 } builder;
 
@@ -548,7 +550,8 @@ int afd_view_build_src(afd_view *v, const afd_trace *tr, afd_srcmap *src)
             break;
         case AFD_EV_OP_END: /* an operation's effect is visible when it ends */
             rc = add_access(v, &bd.occ, bd.labels, bd.n_labels, e->task,
-                            e->a == AFD_NOSTR ? ((e->flags & 1) ? "write" : "read") : afd_trace_string(tr, e->a),
+                            e->a == AFD_NOSTR ? ((e->flags & 1) ? "write" : "read")
+                                              : afd_trace_string(tr, e->a),
                             afd_trace_string(tr, e->b), e->flags & 1, 0);
             if (rc == 0)
                 rc = place_at_line(v, src, tr, bd.line_file, bd.line_no);

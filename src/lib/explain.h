@@ -29,10 +29,10 @@
 #define AFD_NOPOS 0xffffffffu
 
 typedef struct afd_xstep {
-    uint32_t task;     /* trace task id */
-    uint32_t ordinal;  /* the task's step number */
-    uint32_t origin;   /* position of the step that scheduled this one, or AFD_NOPOS */
-    uint32_t site;     /* string id of the await the task suspended at after this step, or AFD_NOSTR */
+    uint32_t task;    /* trace task id */
+    uint32_t ordinal; /* the task's step number */
+    uint32_t origin;  /* position of the step that scheduled this one, or AFD_NOPOS */
+    uint32_t site;    /* string id of the await the task suspended at after this step, or AFD_NOSTR */
     uint64_t vstart, cost, wall;
     uint64_t blocked_ns; /* time spent in blocking calls (time.sleep) during the step */
     uint32_t block_site; /* string id of the first blocking call's line, or AFD_NOSTR */
@@ -45,11 +45,11 @@ typedef struct afd_xaccess {
     const char *name;     /* operation name, or the primitive's action ("set", "put", ...) */
     const char *resource; /* borrowed */
     uint8_t write;
-    uint8_t sync;         /* 1: derived from an asyncio primitive */
-    uint8_t inferred;     /* 1: inferred from a traced line and the source (not observed) */
-    uint8_t root;         /* inferred: enum afd_pyscan_root; 0 otherwise */
-    uint32_t line;        /* inferred: the line in `file` */
-    const char *file;     /* inferred: the source path as the trace names it (borrowed); else NULL */
+    uint8_t sync;          /* 1: derived from an asyncio primitive */
+    uint8_t inferred;      /* 1: inferred from a traced line and the source (not observed) */
+    uint8_t root;          /* inferred: enum afd_pyscan_root; 0 otherwise */
+    uint32_t line;         /* inferred: the line in `file` */
+    const char *file;      /* inferred: the source path as the trace names it (borrowed); else NULL */
     const char *root_name; /* inferred: "BALANCE" for a global, the attribute ("sessions") for self */
     uint32_t occurrence;
     uint64_t key;
@@ -59,11 +59,11 @@ typedef struct afd_view {
     const afd_trace *tr; /* Borrowed. */
     afd_xstep *steps;    /* Owned. */
     uint32_t n_steps;
-    afd_xaccess *acc;    /* Owned, in execution order. */
+    afd_xaccess *acc; /* Owned, in execution order. */
     uint32_t n_acc;
     uint32_t *edge_from, *edge_to; /* Owned: synchronization edges between step positions. */
     uint32_t n_edges, cap_edges;
-    char **names;   /* Owned: the resource names of inferred accesses (each stored once). */
+    char **names; /* Owned: the resource names of inferred accesses (each stored once). */
     uint32_t n_names, cap_names;
 } afd_view;
 
@@ -114,7 +114,8 @@ typedef struct afd_xpair {
 /* Conflicting pairs ordered x before y in `fail` and y before x in `pass`: either both ran in both
  * runs, or y ran only in the passing run (before x there) and never in the failing one. Writes up
  * to cap pairs into out and their number into *n. */
-int afd_view_inverted_pairs(const afd_view *fail, const afd_view *pass, afd_xpair *out, size_t cap, size_t *n);
+int afd_view_inverted_pairs(const afd_view *fail, const afd_view *pass, afd_xpair *out, size_t cap,
+                            size_t *n);
 
 /* Races: conflicting pairs of `v` in steps that happen-before does not order (two writes through
  * a primitive, e.g. a queue's put and get, are atomic operations, not a race). Edges: the step
@@ -126,8 +127,8 @@ int afd_view_races(const afd_view *v, afd_xpair *out, size_t cap, size_t *n);
  * at `await_site`, and wrote it (access w) in a later step, while another task wrote it (access u)
  * in between. */
 typedef struct afd_xatom {
-    uint32_t r, u, w;     /* access indices */
-    uint32_t await_site;  /* string id, or AFD_NOSTR */
+    uint32_t r, u, w;    /* access indices */
+    uint32_t await_site; /* string id, or AFD_NOSTR */
 } afd_xatom;
 int afd_view_lost_updates(const afd_view *v, afd_xatom *out, size_t cap, size_t *n);
 

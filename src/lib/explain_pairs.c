@@ -56,7 +56,8 @@ int afd_view_resources_overlap(const char *a, const char *b)
 
 int afd_view_access_conflict(const afd_xaccess *x, const afd_xaccess *y)
 {
-    return (x->write || y->write) && strcmp(x->label, y->label) != 0 && afd_view_resources_overlap(x->resource, y->resource);
+    return (x->write || y->write) && strcmp(x->label, y->label) != 0 &&
+           afd_view_resources_overlap(x->resource, y->resource);
 }
 
 static int push_pair(afd_xpair *out, size_t cap, size_t *n, uint32_t x, uint32_t y)
@@ -229,7 +230,8 @@ int afd_view_stale_checks(const afd_view *v, afd_xatom *out, size_t cap, size_t 
         /* ... followed by the task's write in that same step */
         uint32_t w = AFD_NOPOS;
         for (uint32_t k = j + 1; k < v->n_acc && v->acc[k].step == v->acc[j].step; k++)
-            if (v->acc[k].task == ra->task && v->acc[k].write && afd_view_resources_overlap(v->acc[k].resource, ra->resource)) {
+            if (v->acc[k].task == ra->task && v->acc[k].write &&
+                afd_view_resources_overlap(v->acc[k].resource, ra->resource)) {
                 w = k;
                 break;
             }
@@ -261,7 +263,8 @@ int afd_view_lock_cycle(const afd_view *v, uint32_t *locks, uint32_t *labels, si
     uint32_t max_obj = 0, max_task = 0;
     for (uint32_t i = 0; i < tr->n_events; i++) {
         const afd_event *e = &tr->events[i];
-        if (e->kind == AFD_EV_SYNC && (e->flags == AFD_SYNC_LOCK_ACQUIRE || e->flags == AFD_SYNC_LOCK_RELEASE) &&
+        if (e->kind == AFD_EV_SYNC &&
+            (e->flags == AFD_SYNC_LOCK_ACQUIRE || e->flags == AFD_SYNC_LOCK_RELEASE) &&
             e->a <= afd_trace_id_bound(tr) && e->task <= afd_trace_id_bound(tr)) {
             if (e->a > max_obj)
                 max_obj = e->a;
@@ -339,8 +342,9 @@ int afd_view_lock_nestings(const afd_view *v, afd_lock_nesting *out, size_t cap,
                         o->task = e->task;
                         o->outer = l;
                         o->inner = e->a;
-                        o->file = line_file != AFD_NOSTR && line_file == h[l].file ? afd_trace_string(tr, line_file)
-                                                                                    : NULL;
+                        o->file = line_file != AFD_NOSTR && line_file == h[l].file
+                                      ? afd_trace_string(tr, line_file)
+                                      : NULL;
                         o->outer_line = o->file ? h[l].line : 0;
                         o->inner_line = o->file ? line_no : 0;
                     }

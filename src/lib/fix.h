@@ -57,7 +57,8 @@ int afd_fix_event_gate(const char *src, size_t len, const char *test, uint32_t w
  * the writer set it: `await
  * <event>.wait()` right before the statement at read_line that tests `<event>.is_set()` (the
  * check stays: it now always sees the event set). The statement must be in an async function. */
-int afd_fix_event_wait(const char *src, size_t len, uint32_t read_line, afd_buf *out, char *why, size_t whylen);
+int afd_fix_event_wait(const char *src, size_t len, uint32_t read_line, afd_buf *out, char *why,
+                       size_t whylen);
 
 /* LOCK_ORDER, for a lock-order cycle made by one function that takes two locks it is given, in
  * the order given, nested (`async with first: ... async with second:`), and is called with them in
@@ -67,8 +68,8 @@ int afd_fix_event_wait(const char *src, size_t len, uint32_t read_line, afd_buf 
  * and the inner `async with second:` (at inner_line) goes, its block dedented: every caller takes
  * the two locks in one global order, and every line holds at least the locks it held before.
  * The locks must be parameters the function never rebinds; AFD_EINVAL with a reason otherwise. */
-int afd_fix_lock_order(const char *src, size_t len, uint32_t outer_line, uint32_t inner_line, afd_buf *out, char *why,
-                       size_t whylen);
+int afd_fix_lock_order(const char *src, size_t len, uint32_t outer_line, uint32_t inner_line, afd_buf *out,
+                       char *why, size_t whylen);
 
 /* OFFLOAD, for starvation: the blocking call `F(args)` that a coroutine makes at `line` (the
  * whole statement, or the right side of `x = F(args)`) becomes `await asyncio.to_thread(F, args)`,
@@ -81,7 +82,7 @@ int afd_fix_offload(const char *src, size_t len, uint32_t line, afd_buf *out, ch
  * fixtures cannot be passed on) replayed under the schedule, so its task keeps the label the
  * schedule's delays name. `import affidavit` is added when missing. AFD_EINVAL with a
  * reason when the test is not a plain `async def test(...)` of this file without parameters. */
-int afd_fix_regression_test(const char *src, size_t len, const char *test, const char *token, const char *summary,
-                            afd_buf *out, char *why, size_t whylen);
+int afd_fix_regression_test(const char *src, size_t len, const char *test, const char *token,
+                            const char *summary, afd_buf *out, char *why, size_t whylen);
 
 #endif

@@ -24,9 +24,9 @@ typedef struct line_edit {
 } line_edit;
 
 typedef struct fixctx {
-    afd_pysrc ps;     /* Owned (fix_parse .. afd_fix_finish); its tree is parsed from a blanked copy */
-    TSTree *tree;     /* Borrowed: ps.tree. */
-    const char *src;  /* Borrowed: the real source, the text edited and written out */
+    afd_pysrc ps;    /* Owned (fix_parse .. afd_fix_finish); its tree is parsed from a blanked copy */
+    TSTree *tree;    /* Borrowed: ps.tree. */
+    const char *src; /* Borrowed: the real source, the text edited and written out */
     size_t len;
     size_t n_lines;
     size_t *line_start; /* Owned: byte offset of each line; line_start[n_lines] == len */

@@ -242,7 +242,7 @@ static int is_parameter(const char *src, TSNode fn, TSNode name)
         TSNode p = ts_node_named_child(params, i);
         if (!afd_pyast_is(p, AFD_PY_IDENTIFIER))
             p = afd_pyast_field(p, AFD_PYF_NAME).id ? afd_pyast_field(p, AFD_PYF_NAME)
-                                                            : ts_node_named_child(p, 0);
+                                                    : ts_node_named_child(p, 0);
         if (afd_pyast_is(p, AFD_PY_IDENTIFIER) && ts_node_end_byte(p) - ts_node_start_byte(p) == nl &&
             !memcmp(src + ts_node_start_byte(p), src + ts_node_start_byte(name), nl))
             return 1;

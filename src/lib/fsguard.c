@@ -16,7 +16,7 @@
 
 static const char *kind_of(mode_t m)
 {
-    return S_ISFIFO(m) ? "a FIFO (named pipe)"
+    return S_ISFIFO(m)   ? "a FIFO (named pipe)"
            : S_ISSOCK(m) ? "a socket"
            : S_ISCHR(m)  ? "a character device"
            : S_ISBLK(m)  ? "a block device"

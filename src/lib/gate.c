@@ -24,7 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 /* ---- comparing the two sides ---- */
 
 typedef struct sref {
@@ -140,8 +139,8 @@ int afd_gate_is_test_path(const char *path)
 
 int afd_gate_is_third_party_path(const char *path)
 {
-    static const char *const PARTS[] = {"site-packages/", ".venv/", "venv/", "vendor/", "node_modules/",
-                                        "_vendor/", NULL};
+    static const char *const PARTS[] = {"site-packages/", ".venv/",   "venv/", "vendor/",
+                                        "node_modules/",  "_vendor/", NULL};
     if (!path)
         return 0;
     for (size_t i = 0; PARTS[i]; i++)

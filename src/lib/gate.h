@@ -23,7 +23,7 @@ typedef struct afd_gate_file {
     const char *path;   /* repository-relative, '/'-separated */
     const char *before; /* NULL for a new file */
     size_t before_len;
-    const char *after;  /* NULL for a deleted file */
+    const char *after; /* NULL for a deleted file */
     size_t after_len;
 } afd_gate_file;
 
@@ -52,7 +52,7 @@ typedef struct afd_gate_check {
     const char *name;  /* static: "no_sleep", ... */
     const char *group; /* static: "refused shortcut" | "required substance" | "structural safety" */
     int passed;
-    char reason[256];  /* one line; names the first offending construct and its file */
+    char reason[256]; /* one line; names the first offending construct and its file */
 } afd_gate_check;
 
 /* Runs every check over files[0..n) (the changed files; a file whose before and after are equal is

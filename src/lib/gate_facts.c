@@ -56,8 +56,6 @@ uint8_t afd_gate_kind_of(const ctx *c, TSNode n)
     return GATE_KIND[afd_pyast_kind(n)];
 }
 
-
-
 int afd_gate_is_space(char ch)
 {
     return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f' || ch == '\v';

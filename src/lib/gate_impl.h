@@ -67,13 +67,13 @@ typedef struct facts {
     fact *v; /* Owned. */
     size_t n, cap;
     afd_buf strs;
-    afd_buf toks;   /* leaf token stream, for not_noop */
-    int present;    /* this side exists */
-    int analysed;   /* facts are meaningful */
-    int parse_ok;   /* parsed without ERROR/MISSING (and not refused as too large) */
+    afd_buf toks; /* leaf token stream, for not_noop */
+    int present;  /* this side exists */
+    int analysed; /* facts are meaningful */
+    int parse_ok; /* parsed without ERROR/MISSING (and not refused as too large) */
     size_t n_edges;
     int edges_overflow; /* more than MAX_EDGES lock nesting edges */
-    char why[96];   /* parse failure reason */
+    char why[96];       /* parse failure reason */
 } facts;
 
 /* ---- node kinds ---- */

@@ -12,16 +12,22 @@
 
 static const char *const SLEEPS[] = {"asyncio.sleep", "time.sleep", "anyio.sleep", "trio.sleep", NULL};
 static const char *const YIELD_SLEEPS[] = {"asyncio.sleep", "anyio.sleep", "trio.sleep", NULL};
-static const char *const TIMEOUTS[] = {"asyncio.wait_for", "asyncio.timeout", "asyncio.timeout_at",
+static const char *const TIMEOUTS[] = {"asyncio.wait_for", "asyncio.timeout",     "asyncio.timeout_at",
                                        "anyio.fail_after", "anyio.move_on_after", "async_timeout.timeout",
-                                       "trio.fail_after", "trio.move_on_after", NULL};
-static const char *const SKIP_MARKS[] = {"pytest.mark.skip", "pytest.mark.skipif", "pytest.mark.xfail",
-                                         "unittest.skip", "unittest.skipIf", "unittest.skipUnless",
-                                         "unittest.expectedFailure", NULL};
+                                       "trio.fail_after",  "trio.move_on_after",  NULL};
+static const char *const SKIP_MARKS[] = {
+    "pytest.mark.skip", "pytest.mark.skipif",  "pytest.mark.xfail",        "unittest.skip",
+    "unittest.skipIf",  "unittest.skipUnless", "unittest.expectedFailure", NULL};
 static const char *const SKIP_CALLS[] = {"pytest.skip", "pytest.xfail", NULL};
-static const char *const PRIMS[] = {"asyncio.Lock", "asyncio.Event", "asyncio.Condition", "asyncio.Semaphore",
-                                    "asyncio.BoundedSemaphore", "asyncio.Queue", "asyncio.LifoQueue",
-                                    "asyncio.PriorityQueue", NULL};
+static const char *const PRIMS[] = {"asyncio.Lock",
+                                    "asyncio.Event",
+                                    "asyncio.Condition",
+                                    "asyncio.Semaphore",
+                                    "asyncio.BoundedSemaphore",
+                                    "asyncio.Queue",
+                                    "asyncio.LifoQueue",
+                                    "asyncio.PriorityQueue",
+                                    NULL};
 static const char *const TASK_MAKERS[] = {"asyncio.create_task", "asyncio.ensure_future", NULL};
 static const char *const LOG_HEADS[] = {"print",  "logging", "log",     "logger", "LOG",
                                         "LOGGER", "_log",    "_logger", NULL};
@@ -188,9 +194,9 @@ static void visit_call(ctx *c, TSNode n)
     }
     if (meth) {
         static const char *const USES[][2] = {
-            {"acquire", "acq"}, {"set", "set"},       {"wait", "wait"},         {"wait_for", "wait"},
-            {"notify", "notify"}, {"notify_all", "notify"}, {"put", "put"},  {"put_nowait", "put"},
-            {"get", "get"},     {"get_nowait", "get"},
+            {"acquire", "acq"},   {"set", "set"},           {"wait", "wait"}, {"wait_for", "wait"},
+            {"notify", "notify"}, {"notify_all", "notify"}, {"put", "put"},   {"put_nowait", "put"},
+            {"get", "get"},       {"get_nowait", "get"},
         };
         for (size_t i = 0; i < sizeof USES / sizeof USES[0]; i++)
             if (strcmp(meth, USES[i][0]) == 0) {

@@ -126,8 +126,8 @@ enum { WHITE, GREY, BLACK };
 /* Writes the cycle stack[start..depth) rotated so its smallest node comes first. The stack holds
  * the path in edge order (each node was pushed by an edge from the one below it) and the edge that
  * found the grey node closes it, so a rotation keeps the edge order. */
-static void emit_cycle(const uint32_t *stack, size_t start, size_t depth, uint32_t *cycle,
-                       size_t cap, size_t *len)
+static void emit_cycle(const uint32_t *stack, size_t start, size_t depth, uint32_t *cycle, size_t cap,
+                       size_t *len)
 {
     size_t n = depth - start, lowest = 0;
     for (size_t i = 1; i < n; i++)

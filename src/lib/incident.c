@@ -25,10 +25,10 @@ typedef struct verdict_row {
     int exit_code;
 } verdict_row;
 
-static const verdict_row VERDICTS[AFD_VERDICT__COUNT] = {
-    [AFD_VERDICT_NONE] = {NULL, NULL, NULL, NULL, -1},
-#define AFD_VERDICT_ROW_(e, name, head, word, css, exit, plugin) [AFD_VERDICT_##e] = {name, head, word, css, exit},
-    AFD_VERDICTS(AFD_VERDICT_ROW_)
+static const verdict_row VERDICTS[AFD_VERDICT__COUNT] = {[AFD_VERDICT_NONE] = {NULL, NULL, NULL, NULL, -1},
+#define AFD_VERDICT_ROW_(e, name, head, word, css, exit, plugin)                                             \
+    [AFD_VERDICT_##e] = {name, head, word, css, exit},
+                                                         AFD_VERDICTS(AFD_VERDICT_ROW_)
 #undef AFD_VERDICT_ROW_
 };
 
@@ -37,11 +37,26 @@ static const verdict_row *verdict_row_of(afd_verdict v)
     return (int)v > 0 && v < AFD_VERDICT__COUNT ? &VERDICTS[v] : &VERDICTS[AFD_VERDICT_NONE];
 }
 
-const char *afd_verdict_name(afd_verdict v) { return verdict_row_of(v)->name; }
-const char *afd_verdict_head(afd_verdict v) { return verdict_row_of(v)->head; }
-const char *afd_verdict_word(afd_verdict v) { return verdict_row_of(v)->word; }
-const char *afd_verdict_css(afd_verdict v) { return verdict_row_of(v)->css; }
-int afd_verdict_exit(afd_verdict v) { return verdict_row_of(v)->exit_code; }
+const char *afd_verdict_name(afd_verdict v)
+{
+    return verdict_row_of(v)->name;
+}
+const char *afd_verdict_head(afd_verdict v)
+{
+    return verdict_row_of(v)->head;
+}
+const char *afd_verdict_word(afd_verdict v)
+{
+    return verdict_row_of(v)->word;
+}
+const char *afd_verdict_css(afd_verdict v)
+{
+    return verdict_row_of(v)->css;
+}
+int afd_verdict_exit(afd_verdict v)
+{
+    return verdict_row_of(v)->exit_code;
+}
 
 afd_verdict afd_verdict_parse(const char *name)
 {
@@ -151,10 +166,16 @@ static json_t *text_n(const char *s, size_t n)
     return j;
 }
 
-static json_t *text(const char *s) { return text_n(s, s ? strlen(s) : 0); }
+static json_t *text(const char *s)
+{
+    return text_n(s, s ? strlen(s) : 0);
+}
 
 /* A string that is never null in the document: NULL is written as "". */
-static json_t *text_or_empty(const char *s) { return text(s ? s : ""); }
+static json_t *text_or_empty(const char *s)
+{
+    return text(s ? s : "");
+}
 
 /* A number as the engine prints it: "%.6g", so a value read back is written back unchanged; an
  * integral value without the ".0" jansson would add; NaN and infinities as null. */
@@ -170,7 +191,10 @@ static json_t *num(double v)
     return json_real(r);
 }
 
-static json_t *count(uint64_t v) { return json_integer((json_int_t)v); }
+static json_t *count(uint64_t v)
+{
+    return json_integer((json_int_t)v);
+}
 
 /* The object under construction: a failed allocation anywhere makes the whole document fail. */
 typedef struct wr {
@@ -406,7 +430,8 @@ static void head_json(wr *w, json_t *doc, const afd_incident *self)
     json_t *rep = json_object();
     set(w, rep, "runs", count(self->replay_runs));
     set(w, rep, "failed", count(self->replay_failed));
-    set(w, rep, "identical_traces", self->identical_traces < 0 ? json_null() : json_boolean(self->identical_traces));
+    set(w, rep, "identical_traces",
+        self->identical_traces < 0 ? json_null() : json_boolean(self->identical_traces));
     set(w, doc, "replay", rep);
     set(w, doc, "passing_token", text(self->passing_token));
     json_t *prep = json_object();
@@ -432,7 +457,8 @@ int afd_incident_to_json(const afd_incident *self, char **out, size_t *len)
     set(&w, doc, "races", races_json(&w, &self->cause));
     if (self->has_fix)
         set(&w, doc, "fix", fix_json(&w, &self->fix));
-    set(&w, doc, "failure", text_n(self->failure ? self->failure : "", self->failure ? self->failure_len : 0));
+    set(&w, doc, "failure",
+        text_n(self->failure ? self->failure : "", self->failure ? self->failure_len : 0));
     json_t *env = json_object();
     set(&w, env, "python", text_or_empty(self->python));
     set(&w, env, "hash_seed", text_or_empty(self->hash_seed));
@@ -470,4 +496,3 @@ int afd_incident_to_json(const afd_incident *self, char **out, size_t *len)
         *len = n + 1;
     return 0;
 }
-

@@ -25,15 +25,16 @@
  * exit code of investigate (cmds.h's AFD_EXIT_* values), words for the pytest plugin's block).
  * The plugin reads the last column from affidavit/_verdicts.py, which the build generates from
  * this table (src/engine/gen_verdicts.c). */
-#define AFD_VERDICTS(X)                                                                                         \
-    X(REPRODUCED, "reproduced", "REPRODUCED", "REPRODUCED", "reproduced", 1, "REPRODUCED")                     \
-    X(NO_FAILURE, "no_failure", "NO FAILURE FOUND", "NO FAILURE", "no-failure", 0, "no failure found")        \
-    X(ABSTAINED, "abstained", "ABSTAINED", "ABSTAINED", "abstained", 4, "ABSTAINED")                           \
-    X(DETERMINISTIC, "deterministic", "FAILS UNDER EVERY SCHEDULE TRIED: NOT TIMING-DEPENDENT", "DETERMINISTIC", \
-      "deterministic", 1, "fails every time (not a race)")                                                    \
-    X(TIMING_SENSITIVE, "timing_sensitive", "TIMING-SENSITIVE: A THRESHOLD, NOT A RACE", "TIMING-SENSITIVE",   \
-      "timing-sensitive", 1, "timing-sensitive: a threshold, not a race")                                     \
-    X(INTERRUPTED, "interrupted", "INTERRUPTED (the runs so far)", "INTERRUPTED", "interrupted", 130, "interrupted")
+#define AFD_VERDICTS(X)                                                                                      \
+    X(REPRODUCED, "reproduced", "REPRODUCED", "REPRODUCED", "reproduced", 1, "REPRODUCED")                   \
+    X(NO_FAILURE, "no_failure", "NO FAILURE FOUND", "NO FAILURE", "no-failure", 0, "no failure found")       \
+    X(ABSTAINED, "abstained", "ABSTAINED", "ABSTAINED", "abstained", 4, "ABSTAINED")                         \
+    X(DETERMINISTIC, "deterministic", "FAILS UNDER EVERY SCHEDULE TRIED: NOT TIMING-DEPENDENT",              \
+      "DETERMINISTIC", "deterministic", 1, "fails every time (not a race)")                                  \
+    X(TIMING_SENSITIVE, "timing_sensitive", "TIMING-SENSITIVE: A THRESHOLD, NOT A RACE", "TIMING-SENSITIVE", \
+      "timing-sensitive", 1, "timing-sensitive: a threshold, not a race")                                    \
+    X(INTERRUPTED, "interrupted", "INTERRUPTED (the runs so far)", "INTERRUPTED", "interrupted", 130,        \
+      "interrupted")
 
 typedef enum afd_verdict {
     AFD_VERDICT_NONE = 0, /* not decided (an investigation that failed before a verdict) */
@@ -76,7 +77,7 @@ typedef struct afd_incident_probe {
 typedef struct afd_incident_window {
     char *task; /* Owned */
     uint32_t step;
-    char *wakes; /* Owned; NULL unless a plain callback's window */
+    char *wakes;                        /* Owned; NULL unless a plain callback's window */
     uint64_t passes_at_ns, fails_at_ns; /* the document gives them in microseconds */
     uint32_t delays_before, delays_after;
     uint64_t runs;
@@ -97,16 +98,20 @@ typedef struct afd_incident_candidate {
 } afd_incident_candidate;
 
 /* A regression test's outcome before or after the fix: not attempted, or whether it held. */
-typedef enum afd_incident_tri { AFD_TRI_NOT_ATTEMPTED = -1, AFD_TRI_FALSE = 0, AFD_TRI_TRUE = 1 } afd_incident_tri;
+typedef enum afd_incident_tri {
+    AFD_TRI_NOT_ATTEMPTED = -1,
+    AFD_TRI_FALSE = 0,
+    AFD_TRI_TRUE = 1
+} afd_incident_tri;
 
 /* What --fix found: the proposal, its gate, its verification tiers and the regression test. */
 typedef struct afd_incident_fix {
-    char *kind;     /* Owned; NULL when none was proposed */
-    char *why_none; /* Owned; NULL when one was proposed */
-    char *diff;     /* Owned */
+    char *kind;              /* Owned; NULL when none was proposed */
+    char *why_none;          /* Owned; NULL when one was proposed */
+    char *diff;              /* Owned */
     afd_incident_gate *gate; /* Owned array */
     size_t n_gate;
-    int tiers_ran; /* 0: every tier "not attempted" and the fields below are 0 */
+    int tiers_ran;             /* 0: every tier "not attempted" and the fields below are 0 */
     char *token_failed_before; /* Owned: "10/10" */
     uint64_t replay_runs, replay_passed;
     uint64_t explore_schedules, explore_failed_before, explore_failed_after;
@@ -146,7 +151,7 @@ typedef struct afd_incident {
     char *token; /* Owned; NULL when no failing schedule was found */
     uint64_t replay_runs, replay_failed;
     int identical_traces; /* -1: null (no replay), else 0/1 */
-    char *passing_token; /* Owned; NULL when none */
+    char *passing_token;  /* Owned; NULL when none */
     uint64_t passing_runs, passing_passed;
     int has_window;
     afd_incident_window window;

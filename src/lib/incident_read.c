@@ -166,7 +166,9 @@ static void read_op(rd *r, const json_t *o, const char *where, afd_cause_op *op)
     if (rw) {
         char *run = NULL;
         get_str(r, o, where, "run", 0, &run);
-        op->run = run && !strcmp(run, "failing") ? "failing" : run && !strcmp(run, "passing") ? "passing" : NULL;
+        op->run = run && !strcmp(run, "failing")   ? "failing"
+                  : run && !strcmp(run, "passing") ? "passing"
+                                                   : NULL;
         if (run && !op->run)
             refuse(r, where, "run", "neither \"failing\" nor \"passing\"");
         free(run);
@@ -384,7 +386,8 @@ static void read_fix(rd *r, const json_t *doc, afd_incident *self)
     get_str(r, o, "fix", "diff", 0, &f->diff);
     read_gate(r, o, f);
     read_tiers(r, o, f);
-    const json_t *reg = want(r, o, "fix", "regression_test", T(JSON_OBJECT) | T(JSON_STRING), "an object or a string");
+    const json_t *reg =
+        want(r, o, "fix", "regression_test", T(JSON_OBJECT) | T(JSON_STRING), "an object or a string");
     if (reg && json_is_string(reg)) {
         f->regression_why = dup_n(r, json_string_value(reg), json_string_length(reg));
     } else if (reg) {
@@ -407,9 +410,10 @@ static void read_head(rd *r, const json_t *doc, afd_incident *self)
             self->id = (int64_t)get_u64(r, doc, "", "incident");
         get_str(r, doc, "", "report", 1, &self->report);
     }
-    if (json_object_get(doc, "schema") && get_count(r, doc, "", "schema", UINT32_MAX) != AFD_INCIDENT_SCHEMA && !r->bad)
-        refuse(r, "", "schema", "version %" JSON_INTEGER_FORMAT " is not %d", json_integer_value(json_object_get(doc, "schema")),
-               AFD_INCIDENT_SCHEMA);
+    if (json_object_get(doc, "schema") &&
+        get_count(r, doc, "", "schema", UINT32_MAX) != AFD_INCIDENT_SCHEMA && !r->bad)
+        refuse(r, "", "schema", "version %" JSON_INTEGER_FORMAT " is not %d",
+               json_integer_value(json_object_get(doc, "schema")), AFD_INCIDENT_SCHEMA);
     get_str(r, doc, "", "nodeid", 0, &self->nodeid);
     if (json_object_get(doc, "check")) {
         const json_t *c = get_obj(r, doc, "", "check", 0);
@@ -441,7 +445,8 @@ static void read_head(rd *r, const json_t *doc, afd_incident *self)
     if (ci && json_array_size(ci) != 2)
         refuse(r, "natural", "ci95", "not a pair");
     const json_t *lo = json_array_get(ci, 0), *hi = json_array_get(ci, 1);
-    if (ci && !r->bad && (!(json_is_number(lo) || json_is_null(lo)) || !(json_is_number(hi) || json_is_null(hi))))
+    if (ci && !r->bad &&
+        (!(json_is_number(lo) || json_is_null(lo)) || !(json_is_number(hi) || json_is_null(hi))))
         refuse(r, "natural", "ci95", "not a pair of numbers");
     self->ci95_lo = json_is_number(lo) ? json_number_value(lo) : NAN;
     self->ci95_hi = json_is_number(hi) ? json_number_value(hi) : NAN;
@@ -453,8 +458,8 @@ static void read_runs(rd *r, const json_t *doc, afd_incident *self)
     const json_t *rep = get_obj(r, doc, "", "replay", 0);
     self->replay_runs = get_u64(r, rep, "replay", "runs");
     self->replay_failed = get_u64(r, rep, "replay", "failed");
-    const json_t *same = want(r, rep, "replay", "identical_traces", T(JSON_TRUE) | T(JSON_FALSE) | T(JSON_NULL),
-                              "a boolean or null");
+    const json_t *same = want(r, rep, "replay", "identical_traces",
+                              T(JSON_TRUE) | T(JSON_FALSE) | T(JSON_NULL), "a boolean or null");
     self->identical_traces = !same || json_is_null(same) ? -1 : json_is_true(same);
     get_str(r, doc, "", "passing_token", 1, &self->passing_token);
     const json_t *prep = get_obj(r, doc, "", "passing_replay", 0);

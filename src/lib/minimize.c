@@ -33,8 +33,8 @@ typedef struct ddmin_state {
     size_t n;
     afd_subset_fn test;
     void *ctx;
-    uint8_t *cand;   /* The candidate handed to the oracle, n bytes. */
-    uint64_t *bits;  /* The candidate as a bitset, for the cache. */
+    uint8_t *cand;  /* The candidate handed to the oracle, n bytes. */
+    uint64_t *bits; /* The candidate as a bitset, for the cache. */
     uint64_t runs;
     cache c;
 } ddmin_state;
@@ -52,8 +52,7 @@ static cache_slot *cache_find(const cache *c, const uint64_t *bits, uint64_t has
         cache_slot *s = &c->slots[i];
         if (!s->set)
             return s;
-        if (s->hash == hash &&
-            memcmp(c->sets + (s->set - 1) * c->words, bits, c->words * sizeof *bits) == 0)
+        if (s->hash == hash && memcmp(c->sets + (s->set - 1) * c->words, bits, c->words * sizeof *bits) == 0)
             return s;
     }
 }
@@ -84,8 +83,8 @@ static int cache_reserve(cache *c)
         c->n_slots = n_slots;
         for (size_t i = 0; i < old.n_slots; i++)
             if (old.slots[i].set)
-                *cache_find(c, old.sets + (old.slots[i].set - 1) * old.words,
-                            old.slots[i].hash) = old.slots[i];
+                *cache_find(c, old.sets + (old.slots[i].set - 1) * old.words, old.slots[i].hash) =
+                    old.slots[i];
         free(old.slots);
     }
     return 0;
@@ -257,8 +256,7 @@ out:
     return rc;
 }
 
-int afd_bisect(uint64_t *lo, uint64_t *hi, uint64_t precision, afd_value_fn test, void *ctx,
-               uint64_t *runs)
+int afd_bisect(uint64_t *lo, uint64_t *hi, uint64_t precision, afd_value_fn test, void *ctx, uint64_t *runs)
 {
     if (runs)
         *runs = 0;

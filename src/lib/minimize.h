@@ -28,7 +28,6 @@ typedef int (*afd_value_fn)(void *ctx, uint64_t value);
  * On return *lo still passes and *hi still fails, with *hi - *lo <= precision (precision >= 1).
  * Each step tests the midpoint and moves lo or hi to it. *runs (may be NULL) receives the number
  * of oracle calls. Returns 0 or the oracle's negative code. */
-int afd_bisect(uint64_t *lo, uint64_t *hi, uint64_t precision, afd_value_fn test, void *ctx,
-               uint64_t *runs);
+int afd_bisect(uint64_t *lo, uint64_t *hi, uint64_t precision, afd_value_fn test, void *ctx, uint64_t *runs);
 
 #endif

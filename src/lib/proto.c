@@ -315,8 +315,7 @@ int afd_proto_read_frame(int fd, afd_buf *frame, uint8_t *type)
     int rc = read_exact(fd, hdr, sizeof hdr);
     if (rc)
         return rc;
-    uint32_t n = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 |
-                 (uint32_t)hdr[3] << 24;
+    uint32_t n = (uint32_t)hdr[0] | (uint32_t)hdr[1] << 8 | (uint32_t)hdr[2] << 16 | (uint32_t)hdr[3] << 24;
     if (n == 0 || n > AFD_PROTO_MAX_FRAME)
         return AFD_EPROTO;
     frame->len = 0;

@@ -46,12 +46,12 @@ typedef struct afd_run_result {
     uint8_t outcome; /* enum afd_outcome */
     int32_t status;
     uint64_t wall_ns;
-    char *failure;   /* Owned, never NULL after a successful decode; failure[failure_len] is 0. */
+    char *failure; /* Owned, never NULL after a successful decode; failure[failure_len] is 0. */
     /* The failure's length in bytes: the text may hold NUL bytes (a test's message is arbitrary),
      * so this, not strlen, is its end. A sender may leave it 0 for a text without NUL (then
      * strlen(failure) is sent); a decode always sets it. */
     size_t failure_len;
-    uint8_t *trace;  /* Owned encoded trace; NULL when trace_len is 0. */
+    uint8_t *trace; /* Owned encoded trace; NULL when trace_len is 0. */
     size_t trace_len;
 } afd_run_result;
 
@@ -66,13 +66,13 @@ void afd_proto_put_quit(afd_buf *out);
 int afd_proto_get_hello(afd_hello *m, const uint8_t *payload, size_t len);
 int afd_proto_get_run(afd_run_req *m, const uint8_t *payload, size_t len);
 int afd_proto_get_result(afd_run_result *m, const uint8_t *payload, size_t len);
-void afd_hello_finish(afd_hello *m);        /* Accepts NULL. */
-void afd_run_req_finish(afd_run_req *m);    /* Accepts NULL. */
+void afd_hello_finish(afd_hello *m);           /* Accepts NULL. */
+void afd_run_req_finish(afd_run_req *m);       /* Accepts NULL. */
 void afd_run_result_finish(afd_run_result *m); /* Accepts NULL. */
 
 /* Incremental frame reassembly. */
 typedef struct afd_framer {
-    afd_buf in; /* Owned: bytes received and not yet handed out. */
+    afd_buf in;      /* Owned: bytes received and not yet handed out. */
     size_t consumed; /* Bytes at the front of `in` already handed out. */
 } afd_framer;
 

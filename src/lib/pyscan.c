@@ -249,8 +249,6 @@ uint8_t afd_pyscan_kind_of(const ctx *c, TSNode n)
     return SCAN_KIND[afd_pyast_kind(n)];
 }
 
-
-
 /* An identifier the walks can use: present, not made up by error recovery, not empty. */
 int afd_pyscan_ident_ok(const ctx *c, TSNode n)
 {
@@ -381,7 +379,7 @@ static int publish(ctx *c, afd_pyscan *out)
         memcpy(strs, c->strs.data, c->strs.len + 1);
         for (size_t i = 0; i < c->n_acc; i++) {
             const racc *r = &c->acc[i];
-            a[i] = (afd_pyaccess){r->line, r->root, r->write, strs + r->name_off, strs + r->path_off,
+            a[i] = (afd_pyaccess){r->line,         r->root, r->write, strs + r->name_off, strs + r->path_off,
                                   strs + r->fn_off};
         }
         out->acc = a;

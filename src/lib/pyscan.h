@@ -39,21 +39,21 @@ enum afd_pyscan_root {
 };
 
 typedef struct afd_pyaccess {
-    uint32_t line;   /* 1-based line where the access expression starts */
-    uint8_t root;    /* enum afd_pyscan_root */
-    uint8_t write;   /* 1 write, 0 read (an augmented assignment yields one of each, read first) */
-    char *name;      /* Owned: "self", "cls", or the global's name ("REPORT") */
-    char *path;      /* Owned: what follows the root: ".sessions[*]", "[\"status\"]", "" for the bare name */
-    char *function;  /* Owned: the enclosing function's qualified name ("Store.add", "f.<locals>.g"),
-                        "" at module level */
+    uint32_t line;  /* 1-based line where the access expression starts */
+    uint8_t root;   /* enum afd_pyscan_root */
+    uint8_t write;  /* 1 write, 0 read (an augmented assignment yields one of each, read first) */
+    char *name;     /* Owned: "self", "cls", or the global's name ("REPORT") */
+    char *path;     /* Owned: what follows the root: ".sessions[*]", "[\"status\"]", "" for the bare name */
+    char *function; /* Owned: the enclosing function's qualified name ("Store.add", "f.<locals>.g"),
+                       "" at module level */
 } afd_pyaccess;
 
 typedef struct afd_pyscan {
-    afd_pyaccess *acc;  /* Owned, sorted by line, then source order within the line. */
+    afd_pyaccess *acc; /* Owned, sorted by line, then source order within the line. */
     size_t n_acc;
-    uint32_t *yields;   /* Owned, sorted, unique: lines holding an await, async with or async for. */
+    uint32_t *yields; /* Owned, sorted, unique: lines holding an await, async with or async for. */
     size_t n_yields;
-    uint32_t *errors;   /* Owned, sorted, unique: lines where tree-sitter found ERROR or MISSING. */
+    uint32_t *errors; /* Owned, sorted, unique: lines where tree-sitter found ERROR or MISSING. */
     size_t n_errors;
 } afd_pyscan;
 

@@ -8,9 +8,9 @@
 
 /* The methods that change their receiver; any other method call reads it. */
 static const char *const MUTATING[] = {
-    "append", "extend",     "insert",      "update",      "pop",        "popitem",    "setdefault",
-    "clear",  "add",        "discard",     "remove",      "sort",       "reverse",    "__setitem__",
-    "__delitem__", "appendleft", "extendleft", "popleft",
+    "append",     "extend",      "insert",      "update",     "pop",        "popitem",
+    "setdefault", "clear",       "add",         "discard",    "remove",     "sort",
+    "reverse",    "__setitem__", "__delitem__", "appendleft", "extendleft", "popleft",
 };
 
 /* ---- walk 3: accesses ---- */
@@ -350,8 +350,9 @@ static int emit(ctx *c, TSNode at, uint32_t sc, const res *r, uint32_t path_off,
     int rc = afd_array_grow((void **)&c->acc, &c->cap_acc, c->n_acc + 1, sizeof *c->acc, 16);
     if (rc < 0)
         return rc;
-    c->acc[c->n_acc++] = (racc){ts_node_start_byte(at), c->seq++, afd_pyast_line(at), r->name_off, path_off,
-                                c->scopes[sc].fn_name_off, r->root, (uint8_t)write};
+    c->acc[c->n_acc++] =
+        (racc){ts_node_start_byte(at),    c->seq++, afd_pyast_line(at), r->name_off, path_off,
+               c->scopes[sc].fn_name_off, r->root,  (uint8_t)write};
     return 0;
 }
 
@@ -371,8 +372,8 @@ static int handle_chain(ctx *c, TSNode e, uint32_t sc, uint8_t m)
      * whole object it would overlap every attribute of it. A bare local variable is one only
      * when a mutating method is called on it (`items.append(x)`): which object it names is
      * known at run time only, and merely naming it touches nothing. */
-    if (c->path.len == 0 && (r.root == AFD_ROOT_SELF || r.root == AFD_ROOT_CLS ||
-                             (r.root == AFD_ROOT_LOCAL && m != M_MWRITE)))
+    if (c->path.len == 0 &&
+        (r.root == AFD_ROOT_SELF || r.root == AFD_ROOT_CLS || (r.root == AFD_ROOT_LOCAL && m != M_MWRITE)))
         return 0;
     uint32_t path_off;
     if ((rc = afd_pyscan_intern(c, (const char *)c->path.data, c->path.len, &path_off)) < 0)

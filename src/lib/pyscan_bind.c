@@ -152,7 +152,8 @@ int afd_pyscan_alias_set(ctx *c, uint32_t fn, TSNode id, const res *r, uint32_t 
     const char *s = afd_pyast_text(c->src, c->len, id, &n);
     alias *a = afd_pyscan_alias_find(c, fn, s, n);
     if (!a) {
-        int rc = afd_array_grow((void **)&c->aliases, &c->cap_aliases, c->n_aliases + 1, sizeof *c->aliases, 16);
+        int rc =
+            afd_array_grow((void **)&c->aliases, &c->cap_aliases, c->n_aliases + 1, sizeof *c->aliases, 16);
         if (rc < 0)
             return rc;
         rc = afd_pyscan_itab_insert(&c->alias_tab, afd_pyscan_hash_bytes(fn, s, n), (uint32_t)c->n_aliases);
@@ -322,7 +323,7 @@ int afd_pyscan_a_visit(ctx *c, const item *it)
     case K_AUGASSIGN:
         /* Module-level assignment targets are the module globals. */
         rc = afd_pyscan_push(c, afd_pyast_field(n, AFD_PYF_LEFT), sc, 0, OP_VISIT,
-                  c->scopes[sc].kind == S_MODULE ? A_BIND_GLOBAL : A_BIND);
+                             c->scopes[sc].kind == S_MODULE ? A_BIND_GLOBAL : A_BIND);
         if (rc == 0)
             rc = afd_pyscan_push(c, afd_pyast_field(n, AFD_PYF_RIGHT), sc, 0, OP_VISIT, A_GEN);
         return rc;
@@ -341,7 +342,7 @@ int afd_pyscan_a_visit(ctx *c, const item *it)
         for (size_t i = c->n_kids; rc == 0 && i-- > 0;)
             if (c->kids[i].named)
                 rc = afd_pyscan_push(c, c->kids[i].node, sc, 0, OP_VISIT,
-                          c->kids[i].field == target ? A_BIND : A_GEN);
+                                     c->kids[i].field == target ? A_BIND : A_GEN);
         return rc;
     }
     case K_IMPORT:

@@ -69,7 +69,7 @@ enum {
 enum { S_MODULE, S_FUNCTION, S_CLASS, S_LAMBDA, S_COMP };
 
 typedef struct pyscope {
-    const void *id;       /* Borrowed: the defining node (TSNode.id and start byte identify it) */
+    const void *id; /* Borrowed: the defining node (TSNode.id and start byte identify it) */
     uint32_t start;
     uint32_t parent;
     uint32_t fnscope;     /* nearest function through lambdas and comprehensions, or NONE32 */
@@ -190,7 +190,7 @@ typedef struct ctx {
  * of an alias, the start byte of a scope's node; 0 for a string) and its bytes (the text of a name,
  * an alias or a string, or a scope's node id with n 0). */
 typedef struct itab_key {
-    const ctx *c;  /* Borrowed. */
+    const ctx *c; /* Borrowed. */
     uint32_t owner;
     const void *p; /* Borrowed. */
     size_t n;

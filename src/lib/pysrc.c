@@ -119,7 +119,6 @@ static int tree_truncated(const char *src, size_t len, TSNode root)
     return 0;
 }
 
-
 static uint64_t thread_cpu_micros(void)
 {
     struct timespec ts;

@@ -29,7 +29,6 @@
 #include <string.h>
 #include <time.h>
 
-
 /* ---- small helpers ---- */
 
 void report_set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -59,7 +58,10 @@ void report_put(afd_buf *out, const char *s)
 /* The one HTML escaper (text.h): the five markup characters as entities, controls as their
  * pictures and bytes that are not UTF-8 (trace strings are bytes) as U+FFFD, so the page is always
  * text. */
-void report_esc_n(afd_buf *out, const char *s, size_t n) { afd_html_strn(out, s, n); }
+void report_esc_n(afd_buf *out, const char *s, size_t n)
+{
+    afd_html_strn(out, s, n);
+}
 
 void report_esc(afd_buf *out, const char *s)
 {
@@ -138,8 +140,8 @@ int report_parse_doc(const afd_report_in *in, json_t **doc, char *err, size_t er
     /* A failure message may hold NUL bytes, which the engine writes as \u0000: they are text. */
     json_t *root = json_loads(in->json, JSON_ALLOW_NUL, &jerr);
     if (!root) {
-        report_set_err(err, errlen, "the investigation's JSON does not parse: %s (line %d, column %d)", jerr.text,
-                jerr.line, jerr.column);
+        report_set_err(err, errlen, "the investigation's JSON does not parse: %s (line %d, column %d)",
+                       jerr.text, jerr.line, jerr.column);
         return AFD_EINVAL;
     }
     if (!json_is_object(root)) {
@@ -212,12 +214,11 @@ void report_svg_line(afd_buf *out, const char *cls, double x1, double y1, double
 
 void report_svg_rect(afd_buf *out, const char *cls, double x, double y, double w, double h)
 {
-    afd_buf_printf(out, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"", cls,
-                   x, y, w, h);
+    afd_buf_printf(out, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\"", cls, x, y,
+                   w, h);
 }
 
 /* ---- the runs as the timeline sees them ---- */
-
 
 const char *report_task_name(const task_ref *r)
 {

@@ -15,11 +15,11 @@
 #include <stdint.h>
 
 typedef struct afd_report_in {
-    int64_t id;                 /* the incident's number */
-    int64_t created;            /* unix seconds */
-    const char *json;           /* the investigation's JSON document */
-    const afd_trace *failing;   /* the minimal failing run, or NULL */
-    const afd_trace *passing;   /* its nearest passing run, or NULL */
+    int64_t id;               /* the incident's number */
+    int64_t created;          /* unix seconds */
+    const char *json;         /* the investigation's JSON document */
+    const afd_trace *failing; /* the minimal failing run, or NULL */
+    const afd_trace *passing; /* its nearest passing run, or NULL */
 } afd_report_in;
 
 /* Each returns 0 with the document in out (reset first), or a negative code with a one-line
@@ -27,6 +27,7 @@ typedef struct afd_report_in {
 int afd_report_html(const afd_report_in *in, afd_buf *out, char *err, size_t errlen);
 int afd_report_sarif(const afd_report_in *in, afd_buf *out, char *err, size_t errlen);
 /* The failing run (or, when which is "passing", the passing one) as Chrome trace-event JSON. */
-int afd_report_chrome_trace(const afd_report_in *in, const char *which, afd_buf *out, char *err, size_t errlen);
+int afd_report_chrome_trace(const afd_report_in *in, const char *which, afd_buf *out, char *err,
+                            size_t errlen);
 
 #endif

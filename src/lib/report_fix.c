@@ -62,7 +62,7 @@ void report_sec_gate(page *pg)
     report_put(out, "<section id=\"gate\">\n<h2>Policy gate</h2>\n");
     if (!json_is_object(fix)) {
         report_put(out, "<p class=\"na\">No fix was attempted, so no gate ran (the investigation ran without "
-                 "<code>--fix</code>).</p>\n</section>\n");
+                        "<code>--fix</code>).</p>\n</section>\n");
         return;
     }
     if (!json_array_size(gate)) {
@@ -71,7 +71,8 @@ void report_sec_gate(page *pg)
     }
     size_t total = json_array_size(gate), failed = 0, i, counts[N_GATE_GROUPS] = {0};
     json_t *c;
-    json_array_foreach(gate, i, c) {
+    json_array_foreach(gate, i, c)
+    {
         failed += report_jbool(c, "passed") != 1;
         counts[gate_group_of(c)]++;
     }
@@ -89,9 +90,7 @@ void report_sec_gate(page *pg)
             report_put(out, "<p class=\"na\">No checks in this group.</p>\n");
         else
             report_put(out, "<ul>\n");
-        json_array_foreach(gate, i, c)
-            if (gate_group_of(c) == g)
-                gate_check(out, c);
+        json_array_foreach(gate, i, c) if (gate_group_of(c) == g) gate_check(out, c);
         report_put(out, counts[g] ? "</ul>\n</div>\n" : "</div>\n");
     }
     report_put(out, "</section>\n");
@@ -198,12 +197,12 @@ void report_sec_tiers(page *pg)
     report_put(out, "<section id=\"tiers\">\n<h2>Verification</h2>\n");
     if (!json_is_object(fix)) {
         report_put(out, "<p class=\"na\">No fix was verified: the investigation ran without "
-                 "<code>--fix</code>.</p>\n</section>\n");
+                        "<code>--fix</code>.</p>\n</section>\n");
         return;
     }
     const json_t *tiers = json_object_get(fix, "tiers");
     report_put(out, "<p class=\"lead\">What was established, and how. A tier that was not attempted is not "
-             "claimed.</p>\n<ul class=\"tiers\">\n");
+                    "claimed.</p>\n<ul class=\"tiers\">\n");
     tier_replay(out, tiers);
     tier_exploration(out, tiers);
     tier_natural(out, tiers);
@@ -219,8 +218,9 @@ void report_sec_tiers(page *pg)
         report_na(out);
     }
     report_put(out, "</li>\n");
-    afd_buf_printf(out, "<li class=\"tier\" id=\"tier-verdict\"><strong>Verified</strong>: %s; "
-                        "<strong>applied</strong>: %s</li>\n",
+    afd_buf_printf(out,
+                   "<li class=\"tier\" id=\"tier-verdict\"><strong>Verified</strong>: %s; "
+                   "<strong>applied</strong>: %s</li>\n",
                    yes_no(report_jbool(fix, "verified")), yes_no(report_jbool(fix, "applied")));
     report_put(out, "</ul>\n</section>\n");
 }
@@ -299,10 +299,11 @@ void report_sec_diff(page *pg)
     report_put(out, "<section id=\"diff\">\n<h2>Proposed change</h2>\n");
     if (!json_is_object(fix)) {
         report_put(out, "<p class=\"na\">No fix was attempted: the investigation ran without "
-                 "<code>--fix</code>.</p>\n</section>\n");
+                        "<code>--fix</code>.</p>\n</section>\n");
         return;
     }
-    const char *diff = report_jstr(fix, "diff"), *kind = report_jstr(fix, "kind"), *why = report_jstr(fix, "why_none");
+    const char *diff = report_jstr(fix, "diff"), *kind = report_jstr(fix, "kind"),
+               *why = report_jstr(fix, "why_none");
     if (diff && *diff) {
         report_put(out, "<p>");
         if (kind) {
@@ -312,8 +313,9 @@ void report_sec_diff(page *pg)
         } else {
             report_put(out, "A fix");
         }
-        afd_buf_printf(out, "; verified: %s; applied: %s. Nothing is merged automatically: this is a diff "
-                            "for a person to review.</p>\n",
+        afd_buf_printf(out,
+                       "; verified: %s; applied: %s. Nothing is merged automatically: this is a diff "
+                       "for a person to review.</p>\n",
                        yes_no(report_jbool(fix, "verified")), yes_no(report_jbool(fix, "applied")));
         put_diff(out, diff);
     } else {
@@ -354,7 +356,8 @@ void report_sec_replay(page *pg)
         report_put(out, "<p>Replays the failing schedule, deterministically:</p>\n");
         replay_command(out, "replay", token, nodeid);
     } else {
-        report_put(out, "<p class=\"na\">No failing schedule was recorded, so there is nothing to replay.</p>\n");
+        report_put(out,
+                   "<p class=\"na\">No failing schedule was recorded, so there is nothing to replay.</p>\n");
     }
     if (ptoken && *ptoken) {
         report_put(out, "<p>The nearest passing schedule:</p>\n");

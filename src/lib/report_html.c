@@ -49,13 +49,13 @@ static void lanes_assign(lanes *l, run_view *v, int run)
     }
 }
 
-
 static void ops_collect(page *pg)
 {
     const json_t *ops = json_object_get(json_object_get(pg->doc, "cause"), "operations");
     size_t i;
     json_t *o;
-    json_array_foreach(ops, i, o) {
+    json_array_foreach(ops, i, o)
+    {
         const char *task = report_jstr(o, "task"), *run = report_jstr(o, "run");
         const json_t *st = json_object_get(o, "step");
         if (pg->n_ops == MAX_OPS)
@@ -189,7 +189,7 @@ static void head(page *pg, int64_t id)
 {
     afd_buf *out = pg->out;
     report_put(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-             "<meta name=\"viewport\" content=\"width=device-width\">\n<title>affidavit");
+                    "<meta name=\"viewport\" content=\"width=device-width\">\n<title>affidavit");
     if (id > 0)
         afd_buf_printf(out, " incident %" PRId64, id);
     report_put(out, ": ");
@@ -252,7 +252,9 @@ static void verdict_line(page *pg)
         if (summary)
             report_esc(out, summary);
         else
-            report_put(out, "fails only when one step outlasts a deadline the test armed: a slow machine, not a race");
+            report_put(
+                out,
+                "fails only when one step outlasts a deadline the test armed: a slow machine, not a race");
     } else if (vi == AFD_VERDICT_NO_FAILURE) {
         report_put(out, ": the test did not fail");
     } else if (!vi && !v) {
@@ -354,8 +356,16 @@ static void sec_verdict(page *pg, int64_t id)
 
 /* ---- 2. timeline ---- */
 
-enum { TL_W = 1000, TL_LABEL = 190, TL_PAD_R = 24, TL_LANE = 22, TL_BAR = 14, TL_HEAD = 30,
-       TL_GAP = 12, TL_AXIS = 34 };
+enum {
+    TL_W = 1000,
+    TL_LABEL = 190,
+    TL_PAD_R = 24,
+    TL_LANE = 22,
+    TL_BAR = 14,
+    TL_HEAD = 30,
+    TL_GAP = 12,
+    TL_AXIS = 34
+};
 
 typedef struct timeline {
     uint64_t t_start; /* ns at the left edge: the earliest step of either run */
@@ -489,8 +499,9 @@ static void tl_axis(page *pg, const timeline *tl, double y_top, double y_axis)
             break;
         double x = TL_LABEL + tl->plot_w * (v / end_ms);
         report_svg_line(out, "grid", x, y_top, x, y_axis + 5);
-        afd_buf_printf(out, "<text class=\"tick-label\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">"
-                            "%.*f ms</text>\n",
+        afd_buf_printf(out,
+                       "<text class=\"tick-label\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"%s\">"
+                       "%.*f ms</text>\n",
                        x, y_axis + 20, x > TL_W - 40 ? "end" : "middle", dec, v);
     }
     report_put(out, "</g>\n");
@@ -502,8 +513,9 @@ static void tl_notes(page *pg, const timeline *tl)
     static const char *const names[2] = {"passing", "failing"};
     for (int run = 0; run < 2; run++)
         if (tl->not_drawn[run])
-            afd_buf_printf(out, "<p class=\"note\">%" PRIu64 " steps not drawn in the %s run (the page "
-                                "draws at most %u per run, and %u task lanes).</p>\n",
+            afd_buf_printf(out,
+                           "<p class=\"note\">%" PRIu64 " steps not drawn in the %s run (the page "
+                           "draws at most %u per run, and %u task lanes).</p>\n",
                            tl->not_drawn[run], names[run], MAX_RECTS, MAX_LANES);
     if (pg->lanes.dropped_tasks)
         afd_buf_printf(out, "<p class=\"note\">%" PRIu64 " tasks have no lane of their own.</p>\n",
@@ -525,17 +537,18 @@ static void sec_timeline(page *pg)
     report_put(out, "<section id=\"timeline\">\n<h2>Where the two runs diverge</h2>\n");
     if (!pg->run[RUN_PASSING].t && !pg->run[RUN_FAILING].t) {
         report_put(out, "<p class=\"na\">No traces of the runs are available, so there is no timeline.</p>\n"
-                 "</section>\n");
+                        "</section>\n");
         return;
     }
     if (!pg->lanes.n) {
         report_put(out, "<p class=\"na\">The traces hold no task steps to draw.</p>\n</section>\n");
         return;
     }
-    report_put(out, "<p class=\"lead\">The same test twice on a shared virtual-time axis: the nearest passing run "
-             "above, the minimal failing run below, one lane per task. The outlined steps are the "
-             "operations of the cause (the inverted pair); hover a bar for its step and suspension "
-             "site.</p>\n");
+    report_put(out,
+               "<p class=\"lead\">The same test twice on a shared virtual-time axis: the nearest passing run "
+               "above, the minimal failing run below, one lane per task. The outlined steps are the "
+               "operations of the cause (the inverted pair); hover a bar for its step and suspension "
+               "site.</p>\n");
     for (int run = 0; run < 2; run++)
         if (!pg->run[run].t)
             afd_buf_printf(out, "<p class=\"note\">The %s run's trace is not available.</p>\n",
@@ -557,8 +570,9 @@ static void sec_timeline(page *pg)
     tl.plot_w = TL_W - TL_LABEL - TL_PAD_R;
     int groups = (pg->run[0].t != NULL) + (pg->run[1].t != NULL);
     double group_h = TL_HEAD + (double)pg->lanes.n * TL_LANE + TL_GAP, height = groups * group_h + TL_AXIS;
-    afd_buf_printf(out, "<div class=\"svg-wrap\">\n<svg class=\"timeline\" viewBox=\"0 0 %d %.0f\" "
-                        "width=\"100%%\" role=\"img\" aria-label=\"the passing and the failing run\">\n",
+    afd_buf_printf(out,
+                   "<div class=\"svg-wrap\">\n<svg class=\"timeline\" viewBox=\"0 0 %d %.0f\" "
+                   "width=\"100%%\" role=\"img\" aria-label=\"the passing and the failing run\">\n",
                    TL_W, height);
     double y = 0;
     tl_axis(pg, &tl, TL_HEAD - 4, groups * group_h);
@@ -570,8 +584,8 @@ static void sec_timeline(page *pg)
     }
     report_put(out, "</svg>\n</div>\n");
     report_put(out, "<p class=\"legend\"><span class=\"key k-step\"></span>a step of a task"
-             "<span class=\"key k-pair\"></span>an operation of the cause"
-             "<span class=\"key k-never\"></span>never ran in the failing run</p>\n");
+                    "<span class=\"key k-pair\"></span>an operation of the cause"
+                    "<span class=\"key k-never\"></span>never ran in the failing run</p>\n");
     tl_notes(pg, &tl);
     report_put(out, "</section>\n");
 }
@@ -596,13 +610,15 @@ static void sec_evidence(page *pg)
         report_put(out, "<p class=\"na\">No evidence was recorded.</p>\n</section>\n");
         return;
     }
-    report_put(out, "<p class=\"lead\">Suspicion comes from comparing runs; the decision comes from forcing the "
-             "ordering and seeing what happens.</p>\n");
+    report_put(out,
+               "<p class=\"lead\">Suspicion comes from comparing runs; the decision comes from forcing the "
+               "ordering and seeing what happens.</p>\n");
     report_put(out, "<div class=\"table-wrap\"><table class=\"evidence\">\n"
-             "<thead><tr><th>Claim</th><th>Measured</th><th>Strength</th></tr></thead>\n<tbody>\n");
+                    "<thead><tr><th>Claim</th><th>Measured</th><th>Strength</th></tr></thead>\n<tbody>\n");
     size_t i;
     json_t *e;
-    json_array_foreach(ev, i, e) {
+    json_array_foreach(ev, i, e)
+    {
         const char *strength = report_jstr(e, "strength");
         report_put(out, "<tr><td>");
         report_esc_or_na(out, report_jstr(e, "claim"));
@@ -631,10 +647,10 @@ typedef struct probe {
 enum { WP_W = 760, WP_H = 200, WP_L = 86, WP_R = 24, WP_T = 16, WP_PLOT_H = 140 };
 
 typedef struct wplot {
-    double lo, hi;          /* x range, us */
+    double lo, hi; /* x range, us */
     int have_win;
-    double w0, w1;          /* the window, us */
-    const char *cls;        /* Borrowed: the svg's class. */
+    double w0, w1;   /* the window, us */
+    const char *cls; /* Borrowed: the svg's class. */
 } wplot;
 
 static double wp_x(const wplot *p, double us)
@@ -663,20 +679,24 @@ static void wp_axes(afd_buf *out, const wplot *p)
             break;
         double x = wp_x(p, v);
         report_svg_line(out, "axis", x, y_axis, x, y_axis + 5);
-        afd_buf_printf(out, "<text class=\"tick-label\" x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">"
-                            "%.*f</text>\n",
+        afd_buf_printf(out,
+                       "<text class=\"tick-label\" x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">"
+                       "%.*f</text>\n",
                        x, y_axis + 19, dec, v);
     }
     afd_buf_printf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">injected delay (&micro;s)</text>\n",
                    (WP_L + WP_W - WP_R) / 2, WP_H - 6);
-    afd_buf_printf(out, "<text transform=\"rotate(-90)\" x=\"%.0f\" y=\"14\" text-anchor=\"middle\">"
-                        "failure</text>\n", -(WP_T + WP_PLOT_H / 2.0));
+    afd_buf_printf(out,
+                   "<text transform=\"rotate(-90)\" x=\"%.0f\" y=\"14\" text-anchor=\"middle\">"
+                   "failure</text>\n",
+                   -(WP_T + WP_PLOT_H / 2.0));
 }
 
 static void window_plot(afd_buf *out, const wplot *p, const probe *pr, size_t n)
 {
-    afd_buf_printf(out, "<div class=\"svg-wrap\">\n<svg class=\"%s\" viewBox=\"0 0 %d %d\" width=\"100%%\" "
-                        "role=\"img\" aria-label=\"probes of the collision window\">\n",
+    afd_buf_printf(out,
+                   "<div class=\"svg-wrap\">\n<svg class=\"%s\" viewBox=\"0 0 %d %d\" width=\"100%%\" "
+                   "role=\"img\" aria-label=\"probes of the collision window\">\n",
                    p->cls, WP_W, WP_H);
     if (p->have_win) {
         double x0 = wp_x(p, p->w0 < p->w1 ? p->w0 : p->w1), x1 = wp_x(p, p->w0 < p->w1 ? p->w1 : p->w0);
@@ -690,8 +710,9 @@ static void window_plot(afd_buf *out, const wplot *p, const probe *pr, size_t n)
         if (pr[i].delay < p->lo || pr[i].delay > p->hi)
             continue;
         const char *what = pr[i].failed ? "failed" : "passed";
-        afd_buf_printf(out, "<circle class=\"probe %s\" cx=\"%.1f\" cy=\"%d\" r=\"6\"><title>probe %zu: "
-                            "delay %.6g &micro;s, %s</title></circle>\n",
+        afd_buf_printf(out,
+                       "<circle class=\"probe %s\" cx=\"%.1f\" cy=\"%d\" r=\"6\"><title>probe %zu: "
+                       "delay %.6g &micro;s, %s</title></circle>\n",
                        what, wp_x(p, pr[i].delay), pr[i].failed ? WP_T + 30 : WP_T + 110, i + 1, pr[i].delay,
                        what);
     }
@@ -702,7 +723,8 @@ static size_t probes_read(const json_t *w, probe *pr)
 {
     size_t n = 0, i;
     json_t *o;
-    json_array_foreach(json_object_get(w, "probes"), i, o) {
+    json_array_foreach(json_object_get(w, "probes"), i, o)
+    {
         double d;
         if (n == MAX_PROBES)
             break;
@@ -730,8 +752,9 @@ static void window_text(afd_buf *out, const json_t *w, int have_win, double w0, 
     if (json_is_integer(json_object_get(w, "step")))
         afd_buf_printf(out, " step %" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(w, "step")));
     if (have_win)
-        afd_buf_printf(out, ": it passes with %.6g &micro;s and fails with %.6g &micro;s "
-                            "(a window of %.3g &micro;s)",
+        afd_buf_printf(out,
+                       ": it passes with %.6g &micro;s and fails with %.6g &micro;s "
+                       "(a window of %.3g &micro;s)",
                        w0, w1, fabs(w1 - w0));
     else
         report_put(out, ": the window's edges are not available");
@@ -746,12 +769,13 @@ static void sec_window(page *pg)
     const json_t *w = json_object_get(pg->doc, "window");
     report_put(out, "<section id=\"window\">\n<h2>Collision window</h2>\n");
     if (!json_is_object(w)) {
-        report_put(out, "<p class=\"na\">No collision window was measured for this incident.</p>\n</section>\n");
+        report_put(out,
+                   "<p class=\"na\">No collision window was measured for this incident.</p>\n</section>\n");
         return;
     }
     wplot p = {.cls = "window-plot"};
-    p.have_win = report_jnum(w, "passes_at_us", &p.w0) && report_jnum(w, "fails_at_us", &p.w1) && isfinite(p.w0) &&
-                 isfinite(p.w1);
+    p.have_win = report_jnum(w, "passes_at_us", &p.w0) && report_jnum(w, "fails_at_us", &p.w1) &&
+                 isfinite(p.w0) && isfinite(p.w1);
     window_text(out, w, p.have_win, p.w0, p.w1);
     probe *pr = malloc(MAX_PROBES * sizeof *pr);
     if (!pr) {
@@ -841,8 +865,9 @@ int afd_report_html(const afd_report_in *in, afd_buf *out, char *err, size_t err
         report_sec_diff(pg);
         report_sec_replay(pg);
         report_sec_environment(pg, id);
-        report_put(out, "<footer>Written by affidavit. This page is self-contained: it loads nothing.</footer>\n"
-                 "</main>\n</body>\n</html>\n");
+        report_put(out,
+                   "<footer>Written by affidavit. This page is self-contained: it loads nothing.</footer>\n"
+                   "</main>\n</body>\n</html>\n");
         rc = out->err;
     }
     report_view_free(&pg->run[RUN_PASSING]);

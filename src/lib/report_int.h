@@ -27,15 +27,14 @@
 /* Locations listed per SARIF result. */
 #define MAX_LOCATIONS 16u
 
-
 enum { RUN_PASSING = 0, RUN_FAILING = 1 };
 
 typedef struct task_ref {
     uint32_t id;
-    uint32_t first;     /* index of its first event: the earliest TASK event names the task */
-    const char *label;  /* Borrowed from the trace, or NULL when the trace never named the task. */
-    char fallback[24];  /* "task-N" for an unnamed task */
-    int lane;           /* LANE_UNSET until assigned, LANE_NONE beyond MAX_LANES */
+    uint32_t first;    /* index of its first event: the earliest TASK event names the task */
+    const char *label; /* Borrowed from the trace, or NULL when the trace never named the task. */
+    char fallback[24]; /* "task-N" for an unnamed task */
+    int lane;          /* LANE_UNSET until assigned, LANE_NONE beyond MAX_LANES */
 } task_ref;
 
 enum { LANE_UNSET = -2, LANE_NONE = -1 };
@@ -44,9 +43,9 @@ typedef struct run_view {
     const afd_trace *t; /* Borrowed; NULL when the run's trace is not available. */
     task_ref *tasks;    /* Owned, sorted by id, one per task id. */
     size_t n_tasks;
-    uint64_t steps;     /* STEP events */
-    uint64_t start;     /* the earliest start of a step, virtual ns (the clock starts at an epoch) */
-    uint64_t end;       /* the latest end of a step, virtual ns */
+    uint64_t steps; /* STEP events */
+    uint64_t start; /* the earliest start of a step, virtual ns (the clock starts at an epoch) */
+    uint64_t end;   /* the latest end of a step, virtual ns */
 } run_view;
 
 /* Lanes are shared by both runs, one per task label, so a task sits at the same height in the
@@ -60,24 +59,23 @@ typedef struct lanes {
 
 /* One operation of the cause, located in the runs. */
 typedef struct op_ref {
-    int run;         /* the run the document names */
+    int run;          /* the run the document names */
     const char *task; /* Borrowed from the document. */
-    int64_t step;    /* the task's step ordinal */
+    int64_t step;     /* the task's step ordinal */
     int lane;
     int found[2];
     uint64_t vtime[2], cost[2];
 } op_ref;
 
 typedef struct page {
-    afd_buf *out;             /* Borrowed. */
-    const json_t *doc;        /* Borrowed. */
-    const afd_report_in *in;  /* Borrowed. */
+    afd_buf *out;            /* Borrowed. */
+    const json_t *doc;       /* Borrowed. */
+    const afd_report_in *in; /* Borrowed. */
     run_view run[2];
     lanes lanes;
     op_ref ops[MAX_OPS];
     size_t n_ops;
 } page;
-
 
 /* report.c: writing and escaping, reading the document, the runs' tasks. */
 void report_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -141,7 +141,8 @@ static json_t *sarif_locations(int *bad, const json_t *ops, const char *nodeid)
     int64_t seen_line[MAX_LOCATIONS];
     size_t n = 0, i;
     json_t *o;
-    json_array_foreach(ops, i, o) {
+    json_array_foreach(ops, i, o)
+    {
         const char *file = report_jstr(o, "file");
         const json_t *line = json_object_get(o, "line");
         if (!file || !*file || !json_is_integer(line) || json_integer_value(line) < 1 || n == MAX_LOCATIONS)
@@ -171,7 +172,8 @@ static json_t *sarif_locations(int *bad, const json_t *ops, const char *nodeid)
 /* "deposit#1 read (examples/x.py:15)" for a race's message. */
 static void put_op_text(afd_buf *b, const json_t *o)
 {
-    const char *task = report_jstr(o, "task"), *what = report_jstr(o, "operation"), *file = report_jstr(o, "file");
+    const char *task = report_jstr(o, "task"), *what = report_jstr(o, "operation"),
+               *file = report_jstr(o, "file");
     const json_t *line = json_object_get(o, "line");
     afd_buf_printf(b, "%s", task ? task : "a task");
     if (what || report_jstr(o, "access"))
@@ -212,7 +214,8 @@ static void sarif_cause(int *bad, json_t *rules, json_t *results, const json_t *
     const json_t *cause = json_object_get(doc, "cause");
     if (!json_is_object(cause))
         return;
-    const char *kind = report_jstr(cause, "kind"), *summary = report_jstr(cause, "summary"), *nodeid = report_jstr(doc, "nodeid");
+    const char *kind = report_jstr(cause, "kind"), *summary = report_jstr(cause, "summary"),
+               *nodeid = report_jstr(doc, "nodeid");
     afd_buf text;
     afd_buf_init(&text);
     if (!summary || !*summary)
@@ -229,8 +232,9 @@ static void sarif_cause(int *bad, json_t *rules, json_t *results, const json_t *
     if (text.err)
         *bad = 1;
     else
-        jpush(bad, results, sarif_result(bad, rules, kind && *kind ? kind : "flaky", "error",
-                                         (const char *)text.data, json_object_get(cause, "operations"), doc));
+        jpush(bad, results,
+              sarif_result(bad, rules, kind && *kind ? kind : "flaky", "error", (const char *)text.data,
+                           json_object_get(cause, "operations"), doc));
     afd_buf_finish(&text);
 }
 
@@ -239,7 +243,8 @@ static void sarif_races(int *bad, json_t *rules, json_t *results, const json_t *
     size_t i, j;
     json_t *race, *o;
     const char *nodeid = report_jstr(doc, "nodeid");
-    json_array_foreach(json_object_get(doc, "races"), i, race) {
+    json_array_foreach(json_object_get(doc, "races"), i, race)
+    {
         const json_t *ops = json_object_get(race, "operations");
         const char *res = report_jstr(race, "resource");
         afd_buf text;
@@ -247,7 +252,8 @@ static void sarif_races(int *bad, json_t *rules, json_t *results, const json_t *
         afd_buf_printf(&text, "Race on %s: ", res ? res : "shared state");
         if (!json_array_size(ops))
             afd_buf_printf(&text, "conflicting accesses");
-        json_array_foreach(ops, j, o) {
+        json_array_foreach(ops, j, o)
+        {
             if (j)
                 afd_buf_printf(&text, j + 1 == json_array_size(ops) ? " and " : ", ");
             put_op_text(&text, o);
@@ -430,8 +436,8 @@ int afd_report_chrome_trace(const afd_report_in *in, const char *which, afd_buf 
         /* Not found rather than invalid: an incident stored without this trace (a test that never
          * failed, an abstained investigation) is a well-formed incident that lacks the thing asked
          * for, so the dashboard answers 404 and `report` exits as for a missing incident. */
-        report_set_err(err, errlen, "the %s run's trace is not available (the incident was stored without one)",
-                which);
+        report_set_err(err, errlen,
+                       "the %s run's trace is not available (the incident was stored without one)", which);
         return AFD_ENOTFOUND;
     }
     run_view v;

@@ -55,8 +55,7 @@ static int find_delay(const afd_schedule *self, const afd_step_id *step, uint64_
 {
     for (uint32_t i = 0; i < self->n_delays; i++) {
         const afd_delay *d = &self->delays[i];
-        if (d->ordinal == step->ordinal && d->label &&
-            label_equals(d->label, step->label, step->label_len)) {
+        if (d->ordinal == step->ordinal && d->label && label_equals(d->label, step->label, step->label_len)) {
             *cost = d->cost_ns;
             return 1;
         }
@@ -147,7 +146,7 @@ static uint64_t base_cost(const afd_schedule *self, const afd_step_id *step, con
 }
 
 uint64_t afd_schedule_step_cost_within(const afd_schedule *self, const afd_step_id *step,
-                                    const afd_horizon *h)
+                                       const afd_horizon *h)
 {
     uint64_t cost = base_cost(self, step, h);
     if ((self->flags & AFD_SCHED_BELOW_DEADLINES) && h->deadline_ns != AFD_NO_DEADLINE) {
@@ -165,7 +164,7 @@ uint64_t afd_schedule_step_cost(const afd_schedule *self, const afd_step_id *ste
 }
 
 uint64_t afd_schedule_lateness(const afd_schedule *self, uint64_t wake_index, uint64_t now_ns,
-                            uint64_t deadline_ns)
+                               uint64_t deadline_ns)
 {
     if (self->strategy != AFD_STRAT_JITTER)
         return 0;
@@ -183,8 +182,7 @@ uint64_t afd_schedule_random_seed(const afd_schedule *self)
     return afd_mix64(self->seed ^ KEY_RANDOM);
 }
 
-int afd_schedule_portfolio(afd_schedule *out, uint64_t master_seed, uint64_t i, uint32_t est_steps,
-                        int only)
+int afd_schedule_portfolio(afd_schedule *out, uint64_t master_seed, uint64_t i, uint32_t est_steps, int only)
 {
     if (!out)
         return AFD_EINVAL;

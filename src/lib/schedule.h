@@ -51,7 +51,7 @@ uint64_t afd_schedule_step_cost(const afd_schedule *self, const afd_step_id *ste
  * are not deadlines, and every cost (jitter's, pct's, an explicit delay's) is capped just below the
  * earliest pending deadline: afd_schedule_below(h->deadline_ns). */
 uint64_t afd_schedule_step_cost_within(const afd_schedule *self, const afd_step_id *step,
-                                    const afd_horizon *h);
+                                       const afd_horizon *h);
 
 /* The largest cost that keeps a step short of a deadline deadline_ns away: deadline_ns less a
  * tenth of it, at most AFD_PCT_MARGIN_NS and at least 1 ns (0 for a deadline due now). */
@@ -63,7 +63,7 @@ uint64_t afd_schedule_below(uint64_t deadline_ns);
  * milliseconds plus a small exponential wake-up latency, so timers within one millisecond of each
  * other fire in one batch, as on a real Linux machine. */
 uint64_t afd_schedule_lateness(const afd_schedule *self, uint64_t wake_index, uint64_t now_ns,
-                            uint64_t deadline_ns);
+                               uint64_t deadline_ns);
 
 /* The seed for the program's `random` module under this schedule. */
 uint64_t afd_schedule_random_seed(const afd_schedule *self);
@@ -81,7 +81,6 @@ uint64_t afd_schedule_random_seed(const afd_schedule *self);
  * `only` restricts the portfolio to one strategy, or is -1 for the mix. With AFD_STRAT_ZERO every
  * schedule has zero costs and only the seed (and so the program's `random`) varies: master_seed for
  * i == 0, a derived seed after that. The schedule is initialized here. */
-int afd_schedule_portfolio(afd_schedule *out, uint64_t master_seed, uint64_t i, uint32_t est_steps,
-                        int only);
+int afd_schedule_portfolio(afd_schedule *out, uint64_t master_seed, uint64_t i, uint32_t est_steps, int only);
 
 #endif

@@ -71,8 +71,8 @@ static void bind_text(binder *b, const char *s)
 static void bind_blob(binder *b, const void *p, size_t len)
 {
     if (b->rc == SQLITE_OK)
-        b->rc = p ? sqlite3_bind_blob64(b->st, b->col, p, len, SQLITE_STATIC)
-                  : sqlite3_bind_null(b->st, b->col);
+        b->rc =
+            p ? sqlite3_bind_blob64(b->st, b->col, p, len, SQLITE_STATIC) : sqlite3_bind_null(b->st, b->col);
     b->col++;
 }
 
@@ -148,8 +148,8 @@ static int pack_traces(const afd_store_trace *traces, size_t n, packed_trace **o
         if (zrc != Z_OK) {
             packed_free(p, n);
             return fail(err, errlen, zrc == Z_MEM_ERROR ? AFD_ENOMEM : AFD_EIO,
-                        "cannot add the incident: compressing the %s trace failed (zlib %d)",
-                        traces[i].role, zrc);
+                        "cannot add the incident: compressing the %s trace failed (zlib %d)", traces[i].role,
+                        zrc);
         }
         p[i].zlen = zlen;
     }
@@ -239,8 +239,8 @@ static int insert_traces(sqlite3 *db, int64_t id, const afd_store_trace *traces,
 static int insert_verdict(sqlite3 *db, int64_t id, const afd_store_incident *inc)
 {
     sqlite3_stmt *st = NULL;
-    int rc = prepare(db, "INSERT INTO verdicts (incident_id, verdict, cause_kind, summary) VALUES (?,?,?,?)",
-                     &st);
+    int rc =
+        prepare(db, "INSERT INTO verdicts (incident_id, verdict, cause_kind, summary) VALUES (?,?,?,?)", &st);
     if (rc == SQLITE_OK) {
         binder b;
         bind_start(&b, st);
@@ -523,9 +523,9 @@ static int unpack_trace(sqlite3_stmt *st, int64_t id, const char *role, uint8_t 
 static int get_traces(afd_store *self, int64_t id, afd_store_full *out, char *err, size_t errlen)
 {
     sqlite3_stmt *st = NULL;
-    int src = prepare(self->db,
-                      "SELECT role, raw_len, zlib, left_out FROM traces WHERE incident_id = ? ORDER BY rowid",
-                      &st);
+    int src =
+        prepare(self->db,
+                "SELECT role, raw_len, zlib, left_out FROM traces WHERE incident_id = ? ORDER BY rowid", &st);
     if (src == SQLITE_OK)
         src = sqlite3_bind_int64(st, 1, id);
     int rc = 0;

@@ -29,21 +29,21 @@ int afd_store_open_readonly(afd_store **out, const char *path, char *err, size_t
 void afd_store_close(afd_store *self); /* accepts NULL */
 
 typedef struct afd_store_run {
-    uint64_t index;   /* the run's number in the investigation */
+    uint64_t index;    /* the run's number in the investigation */
     const char *token; /* "" for a natural run */
-    uint8_t outcome;  /* enum afd_outcome */
+    uint8_t outcome;   /* enum afd_outcome */
     uint64_t wall_ns;
-    uint64_t digest;  /* afd_trace_digest of its trace, 0 when none */
+    uint64_t digest; /* afd_trace_digest of its trace, 0 when none */
 } afd_store_run;
 
 typedef struct afd_store_trace {
-    const char *role;      /* "failing" or "passing" (the nearest passing run) */
-    const uint8_t *bytes;  /* the encoded trace (afd_trace_encode) */
+    const char *role;     /* "failing" or "passing" (the nearest passing run) */
+    const uint8_t *bytes; /* the encoded trace (afd_trace_encode) */
     size_t len;
 } afd_store_trace;
 
 typedef struct afd_store_patch {
-    const char *kind;      /* "LOCK", ... */
+    const char *kind; /* "LOCK", ... */
     const char *file;
     const char *diff;
     int gate_passed, verified, applied;
@@ -57,8 +57,8 @@ typedef struct afd_store_incident {
     const char *token;      /* the minimal failing token, "" when none */
     double rate;            /* natural failure rate */
     uint64_t natural_runs, natural_failed;
-    int64_t created;        /* unix seconds */
-    const char *json;       /* the investigation's JSON document (without the "incident" key) */
+    int64_t created;  /* unix seconds */
+    const char *json; /* the investigation's JSON document (without the "incident" key) */
 } afd_store_incident;
 
 /* Writes one incident with its runs, traces and patch (NULL: none) in one transaction; *id is its
@@ -86,7 +86,7 @@ typedef struct afd_store_full {
     char *summary, *token, *json;
     uint8_t *failing, *passing; /* decoded from storage (decompressed), or NULL */
     size_t failing_len, passing_len;
-    size_t n_runs;              /* how many runs were stored */
+    size_t n_runs; /* how many runs were stored */
 } afd_store_full;
 void afd_store_full_free(afd_store_full *f);
 

@@ -25,49 +25,48 @@
 
 /* The schema of version 1. AUTOINCREMENT keeps an incident's number from ever being given to
  * another incident, even if incidents are deleted one day: people quote these numbers. */
-static const char SCHEMA_SQL[] =
-    "CREATE TABLE incidents ("
-    " id INTEGER PRIMARY KEY AUTOINCREMENT,"
-    " created INTEGER NOT NULL,"
-    " nodeid TEXT NOT NULL,"
-    " verdict TEXT NOT NULL,"
-    " cause_kind TEXT NOT NULL,"
-    " summary TEXT NOT NULL,"
-    " token TEXT NOT NULL,"
-    " rate REAL," /* NULL when the rate is NaN (SQLite stores NaN as NULL) */
-    " natural_runs INTEGER NOT NULL,"
-    " natural_failed INTEGER NOT NULL,"
-    " json TEXT NOT NULL);"
-    "CREATE TABLE runs ("
-    " incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
-    " idx INTEGER NOT NULL,"
-    " token TEXT NOT NULL,"
-    " outcome INTEGER NOT NULL,"
-    " wall_ns INTEGER NOT NULL,"
-    " digest INTEGER NOT NULL);" /* the uint64 digest's bit pattern as int64 */
-    "CREATE INDEX runs_incident ON runs(incident_id);"
-    "CREATE TABLE traces ("
-    " incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
-    " role TEXT NOT NULL,"
-    " raw_len INTEGER NOT NULL,"
-    " zlib BLOB," /* NULL when left out */
-    " left_out INTEGER NOT NULL);"
-    "CREATE INDEX traces_incident ON traces(incident_id);"
-    "CREATE TABLE verdicts ("
-    " incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
-    " verdict TEXT NOT NULL,"
-    " cause_kind TEXT NOT NULL,"
-    " summary TEXT NOT NULL);"
-    "CREATE INDEX verdicts_incident ON verdicts(incident_id);"
-    "CREATE TABLE patches ("
-    " incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
-    " kind TEXT NOT NULL,"
-    " file TEXT NOT NULL,"
-    " diff TEXT NOT NULL,"
-    " gate_passed INTEGER NOT NULL,"
-    " verified INTEGER NOT NULL,"
-    " applied INTEGER NOT NULL);"
-    "CREATE INDEX patches_incident ON patches(incident_id);";
+static const char SCHEMA_SQL[] = "CREATE TABLE incidents ("
+                                 " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+                                 " created INTEGER NOT NULL,"
+                                 " nodeid TEXT NOT NULL,"
+                                 " verdict TEXT NOT NULL,"
+                                 " cause_kind TEXT NOT NULL,"
+                                 " summary TEXT NOT NULL,"
+                                 " token TEXT NOT NULL,"
+                                 " rate REAL," /* NULL when the rate is NaN (SQLite stores NaN as NULL) */
+                                 " natural_runs INTEGER NOT NULL,"
+                                 " natural_failed INTEGER NOT NULL,"
+                                 " json TEXT NOT NULL);"
+                                 "CREATE TABLE runs ("
+                                 " incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
+                                 " idx INTEGER NOT NULL,"
+                                 " token TEXT NOT NULL,"
+                                 " outcome INTEGER NOT NULL,"
+                                 " wall_ns INTEGER NOT NULL,"
+                                 " digest INTEGER NOT NULL);" /* the uint64 digest's bit pattern as int64 */
+                                 "CREATE INDEX runs_incident ON runs(incident_id);"
+                                 "CREATE TABLE traces ("
+                                 " incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
+                                 " role TEXT NOT NULL,"
+                                 " raw_len INTEGER NOT NULL,"
+                                 " zlib BLOB," /* NULL when left out */
+                                 " left_out INTEGER NOT NULL);"
+                                 "CREATE INDEX traces_incident ON traces(incident_id);"
+                                 "CREATE TABLE verdicts ("
+                                 " incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
+                                 " verdict TEXT NOT NULL,"
+                                 " cause_kind TEXT NOT NULL,"
+                                 " summary TEXT NOT NULL);"
+                                 "CREATE INDEX verdicts_incident ON verdicts(incident_id);"
+                                 "CREATE TABLE patches ("
+                                 " incident_id INTEGER NOT NULL REFERENCES incidents(id) ON DELETE CASCADE,"
+                                 " kind TEXT NOT NULL,"
+                                 " file TEXT NOT NULL,"
+                                 " diff TEXT NOT NULL,"
+                                 " gate_passed INTEGER NOT NULL,"
+                                 " verified INTEGER NOT NULL,"
+                                 " applied INTEGER NOT NULL);"
+                                 "CREATE INDEX patches_incident ON patches(incident_id);";
 
 /* Runs a query that yields one integer (a pragma or a count). */
 static int query_int(sqlite3 *db, const char *sql, int64_t *v)
@@ -362,7 +361,8 @@ int afd_store_open_readonly(afd_store **out, const char *path, char *err, size_t
                 afd_buf_put(&uri, p, 1);
         afd_buf_printf(&uri, "?immutable=1");
         src = uri.err ? SQLITE_NOMEM
-                      : sqlite3_open_v2((const char *)uri.data, &self->db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
+                      : sqlite3_open_v2((const char *)uri.data, &self->db,
+                                        SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL);
         afd_buf_finish(&uri);
     }
     int rc = 0;

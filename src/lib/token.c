@@ -38,8 +38,7 @@ void afd_schedule_finish(afd_schedule *self)
     afd_schedule_init(self);
 }
 
-int afd_schedule_add_delay(afd_schedule *self, const char *label, uint32_t ordinal,
-                           uint64_t cost_ns)
+int afd_schedule_add_delay(afd_schedule *self, const char *label, uint32_t ordinal, uint64_t cost_ns)
 {
     if (!self || !label)
         return AFD_EINVAL;
@@ -144,8 +143,7 @@ char *afd_schedule_describe(const afd_schedule *self)
         break;
     }
     if (self->n_delays)
-        afd_buf_printf(&b, " + %lu delay%s", (unsigned long)self->n_delays,
-                       self->n_delays == 1 ? "" : "s");
+        afd_buf_printf(&b, " + %lu delay%s", (unsigned long)self->n_delays, self->n_delays == 1 ? "" : "s");
     if (self->flags & AFD_SCHED_BELOW_DEADLINES)
         afd_buf_printf(&b, ", below deadlines");
     if (b.err) {
@@ -394,8 +392,8 @@ int afd_token_decode(afd_schedule *self, const char *text)
     }
     /* The checksum comes first, so a damaged token reports damage rather than a confusing field. */
     n -= CRC_LEN;
-    uint32_t stored = (uint32_t)payload[n] | (uint32_t)payload[n + 1] << 8 |
-                      (uint32_t)payload[n + 2] << 16 | (uint32_t)payload[n + 3] << 24;
+    uint32_t stored = (uint32_t)payload[n] | (uint32_t)payload[n + 1] << 8 | (uint32_t)payload[n + 2] << 16 |
+                      (uint32_t)payload[n + 3] << 24;
     if (afd_crc32(0, payload, n) != stored) {
         rc = AFD_ETOKEN_CHECKSUM;
         goto done;

@@ -41,7 +41,7 @@ enum afd_strategy {
 };
 
 typedef struct afd_delay {
-    char *label; /* Owned. A task label "qualname#n" or a callback's qualname. */
+    char *label;      /* Owned. A task label "qualname#n" or a callback's qualname. */
     uint32_t ordinal; /* The step of that task, counted from 0. */
     uint64_t cost_ns; /* The virtual cost given to that step instead of the base strategy's. */
 } afd_delay;
@@ -51,7 +51,7 @@ typedef struct afd_schedule {
     uint64_t seed;    /* Seeds the strategy's randomness and the program's `random` module. */
     uint32_t pct_depth;
     uint32_t pct_steps;
-    uint8_t flags;     /* AFD_SCHED_* bits; 0 in every version-1 token. */
+    uint8_t flags; /* AFD_SCHED_* bits; 0 in every version-1 token. */
     uint32_t n_delays;
     afd_delay *delays; /* Owned array of n_delays. */
 } afd_schedule;

@@ -130,8 +130,8 @@ int afd_trace_add_string(afd_trace *self, const char *s, size_t len, uint32_t *i
         return AFD_EFULL;
     if (self->n_strings == AFD_NOSTR) /* the next index would be AFD_NOSTR itself */
         return AFD_EFULL;
-    int rc = grow((void **)&self->strings, &self->cap_strings, self->n_strings + 1,
-                  sizeof *self->strings, 64);
+    int rc =
+        grow((void **)&self->strings, &self->cap_strings, self->n_strings + 1, sizeof *self->strings, 64);
     if (rc)
         return rc;
     char *p = copy_str(s, len);
@@ -148,8 +148,7 @@ int afd_trace_add_events(afd_trace *self, const afd_event *ev, uint32_t n)
         return 0;
     if (n > UINT32_MAX - self->n_events)
         return AFD_EFULL;
-    int rc = grow((void **)&self->events, &self->cap_events, self->n_events + n,
-                  sizeof *self->events, 1024);
+    int rc = grow((void **)&self->events, &self->cap_events, self->n_events + n, sizeof *self->events, 1024);
     if (rc)
         return rc;
     memcpy(self->events + self->n_events, ev, (size_t)n * sizeof *ev);
@@ -543,8 +542,8 @@ static const char *uncontrolled_source(uint32_t bit)
 const char *afd_sync_kind_name(int kind)
 {
     static const char *const names[AFD_SYNC__COUNT] = {
-        "create", "acquire", "release", "set", "clear", "observe set", "put", "get", "acquire", "release",
-        "check unset", "check size",
+        "create", "acquire", "release", "set",     "clear",       "observe set",
+        "put",    "get",     "acquire", "release", "check unset", "check size",
     };
     return kind >= 0 && kind < AFD_SYNC__COUNT ? names[kind] : "?";
 }
@@ -650,15 +649,16 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
             afd_buf_printf(out, "local %s at line %" PRIu32 " holds %s", afd_trace_string(self, ev->a), ev->b,
                            afd_trace_string(self, (uint32_t)ev->cost));
         else
-            afd_buf_printf(out, "local %s at line %" PRIu32 " holds an unnamed object", afd_trace_string(self, ev->a),
-                           ev->b);
+            afd_buf_printf(out, "local %s at line %" PRIu32 " holds an unnamed object",
+                           afd_trace_string(self, ev->a), ev->b);
         break;
     case AFD_EV_DEADLINE:
     case AFD_EV_DEADLINE_LATE:
         afd_buf_printf(out, ev->kind == AFD_EV_DEADLINE ? "deadline #%" PRIu32 " of " : "task ", ev->a);
         if (ev->kind == AFD_EV_DEADLINE) {
             put_ms(out, ev->cost);
-            afd_buf_printf(out, " armed at %s by task ", ev->b == AFD_NOSTR ? "?" : afd_trace_string(self, ev->b));
+            afd_buf_printf(out, " armed at %s by task ",
+                           ev->b == AFD_NOSTR ? "?" : afd_trace_string(self, ev->b));
             put_task(out, self, ev->task);
         } else {
             put_task(out, self, ev->task);

@@ -44,56 +44,56 @@ enum afd_outcome {
 const char *afd_outcome_name(int outcome); /* "pass", "fail", ... (static) */
 
 enum afd_trace_flags {
-    AFD_TRACE_TRUNCATED = 1u << 0,    /* events were dropped at the size bound */
-    AFD_TRACE_THREADS = 1u << 1,      /* a thread called back into the loop */
-    AFD_TRACE_REAL_IO = 1u << 2,      /* a real file descriptor became ready */
-    AFD_TRACE_WALL_CLOCK = 1u << 3,   /* reserved: the program read the wall clock */
-    AFD_TRACE_NO_LOOP = 1u << 4,      /* no event loop ran a single step */
-    AFD_TRACE_REAL_WAIT = 1u << 5,    /* the loop blocked on real time (I/O or threads pending) */
-    AFD_TRACE_STEP_LIMIT = 1u << 6,   /* the run stopped at the maximum number of steps */
-    AFD_TRACE_DEADLOCK = 1u << 7,     /* every task was blocked with nothing left to wake one:
-                                         the run ended as a hang (WAITFOR events say who waited) */
-    AFD_TRACE_LINES = 1u << 8,        /* the lines of user code were traced (LINE events) */
-    AFD_TRACE_FOREIGN_LOOP = 1u << 9  /* an event loop that is not affidavit's ran (its own policy or
-                                         factory): one UNCONTROLLED event, b = its description */
+    AFD_TRACE_TRUNCATED = 1u << 0,   /* events were dropped at the size bound */
+    AFD_TRACE_THREADS = 1u << 1,     /* a thread called back into the loop */
+    AFD_TRACE_REAL_IO = 1u << 2,     /* a real file descriptor became ready */
+    AFD_TRACE_WALL_CLOCK = 1u << 3,  /* reserved: the program read the wall clock */
+    AFD_TRACE_NO_LOOP = 1u << 4,     /* no event loop ran a single step */
+    AFD_TRACE_REAL_WAIT = 1u << 5,   /* the loop blocked on real time (I/O or threads pending) */
+    AFD_TRACE_STEP_LIMIT = 1u << 6,  /* the run stopped at the maximum number of steps */
+    AFD_TRACE_DEADLOCK = 1u << 7,    /* every task was blocked with nothing left to wake one:
+                                        the run ended as a hang (WAITFOR events say who waited) */
+    AFD_TRACE_LINES = 1u << 8,       /* the lines of user code were traced (LINE events) */
+    AFD_TRACE_FOREIGN_LOOP = 1u << 9 /* an event loop that is not affidavit's ran (its own policy or
+                                        factory): one UNCONTROLLED event, b = its description */
 };
-#define AFD_TRACE_UNCONTROLLED \
+#define AFD_TRACE_UNCONTROLLED                                                                               \
     (AFD_TRACE_THREADS | AFD_TRACE_REAL_IO | AFD_TRACE_REAL_WAIT | AFD_TRACE_FOREIGN_LOOP)
 
 enum afd_event_kind {
-    AFD_EV_TASK = 1,         /* task created: task=id, a=parent id (0 none), b=label */
-    AFD_EV_STEP = 2,         /* task=id, a=ordinal, b=suspension site "file:line" or AFD_NOSTR,
-                                vtime=start, cost=virtual cost, wall=wall-clock ns */
-    AFD_EV_IDLE = 3,         /* nothing ready: vtime=clock before, cost=jump, a=lateness ns (clamped) */
-    AFD_EV_OP_BEGIN = 4,     /* task, a=operation name, b=resource, flags=access (0 read, 1 write) */
-    AFD_EV_OP_END = 5,       /* as OP_BEGIN; flags bit 1 set when the operation raised */
-    AFD_EV_ASSERT_BEGIN = 6, /* task, b=resource */
-    AFD_EV_ASSERT_END = 7,   /* task, b=resource, flags=1 passed, 0 raised */
-    AFD_EV_UNCONTROLLED = 8, /* a = AFD_TRACE_* flag bit of the source, vtime */
-    AFD_EV_LOOP = 9,         /* an event loop started running: a = loop number in the run */
-    AFD_EV_WAKE = 10,        /* a step begins (its events follow, its STEP event closes it):
-                                task, a = 1 + index of the step that scheduled its handle (0: none,
-                                e.g. scheduled outside any step), b = 1 + this step's index,
-                                flags = 1 for a timer handle, vtime = start */
-    AFD_EV_SYNC = 11,        /* a synchronization primitive changed hands: task, flags = enum
-                                afd_sync_kind, a = object number in the run (from 1), b = the
-                                object's label ("Lock@test_x.py:12", its creation site) */
-    AFD_EV_BLOCK = 12,       /* a blocking call inside a step: task, a = enum afd_block_kind,
-                                b = call site "file:line", cost = requested duration ns,
-                                flags AFD_BLOCK_VIRTUAL when it was counted, not slept */
-    AFD_EV_WAITFOR = 13,     /* at a deadlock: task waits for a = object number (0: a task),
-                                held by task b (0: nobody) */
-    AFD_EV_LINE = 14,        /* a line of user code ran in the step: task, a = file (string id of
-                                its path), b = line, vtime = the frame's receiver (self or cls) as
-                                an object number (0: none), cost = that object's label (string id
-                                "Store#0", or AFD_NOSTR) */
-    AFD_EV_LOCAL = 15,       /* right after a LINE event: which object a local variable the line
-                                reaches into holds: task, a = the variable's name (string id),
-                                b = line, vtime = object number, cost = its label ("dict#0") */
-    AFD_EV_DEADLINE = 16,    /* the program armed a deadline (a timer that is not a sleeping task's
-                                wake-up: a timeout, a TTL, a lease): task = the step's task,
-                                a = deadline number in the run (from 1), b = the user's site that
-                                armed it "file:line" or AFD_NOSTR, vtime = now, cost = duration ns */
+    AFD_EV_TASK = 1,           /* task created: task=id, a=parent id (0 none), b=label */
+    AFD_EV_STEP = 2,           /* task=id, a=ordinal, b=suspension site "file:line" or AFD_NOSTR,
+                                  vtime=start, cost=virtual cost, wall=wall-clock ns */
+    AFD_EV_IDLE = 3,           /* nothing ready: vtime=clock before, cost=jump, a=lateness ns (clamped) */
+    AFD_EV_OP_BEGIN = 4,       /* task, a=operation name, b=resource, flags=access (0 read, 1 write) */
+    AFD_EV_OP_END = 5,         /* as OP_BEGIN; flags bit 1 set when the operation raised */
+    AFD_EV_ASSERT_BEGIN = 6,   /* task, b=resource */
+    AFD_EV_ASSERT_END = 7,     /* task, b=resource, flags=1 passed, 0 raised */
+    AFD_EV_UNCONTROLLED = 8,   /* a = AFD_TRACE_* flag bit of the source, vtime */
+    AFD_EV_LOOP = 9,           /* an event loop started running: a = loop number in the run */
+    AFD_EV_WAKE = 10,          /* a step begins (its events follow, its STEP event closes it):
+                                  task, a = 1 + index of the step that scheduled its handle (0: none,
+                                  e.g. scheduled outside any step), b = 1 + this step's index,
+                                  flags = 1 for a timer handle, vtime = start */
+    AFD_EV_SYNC = 11,          /* a synchronization primitive changed hands: task, flags = enum
+                                  afd_sync_kind, a = object number in the run (from 1), b = the
+                                  object's label ("Lock@test_x.py:12", its creation site) */
+    AFD_EV_BLOCK = 12,         /* a blocking call inside a step: task, a = enum afd_block_kind,
+                                  b = call site "file:line", cost = requested duration ns,
+                                  flags AFD_BLOCK_VIRTUAL when it was counted, not slept */
+    AFD_EV_WAITFOR = 13,       /* at a deadlock: task waits for a = object number (0: a task),
+                                  held by task b (0: nobody) */
+    AFD_EV_LINE = 14,          /* a line of user code ran in the step: task, a = file (string id of
+                                  its path), b = line, vtime = the frame's receiver (self or cls) as
+                                  an object number (0: none), cost = that object's label (string id
+                                  "Store#0", or AFD_NOSTR) */
+    AFD_EV_LOCAL = 15,         /* right after a LINE event: which object a local variable the line
+                                  reaches into holds: task, a = the variable's name (string id),
+                                  b = line, vtime = object number, cost = its label ("dict#0") */
+    AFD_EV_DEADLINE = 16,      /* the program armed a deadline (a timer that is not a sleeping task's
+                                  wake-up: a timeout, a TTL, a lease): task = the step's task,
+                                  a = deadline number in the run (from 1), b = the user's site that
+                                  armed it "file:line" or AFD_NOSTR, vtime = now, cost = duration ns */
     AFD_EV_DEADLINE_LATE = 17, /* a step's cost carried the clock past the earliest pending
                                 deadline: task = the step's task, a = the deadline's number,
                                 b = its site or AFD_NOSTR, vtime = the step's start, cost = the
@@ -102,7 +102,7 @@ enum afd_event_kind {
 };
 
 enum afd_sync_kind {
-    AFD_SYNC_CREATE = 0,        /* first sight of the object (b names it) */
+    AFD_SYNC_CREATE = 0, /* first sight of the object (b names it) */
     AFD_SYNC_LOCK_ACQUIRE = 1,
     AFD_SYNC_LOCK_RELEASE = 2,
     AFD_SYNC_EVENT_SET = 3,
@@ -112,8 +112,8 @@ enum afd_sync_kind {
     AFD_SYNC_QUEUE_GET = 7,
     AFD_SYNC_SEM_ACQUIRE = 8,
     AFD_SYNC_SEM_RELEASE = 9,
-    AFD_SYNC_EVENT_CHECK = 10,  /* the flag was read as not set */
-    AFD_SYNC_QUEUE_CHECK = 11,  /* Queue.empty() or qsize() was read */
+    AFD_SYNC_EVENT_CHECK = 10, /* the flag was read as not set */
+    AFD_SYNC_QUEUE_CHECK = 11, /* Queue.empty() or qsize() was read */
     AFD_SYNC__COUNT
 };
 const char *afd_sync_kind_name(int kind); /* "acquire", "release", "set", ... (static) */

@@ -196,7 +196,8 @@ int afd_udiff_parse(const char *text, size_t len, afd_udiff *out, char *err, siz
                 if (hh.old_start < prev->old_start + prev->old_count)
                     return fail(err, errlen, "line %zu: hunks overlap or are out of order", lineno);
             }
-            if ((f->is_new && (hh.old_count || hh.old_start)) || (f->is_deleted && (hh.new_count || hh.new_start)))
+            if ((f->is_new && (hh.old_count || hh.old_start)) ||
+                (f->is_deleted && (hh.new_count || hh.new_start)))
                 return fail(err, errlen, "line %zu: hunk does not fit a new or deleted file", lineno);
             if (hh.old_count == 0 && hh.new_count == 0)
                 return fail(err, errlen, "line %zu: empty hunk", lineno);
@@ -257,8 +258,8 @@ void afd_udiff_finish(afd_udiff *d)
 
 typedef struct tline {
     const char *s;
-    size_t len;  /* without the '\n' */
-    int nl;      /* ends with '\n' */
+    size_t len; /* without the '\n' */
+    int nl;     /* ends with '\n' */
     uint64_t h;
 } tline;
 
@@ -289,8 +290,8 @@ static int split_lines(const char *t, size_t n, tline **out, size_t *count, size
 
 /* ---- apply ---- */
 
-int afd_udiff_apply(const afd_udiff_file *f, const char *orig, size_t orig_len, afd_buf *out,
-                    char *err, size_t errlen)
+int afd_udiff_apply(const afd_udiff_file *f, const char *orig, size_t orig_len, afd_buf *out, char *err,
+                    size_t errlen)
 {
     if (err && errlen)
         err[0] = 0;
@@ -324,7 +325,8 @@ int afd_udiff_apply(const afd_udiff_file *f, const char *orig, size_t orig_len, 
             if (l->op != '+') {
                 if (cur >= on || ol[cur].len != l->len || memcmp(ol[cur].s, l->text, l->len) != 0 ||
                     ol[cur].nl != !l->no_eol) {
-                    rc = fail(err, errlen, "hunk %zu of %s does not apply at line %zu", hi + 1, path, cur + 1);
+                    rc =
+                        fail(err, errlen, "hunk %zu of %s does not apply at line %zu", hi + 1, path, cur + 1);
                     break;
                 }
                 cur++;

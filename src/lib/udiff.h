@@ -38,8 +38,8 @@ typedef struct afd_udiff_hunk {
 } afd_udiff_hunk;
 
 typedef struct afd_udiff_file {
-    char *old_path;  /* Owned, prefix stripped; NULL for a new file (`--- /dev/null`) */
-    char *new_path;  /* Owned, prefix stripped; NULL for a deleted file (`+++ /dev/null`) */
+    char *old_path; /* Owned, prefix stripped; NULL for a new file (`--- /dev/null`) */
+    char *new_path; /* Owned, prefix stripped; NULL for a deleted file (`+++ /dev/null`) */
     int is_new, is_deleted;
     afd_udiff_hunk *hunks; /* Owned, in file order */
     size_t n_hunks;
@@ -48,7 +48,7 @@ typedef struct afd_udiff_file {
 typedef struct afd_udiff {
     afd_udiff_file *files; /* Owned */
     size_t n_files;
-    char *text;            /* Owned copy of the diff the lines point into */
+    char *text; /* Owned copy of the diff the lines point into */
 } afd_udiff;
 
 /* Parses text[0..len). out is initialized here; finish it even on error. err (may be NULL) receives
@@ -63,8 +63,8 @@ void afd_udiff_finish(afd_udiff *d); /* Accepts a zeroed or finished diff. */
  * exactly at the position its header gives (no fuzz, no offset search: a proposal is verified
  * against exactly the text it was made from). Returns 0, AFD_EINVAL ("hunk N of PATH does not
  * apply at line L"), AFD_ENOMEM. */
-int afd_udiff_apply(const afd_udiff_file *f, const char *orig, size_t orig_len, afd_buf *out,
-                    char *err, size_t errlen);
+int afd_udiff_apply(const afd_udiff_file *f, const char *orig, size_t orig_len, afd_buf *out, char *err,
+                    size_t errlen);
 
 /* Appends a unified diff of one file (3 lines of context) turning before into after to out. before
  * NULL means a new file, after NULL a deleted one (`/dev/null` headers); path is written as

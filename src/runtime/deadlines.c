@@ -30,7 +30,8 @@ typedef struct deadline_info {
     uint32_t site; /* string id in the run's recording, or AFD_NOSTR */
 } deadline_info;
 
-#define MAX_DEADLINES (1u << 20) /* past this many, further timers are treated as deadlines without a record */
+#define MAX_DEADLINES                                                                                        \
+    (1u << 20) /* past this many, further timers are treated as deadlines without a record */
 
 static deadline_info *deadlines; /* Owned (PyMem_Raw). */
 static uint32_t n_deadlines, cap_deadlines;
@@ -164,5 +165,6 @@ void afd_deadline_step_end(uint32_t task, uint64_t vstart, uint64_t cost, const 
         site = deadlines[earliest - 1].site;
         duration = deadlines[earliest - 1].duration_ns;
     }
-    afd_rec_event(AFD_EV_DEADLINE_LATE, 0, task, earliest == UINT32_MAX ? 0 : earliest, site, vstart, duration);
+    afd_rec_event(AFD_EV_DEADLINE_LATE, 0, task, earliest == UINT32_MAX ? 0 : earliest, site, vstart,
+                  duration);
 }

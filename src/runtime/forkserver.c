@@ -93,7 +93,7 @@ static void set_limit(int resource, rlim_t soft, rlim_t hard)
 static void limit_child(const afd_run_req *req)
 {
     rlim_t cpu_s = (rlim_t)(req->timeout_ms / 1000u) + 2u; /* the budget rounded up, plus a second */
-    set_limit(RLIMIT_CPU, cpu_s, cpu_s + 1);                   /* SIGXCPU, then SIGKILL */
+    set_limit(RLIMIT_CPU, cpu_s, cpu_s + 1);               /* SIGXCPU, then SIGKILL */
     set_limit(RLIMIT_CORE, 0, 0);
     if (max_memory_mb) {
         rlim_t lim = (rlim_t)vm_data_kb() * 1024u + (rlim_t)max_memory_mb * (1u << 20);
@@ -219,16 +219,26 @@ static void describe_waits(const afd_trace *tr, afd_buf *out)
 static const char *signal_name(int sig)
 {
     switch (sig) {
-    case SIGSEGV: return "SIGSEGV";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGILL: return "SIGILL";
-    case SIGKILL: return "SIGKILL";
-    case SIGTERM: return "SIGTERM";
-    case SIGXCPU: return "SIGXCPU";
-    case SIGXFSZ: return "SIGXFSZ";
-    default: return "a signal";
+    case SIGSEGV:
+        return "SIGSEGV";
+    case SIGABRT:
+        return "SIGABRT";
+    case SIGBUS:
+        return "SIGBUS";
+    case SIGFPE:
+        return "SIGFPE";
+    case SIGILL:
+        return "SIGILL";
+    case SIGKILL:
+        return "SIGKILL";
+    case SIGTERM:
+        return "SIGTERM";
+    case SIGXCPU:
+        return "SIGXCPU";
+    case SIGXFSZ:
+        return "SIGXFSZ";
+    default:
+        return "a signal";
     }
 }
 
@@ -297,10 +307,9 @@ static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int i
     current_child = pid;
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     int exited;
-    Py_BEGIN_ALLOW_THREADS
-    exited = wait_exit(pid, pidfd, req->timeout_ms);
-    Py_END_ALLOW_THREADS
-    if (!exited) {
+    Py_BEGIN_ALLOW_THREADS exited = wait_exit(pid, pidfd, req->timeout_ms);
+    Py_END_ALLOW_THREADS if (!exited)
+    {
         kill(-pid, SIGKILL);
         kill(pid, SIGKILL);
     }
@@ -347,17 +356,20 @@ static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int i
         }
     } else if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXCPU) {
         outcome = AFD_OUT_HANG;
-        afd_buf_printf(&fail, "hang: cpu limit: the test process ran out of CPU time and was stopped by SIGXCPU "
-                              "(RLIMIT_CPU; a run of a %u ms budget may use %u s)", req->timeout_ms,
-                       (unsigned)(req->timeout_ms / 1000u) + 2u);
+        afd_buf_printf(&fail,
+                       "hang: cpu limit: the test process ran out of CPU time and was stopped by SIGXCPU "
+                       "(RLIMIT_CPU; a run of a %u ms budget may use %u s)",
+                       req->timeout_ms, (unsigned)(req->timeout_ms / 1000u) + 2u);
     } else if (WIFSIGNALED(status)) {
         outcome = AFD_OUT_CRASH;
         afd_buf_printf(&fail, "crash: the test process was killed by %s (signal %d)",
                        signal_name(WTERMSIG(status)), WTERMSIG(status));
     } else {
         outcome = AFD_OUT_CRASH;
-        afd_buf_printf(&fail, "crash: the test process exited with status %d before reporting a result "
-                              "(os._exit or sys.exit inside the test?)", WEXITSTATUS(status));
+        afd_buf_printf(&fail,
+                       "crash: the test process exited with status %d before reporting a result "
+                       "(os._exit or sys.exit inside the test?)",
+                       WEXITSTATUS(status));
     }
     if (!have_trace) {
         afd_trace_finish(&tr);
@@ -428,15 +440,15 @@ PyObject *afd_rt_serve(PyObject *self, PyObject *args)
         }
         uint8_t type = 0;
         int rc;
-        Py_BEGIN_ALLOW_THREADS
-        rc = afd_proto_read_frame(in_fd, &frame, &type);
-        Py_END_ALLOW_THREADS
-        if (rc == AFD_EOF || (rc == 0 && type == AFD_MSG_QUIT)) {
+        Py_BEGIN_ALLOW_THREADS rc = afd_proto_read_frame(in_fd, &frame, &type);
+        Py_END_ALLOW_THREADS if (rc == AFD_EOF || (rc == 0 && type == AFD_MSG_QUIT))
+        {
             ret = PyLong_FromLong(runs);
             break;
         }
         if (rc < 0 || type != AFD_MSG_RUN) {
-            PyErr_Format(PyExc_RuntimeError, "affidavit worker: %s", rc < 0 ? afd_strerror(rc) : "unexpected message");
+            PyErr_Format(PyExc_RuntimeError, "affidavit worker: %s",
+                         rc < 0 ? afd_strerror(rc) : "unexpected message");
             break;
         }
         afd_run_req req;
@@ -454,10 +466,9 @@ PyObject *afd_rt_serve(PyObject *self, PyObject *args)
             break;
         }
         int wrc;
-        Py_BEGIN_ALLOW_THREADS
-        wrc = afd_proto_write_all(out_fd, out.data, out.len);
-        Py_END_ALLOW_THREADS
-        if (wrc < 0) { /* the engine is gone: stop quietly */
+        Py_BEGIN_ALLOW_THREADS wrc = afd_proto_write_all(out_fd, out.data, out.len);
+        Py_END_ALLOW_THREADS if (wrc < 0)
+        { /* the engine is gone: stop quietly */
             ret = PyLong_FromLong(-1);
             break;
         }

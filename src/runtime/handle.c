@@ -72,8 +72,8 @@ int afd_handle_scheduled(afd_handle *h)
     return *slot((PyObject *)h, afd_hl.scheduled) == Py_True;
 }
 
-afd_handle *afd_handle_new(afd_rt_state *st, PyObject *callback, PyObject *args,
-                           PyObject *context, PyObject *loop, int is_timer, double when)
+afd_handle *afd_handle_new(afd_rt_state *st, PyObject *callback, PyObject *args, PyObject *context,
+                           PyObject *loop, int is_timer, double when)
 {
     PyTypeObject *tp = is_timer ? st->timer_type : st->handle_type;
     PyObject *when_obj = NULL;
@@ -172,9 +172,9 @@ static void handle_dealloc(PyObject *h)
 static PyObject *exception_message(PyObject *cb, PyObject *args)
 {
     PyObject *helpers = PyImport_ImportModule("asyncio.format_helpers");
-    PyObject *src = helpers ? PyObject_CallMethod(helpers, "_format_callback_source", "OO", cb,
-                                                  args ? args : Py_None)
-                            : NULL;
+    PyObject *src =
+        helpers ? PyObject_CallMethod(helpers, "_format_callback_source", "OO", cb, args ? args : Py_None)
+                : NULL;
     Py_XDECREF(helpers);
     if (!src) {
         PyErr_Clear(); /* a callback whose repr fails still gets reported */
@@ -219,7 +219,8 @@ int afd_handle_run(afd_rt_state *st, afd_handle *hh)
             if (dict && PyDict_SetItem(dict, st->str_message, msg) == 0 &&
                 PyDict_SetItem(dict, st->str_exception, exc) == 0 &&
                 PyDict_SetItem(dict, st->str_handle, h) == 0) {
-                PyObject *r = PyObject_CallMethodOneArg(*slot(h, afd_hl.loop), st->str_call_exception_handler, dict);
+                PyObject *r =
+                    PyObject_CallMethodOneArg(*slot(h, afd_hl.loop), st->str_call_exception_handler, dict);
                 if (!r)
                     rc = -1;
                 Py_XDECREF(r);
@@ -269,7 +270,8 @@ static Py_ssize_t member_offset(PyTypeObject *tp, const char *name)
     }
     Py_DECREF(d);
     if (off < 0)
-        PyErr_Format(PyExc_ImportError, "affidavit: asyncio's %s.%s is not a __slots__ member", tp->tp_name, name);
+        PyErr_Format(PyExc_ImportError, "affidavit: asyncio's %s.%s is not a __slots__ member", tp->tp_name,
+                     name);
     return off;
 }
 
@@ -312,7 +314,7 @@ static int learn_layout(PyTypeObject *base, PyTypeObject *timer)
         return -1;
     /* Both types put the loop's bookkeeping at one offset, after the larger (the timer's) layout,
      * so that the hot path needs no per-type lookup; a plain handle carries two unused words. */
-    Py_ssize_t align = (Py_ssize_t)_Alignof(afd_handle_ext);
+    Py_ssize_t align = (Py_ssize_t) _Alignof(afd_handle_ext);
     afd_hl.ext = (timer->tp_basicsize + align - 1) / align * align;
     return 0;
 }

@@ -22,9 +22,8 @@ enum { HOOK_LOCK = 1, HOOK_EVENT = 2, HOOK_SEM = 3 };
 /* ---- attribute hooks ---- */
 
 typedef struct {
-    PyObject_HEAD
-    PyObject *name;  /* Owned interned str: the attribute asyncio uses ("_locked", "_value"). */
-    PyObject *store; /* Owned interned str: where the value really lives on the instance. */
+    PyObject_HEAD PyObject *name; /* Owned interned str: the attribute asyncio uses ("_locked", "_value"). */
+    PyObject *store;              /* Owned interned str: where the value really lives on the instance. */
     int kind;
 } attr_hook;
 
@@ -176,7 +175,8 @@ static PyObject *call_with_self(PyObject *fn, PyObject *self, PyObject *const *a
     return r;
 }
 
-static PyObject *queue_call(int which, PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+static PyObject *queue_call(int which, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                            PyObject *kwnames)
 {
     PyObject *r = call_with_self(queue_orig[which], self, args, nargs, kwnames);
     if (r && which == QH_INIT && afd_rec_active())
@@ -204,7 +204,8 @@ static PyObject *heap_fn[2];              /* Owned: heapq.heappush, heapq.heappo
 
 static PyObject *queue_storage(PyObject *self);
 
-static PyObject *storage_call(int which, PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+static PyObject *storage_call(int which, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                              PyObject *kwnames)
 {
     int is_put = which == QS_PUT_APPEND || which == QS_PUT_HEAP;
     if (kwnames || nargs != (is_put ? 1 : 0))
@@ -212,7 +213,8 @@ static PyObject *storage_call(int which, PyObject *self, PyObject *const *args, 
     PyObject *q = queue_storage(self);
     if (!q) {
         if (!PyErr_Occurred())
-            PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute '_queue'", Py_TYPE(self)->tp_name);
+            PyErr_Format(PyExc_AttributeError, "'%s' object has no attribute '_queue'",
+                         Py_TYPE(self)->tp_name);
         return NULL;
     }
     static PyObject *names[3];
@@ -248,10 +250,10 @@ static PyObject *storage_call(int which, PyObject *self, PyObject *const *args, 
     return r;
 }
 
-#define STORAGE_TRAMPOLINE(fn, which)                                                                \
-    static PyObject *fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)    \
-    {                                                                                                \
-        return storage_call(which, self, args, nargs, kwnames);                                      \
+#define STORAGE_TRAMPOLINE(fn, which)                                                                        \
+    static PyObject *fn(PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)          \
+    {                                                                                                        \
+        return storage_call(which, self, args, nargs, kwnames);                                              \
     }
 STORAGE_TRAMPOLINE(put_append_hook, QS_PUT_APPEND)
 STORAGE_TRAMPOLINE(get_popleft_hook, QS_GET_POPLEFT)
@@ -310,7 +312,10 @@ static PyObject *queue_qsize_hook(PyObject *self, PyObject *const *args, Py_ssiz
     return PyLong_FromSsize_t(n);
 }
 
-#define QUEUE_DEF(name, fn, doc) {name, (PyCFunction)(void (*)(void))fn, METH_FASTCALL | METH_KEYWORDS, doc}
+#define QUEUE_DEF(name, fn, doc)                                                                             \
+    {                                                                                                        \
+        name, (PyCFunction)(void (*)(void))fn, METH_FASTCALL | METH_KEYWORDS, doc                            \
+    }
 static PyMethodDef queue_defs[QH__COUNT] = {
     QUEUE_DEF("__init__", queue_init_hook, "asyncio.Queue.__init__, recorded by affidavit"),
     QUEUE_DEF("empty", queue_empty_hook, "asyncio.Queue.empty, recorded by affidavit"),
@@ -423,7 +428,8 @@ static PyMethodDef sleep_def = {"sleep", sleep_hook, METH_O,
 
 /* ---- installation ---- */
 
-static int set_attr_hook(PyObject *module, const char *modname, const char *clsname, const char *attr, int kind)
+static int set_attr_hook(PyObject *module, const char *modname, const char *clsname, const char *attr,
+                         int kind)
 {
     PyObject *m = PyImport_ImportModule(modname);
     PyObject *cls = m ? PyObject_GetAttrString(m, clsname) : NULL;

@@ -28,8 +28,7 @@
 #define MIN_SCHEDULED_TIMER_HANDLES 100
 
 typedef struct afd_loop {
-    PyObject_HEAD
-    PyObject **ready; /* Owned ring of owned handles. */
+    PyObject_HEAD PyObject **ready; /* Owned ring of owned handles. */
     size_t rhead, rcount, rcap;
     afd_handle **heap; /* Owned array of owned timers, a binary min-heap on (when, seq). */
     size_t hn, hcap;
@@ -453,7 +452,8 @@ static int deadlock(afd_loop *self)
 {
     if (afd_hooks_record_deadlock(loop_state(self), (PyObject *)self) < 0)
         return -1;
-    PyErr_SetString(PyExc_RuntimeError, "affidavit: deadlock: every task is blocked and nothing can wake one");
+    PyErr_SetString(PyExc_RuntimeError,
+                    "affidavit: deadlock: every task is blocked and nothing can wake one");
     return -1;
 }
 
@@ -467,11 +467,12 @@ static int controlled_wait(afd_loop *self, int stopping)
         uint64_t deadline = afd_rt_ceil_ns(heap_when(self, 0));
         if (deadline < self->clock_ns)
             deadline = self->clock_ns;
-        uint64_t late = afd_schedule_lateness(&afd_rt_config.schedule, self->idle_wakes++, self->clock_ns, deadline);
+        uint64_t late =
+            afd_schedule_lateness(&afd_rt_config.schedule, self->idle_wakes++, self->clock_ns, deadline);
         late = afd_deadline_cap_lateness(self->heap, self->hn, deadline, late);
         uint64_t jump = deadline - self->clock_ns + late;
-        afd_rec_event(AFD_EV_IDLE, 0, 0, late > UINT32_MAX ? UINT32_MAX : (uint32_t)late, 0,
-                      self->clock_ns, jump);
+        afd_rec_event(AFD_EV_IDLE, 0, 0, late > UINT32_MAX ? UINT32_MAX : (uint32_t)late, 0, self->clock_ns,
+                      jump);
         self->clock_ns += jump;
         return 0;
     }
@@ -681,7 +682,8 @@ static PyObject *loop_core_init(afd_loop *self, PyObject *unused)
     self->mono_start_ns = mono_ns();
     self->thread_id = PyThread_get_thread_ident();
     self->loop_no = ++afd_rec_loops;
-    afd_rec_event(AFD_EV_LOOP, self->controlled, 0, self->loop_no, 0, self->controlled ? self->clock_ns : 0, 0);
+    afd_rec_event(AFD_EV_LOOP, self->controlled, 0, self->loop_no, 0, self->controlled ? self->clock_ns : 0,
+                  0);
     Py_RETURN_NONE;
 }
 
@@ -708,8 +710,8 @@ static PyObject *loop_core_clear(afd_loop *self, PyObject *unused)
 static PyObject *loop_core_stats(afd_loop *self, PyObject *unused)
 {
     return Py_BuildValue("{s:n,s:n,s:K,s:O}", "ready", (Py_ssize_t)self->rcount, "timers",
-                         (Py_ssize_t)self->hn, "clock_ns", (unsigned long long)self->clock_ns,
-                         "controlled", self->controlled ? Py_True : Py_False);
+                         (Py_ssize_t)self->hn, "clock_ns", (unsigned long long)self->clock_ns, "controlled",
+                         self->controlled ? Py_True : Py_False);
 }
 
 static int loop_traverse(afd_loop *self, visitproc visit, void *arg)

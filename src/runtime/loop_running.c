@@ -75,7 +75,8 @@ static PyMethodDef running_defs[] = {
      "asyncio's _get_running_loop, answered without a system call inside a controlled step"},
     {"get_running_loop", rt_get_running_loop2, METH_NOARGS,
      "asyncio's get_running_loop, answered without a system call inside a controlled step"},
-    {"_set_running_loop", rt_set_running_loop, METH_O, "asyncio's _set_running_loop, remembered by affidavit"},
+    {"_set_running_loop", rt_set_running_loop, METH_O,
+     "asyncio's _set_running_loop, remembered by affidavit"},
 };
 
 int afd_loop_install_running(void)

@@ -250,8 +250,7 @@ static PyObject *rt_trim_heap(PyObject *m, PyObject *unused)
 /* ---- assertion(resource): a context manager recording the asserted resource ---- */
 
 typedef struct afd_assertion {
-    PyObject_HEAD
-    PyObject *resource; /* Owned str. */
+    PyObject_HEAD PyObject *resource; /* Owned str. */
 } afd_assertion;
 
 static PyObject *assertion_new(PyTypeObject *tp, PyObject *args, PyObject *kw)
@@ -327,10 +326,12 @@ static PyMethodDef rt_methods[] = {
      "portfolio_token(master_seed, i, est_steps=1, strategy=None): the i-th schedule's token."},
     {"token_encode", (PyCFunction)(void (*)(void))rt_token_encode, METH_VARARGS | METH_KEYWORDS,
      "token_encode(strategy, seed, pct_depth=0, pct_steps=0, delays=()): an explicit schedule's token."},
-    {"trim_heap", rt_trim_heap, METH_NOARGS, "Ready the worker's memory for forking; returns the kilobytes moved onto huge pages."},
+    {"trim_heap", rt_trim_heap, METH_NOARGS,
+     "Ready the worker's memory for forking; returns the kilobytes moved onto huge pages."},
     {"token_describe", rt_token_describe, METH_O, "Describe a token's schedule."},
     {"send_hello", afd_rt_send_hello, METH_VARARGS, "send_hello(out_fd, python, hash_seed, error, nodeid)"},
-    {"task_order", rt_task_order, METH_O, "task_order(task): the task's number in this run (creation order)."},
+    {"task_order", rt_task_order, METH_O,
+     "task_order(task): the task's number in this run (creation order)."},
     {"token_delays", rt_token_delays, METH_O, "token_delays(token): [(task label, step ordinal, cost ns)]."},
     {"install_hooks", afd_rt_install_hooks, METH_NOARGS,
      "install_hooks(): record asyncio Lock/Event/Semaphore/Queue transitions and time.sleep (idempotent)."},
@@ -338,7 +339,8 @@ static PyMethodDef rt_methods[] = {
      "library_path(path): path relative to its stdlib or site-packages directory, or None."},
     {"set_context", afd_rt_set_context, METH_VARARGS,
      "set_context(base_dir, loop_note): where trace paths are relative to; who chose the loop policy."},
-    {"serve", afd_rt_serve, METH_VARARGS, "serve(in_fd, out_fd, run_child, python, hash_seed): the fork server."},
+    {"serve", afd_rt_serve, METH_VARARGS,
+     "serve(in_fd, out_fd, run_child, python, hash_seed): the fork server."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -404,8 +406,8 @@ static int rt_exec(PyObject *m)
     Py_DECREF(paths);
     if (!st->stdlib_prefix)
         return -1;
-#define INTERN(field, s)              \
-    if (!(st->field = intern(s)))     \
+#define INTERN(field, s)                                                                                     \
+    if (!(st->field = intern(s)))                                                                            \
         return -1;
     INTERN(str_call_exception_handler, "call_exception_handler");
     INTERN(str_get_coro, "get_coro");
@@ -448,7 +450,7 @@ static int rt_exec(PyObject *m)
         PyModule_AddIntConstant(m, "TRACE_THREADS", AFD_TRACE_THREADS) < 0 ||
         PyModule_AddIntConstant(m, "TRACE_REAL_IO", AFD_TRACE_REAL_IO) < 0)
         return -1;
-    static const char *outcomes[] = {"OUT_PASS", "OUT_FAIL", "OUT_ERROR", "OUT_SKIP",
+    static const char *outcomes[] = {"OUT_PASS", "OUT_FAIL",  "OUT_ERROR",     "OUT_SKIP",
                                      "OUT_HANG", "OUT_CRASH", "OUT_STEP_LIMIT"};
     for (int i = 0; i < AFD_OUT__COUNT; i++)
         if (PyModule_AddIntConstant(m, outcomes[i], i) < 0)

@@ -79,8 +79,8 @@ int afd_rec_begin(void *mem, size_t size, int prefault)
     if (size < 1u << 20)
         size = 1u << 20;
     if (!mem) {
-        mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | (prefault ? MAP_POPULATE : 0),
-                   -1, 0);
+        mem = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | (prefault ? MAP_POPULATE : 0), -1, 0);
         if (mem == MAP_FAILED) {
             PyErr_NoMemory();
             return -1;
@@ -143,8 +143,8 @@ uint64_t afd_rec_steps(void)
     return rec->hdr ? rec->hdr->steps : 0;
 }
 
-void afd_rec_event(uint8_t kind, uint8_t flags, uint32_t task, uint32_t a, uint32_t b,
-                   uint64_t vtime, uint64_t cost)
+void afd_rec_event(uint8_t kind, uint8_t flags, uint32_t task, uint32_t a, uint32_t b, uint64_t vtime,
+                   uint64_t cost)
 {
     afd_shm_header *h = rec->hdr;
     if (!h)
@@ -428,8 +428,8 @@ static int is_user_file(afd_rt_state *st, PyObject *filename)
         return 0;
     Py_ssize_t n = PyTuple_GET_SIZE(st->stdlib_prefix);
     for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t r = PyUnicode_Tailmatch(filename, PyTuple_GET_ITEM(st->stdlib_prefix, i), 0,
-                                           PY_SSIZE_T_MAX, -1);
+        Py_ssize_t r =
+            PyUnicode_Tailmatch(filename, PyTuple_GET_ITEM(st->stdlib_prefix, i), 0, PY_SSIZE_T_MAX, -1);
         if (r)
             return 0;
     }

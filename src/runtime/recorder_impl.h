@@ -20,7 +20,7 @@
 
 typedef struct pmap_entry {
     const void *key;
-    uint32_t aux;  /* second key part (a line number), 0 when unused */
+    uint32_t aux; /* second key part (a line number), 0 when unused */
     uint32_t value;
 } pmap_entry;
 
@@ -75,23 +75,23 @@ static inline void pmap_clear(pmap *m)
 
 /* The recorder's state: the region of the current run and the tables that name what it saw. */
 typedef struct afd_recorder {
-    uint8_t *mem;       /* Borrowed (shared mapping) or owned (private). */
+    uint8_t *mem; /* Borrowed (shared mapping) or owned (private). */
     int owned;
     size_t size;
-    afd_shm_header *hdr; /* Borrowed: the start of mem; NULL while no run records. */
-    afd_event *events;   /* Borrowed: into mem. */
-    uint8_t *strings;    /* Borrowed: into mem. */
-    char *failure;       /* Borrowed: into mem. */
+    afd_shm_header *hdr;  /* Borrowed: the start of mem; NULL while no run records. */
+    afd_event *events;    /* Borrowed: into mem. */
+    uint8_t *strings;     /* Borrowed: into mem. */
+    char *failure;        /* Borrowed: into mem. */
     afd_task_info *tasks; /* Owned, index = id (slot 0 unused). */
     uint32_t n_tasks;
     size_t cap_tasks;
-    pmap task_map;      /* task object or callback key -> id */
-    pmap site_map;      /* (code object, line) -> string id */
-    PyObject *interned; /* Owned dict: str -> int string id. */
+    pmap task_map;         /* task object or callback key -> id */
+    pmap site_map;         /* (code object, line) -> string id */
+    PyObject *interned;    /* Owned dict: str -> int string id. */
     PyObject *qual_counts; /* Owned dict: qualname -> next n. */
-    PyObject *keep;     /* Owned list: objects whose addresses are map keys. */
-    pmap obj_map;       /* synchronization object -> number (from 1) */
-    afd_sync_obj *objs; /* Owned, index = number (slot 0 unused). */
+    PyObject *keep;        /* Owned list: objects whose addresses are map keys. */
+    pmap obj_map;          /* synchronization object -> number (from 1) */
+    afd_sync_obj *objs;    /* Owned, index = number (slot 0 unused). */
     uint32_t n_objs;
     size_t cap_objs;
     const void *last_obj; /* Borrowed: the last object numbered (alive: every numbered object is kept) */
@@ -99,7 +99,7 @@ typedef struct afd_recorder {
     afd_code_info *codes; /* Owned: the line tracer's per-code facts, indexed from code_map */
     uint32_t n_codes;
     size_t cap_codes;
-    pmap code_map;        /* code object -> index + 1 into codes */
+    pmap code_map; /* code object -> index + 1 into codes */
 } afd_recorder;
 
 /* The one recorder of the process (a fork server child records one run at a time). */

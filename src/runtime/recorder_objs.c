@@ -179,7 +179,8 @@ static uint32_t sync_number_slow(afd_rt_state *st, PyObject *obj)
     uint32_t number = add_object(obj, label);
     Py_DECREF(label);
     if (number)
-        afd_rec_event(AFD_EV_SYNC, AFD_SYNC_CREATE, afd_rec_current, number, rec->objs[number].label, afd_rec_now, 0);
+        afd_rec_event(AFD_EV_SYNC, AFD_SYNC_CREATE, afd_rec_current, number, rec->objs[number].label,
+                      afd_rec_now, 0);
     return number;
 }
 
@@ -202,7 +203,6 @@ void afd_rec_sync(afd_rt_state *st, PyObject *obj, int kind)
     if (exc)
         afd_restore_exception(exc);
 }
-
 
 /* ---- the line tracer's facts ---- */
 
@@ -240,7 +240,8 @@ const afd_code_info *afd_rec_code_info(afd_rt_state *st, PyCodeObject *code)
     if (afd_array_grow((void **)&rec->codes, &rec->cap_codes, (size_t)rec->n_codes + 1, sizeof *rec->codes,
                        256))
         return NULL;
-    afd_code_info ci = {.user = (uint8_t)afd_rec_code_is_user(st, code), .receiver = 0, .file = AFD_NOSTR, .scan = NULL};
+    afd_code_info ci = {
+        .user = (uint8_t)afd_rec_code_is_user(st, code), .receiver = 0, .file = AFD_NOSTR, .scan = NULL};
     if (ci.user) {
         PyObject *fn = PyObject_GetAttrString((PyObject *)code, "co_filename");
         if (fn) {

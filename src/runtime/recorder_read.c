@@ -144,12 +144,12 @@ static PyObject *event_row(const afd_trace *tr, const afd_event *e)
     int a_is_str = e->kind == AFD_EV_OP_BEGIN || e->kind == AFD_EV_OP_END || e->kind == AFD_EV_LINE ||
                    e->kind == AFD_EV_LOCAL;
     int b_is_str = e->kind == AFD_EV_TASK || e->kind == AFD_EV_STEP || e->kind == AFD_EV_OP_BEGIN ||
-                   e->kind == AFD_EV_OP_END || e->kind == AFD_EV_ASSERT_BEGIN || e->kind == AFD_EV_ASSERT_END ||
-                   e->kind == AFD_EV_SYNC || e->kind == AFD_EV_BLOCK;
+                   e->kind == AFD_EV_OP_END || e->kind == AFD_EV_ASSERT_BEGIN ||
+                   e->kind == AFD_EV_ASSERT_END || e->kind == AFD_EV_SYNC || e->kind == AFD_EV_BLOCK;
     PyObject *a = a_is_str ? str_or_empty(tr, e->a) : PyLong_FromUnsignedLong(e->a);
     PyObject *b = b_is_str ? str_or_empty(tr, e->b) : PyLong_FromUnsignedLong(e->b);
     PyObject *t = (a && b) ? Py_BuildValue("(isOOiK)", e->kind, task_label_of(e->task), a, b, e->flags,
-                                            (unsigned long long)e->vtime)
+                                           (unsigned long long)e->vtime)
                            : NULL;
     Py_XDECREF(a);
     Py_XDECREF(b);
@@ -185,7 +185,7 @@ PyObject *afd_rt_trace_info(PyObject *self, PyObject *unused)
     if (!h)
         return Py_BuildValue("{s:K,s:I,s:K,s:O,s:I}", "steps", 0ULL, "events", 0u, "dropped", 0ULL,
                              "truncated", Py_False, "flags", 0u);
-    return Py_BuildValue("{s:K,s:I,s:K,s:O,s:I}", "steps", (unsigned long long)h->steps, "events", h->n_events,
-                         "dropped", (unsigned long long)h->dropped, "truncated",
+    return Py_BuildValue("{s:K,s:I,s:K,s:O,s:I}", "steps", (unsigned long long)h->steps, "events",
+                         h->n_events, "dropped", (unsigned long long)h->dropped, "truncated",
                          (h->flags & AFD_TRACE_TRUNCATED) ? Py_True : Py_False, "flags", h->flags);
 }

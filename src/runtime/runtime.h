@@ -19,14 +19,14 @@
 #include "trace.h"
 
 typedef struct afd_rt_state {
-    PyTypeObject *handle_type;  /* Owned. */
-    PyTypeObject *timer_type;   /* Owned. */
-    PyTypeObject *loopcore_type; /* Owned. */
-    PyTypeObject *assertion_type; /* Owned. */
-    PyObject *task_types;       /* Owned tuple: asyncio.Task and asyncio.tasks._PyTask. */
-    PyObject *c_task_type;      /* Owned: _asyncio.Task, the common exact type. */
-    PyObject *step_wrapper_type; /* Owned or NULL: the type of C Task step callbacks, learned. */
-    PyObject *stdlib_prefix;    /* Owned str: sysconfig's stdlib directory. */
+    PyTypeObject *handle_type;            /* Owned. */
+    PyTypeObject *timer_type;             /* Owned. */
+    PyTypeObject *loopcore_type;          /* Owned. */
+    PyTypeObject *assertion_type;         /* Owned. */
+    PyObject *task_types;                 /* Owned tuple: asyncio.Task and asyncio.tasks._PyTask. */
+    PyObject *c_task_type;                /* Owned: _asyncio.Task, the common exact type. */
+    PyObject *step_wrapper_type;          /* Owned or NULL: the type of C Task step callbacks, learned. */
+    PyObject *stdlib_prefix;              /* Owned str: sysconfig's stdlib directory. */
     PyObject *str_call_exception_handler; /* Owned interned names. */
     PyObject *str_get_coro;
     PyObject *str_cr_frame;
@@ -69,10 +69,10 @@ typedef struct afd_handle {
 
 /* The loop's own fields of a handle, stored after asyncio's slots. */
 typedef struct afd_handle_ext {
-    double when;      /* Timers: the deadline in loop time (the _when slot holds the same float). */
-    uint64_t seq;     /* Timers: creation order, the tie-breaker of equal deadlines. */
-    uint32_t creator; /* The recorder's id of the task whose step created this handle (0 none). */
-    uint32_t origin;  /* 1 + the index of the step that created this handle (0 none). */
+    double when;       /* Timers: the deadline in loop time (the _when slot holds the same float). */
+    uint64_t seq;      /* Timers: creation order, the tie-breaker of equal deadlines. */
+    uint32_t creator;  /* The recorder's id of the task whose step created this handle (0 none). */
+    uint32_t origin;   /* 1 + the index of the step that created this handle (0 none). */
     uint32_t deadline; /* Timers: the deadline's number in the run (deadlines.c), 0 if not one. */
     uint8_t is_timer;
 } afd_handle_ext;
@@ -108,8 +108,8 @@ static inline int afd_handle_check(const afd_rt_state *st, PyObject *obj)
     return Py_TYPE(obj) == st->handle_type || Py_TYPE(obj) == st->timer_type;
 }
 /* Creates a handle; steals nothing. args may be NULL. */
-afd_handle *afd_handle_new(afd_rt_state *st, PyObject *callback, PyObject *args,
-                           PyObject *context, PyObject *loop, int is_timer, double when);
+afd_handle *afd_handle_new(afd_rt_state *st, PyObject *callback, PyObject *args, PyObject *context,
+                           PyObject *loop, int is_timer, double when);
 /* Runs the handle's callback in its context, as asyncio.Handle._run does: SystemExit and
  * KeyboardInterrupt propagate (returns -1), any other exception goes to the loop's exception
  * handler (returns 0 unless that handler itself fails). */
@@ -143,18 +143,18 @@ void afd_deadline_reset(void);
 /* The process-wide schedule and mode of the current run. */
 typedef struct afd_run_config {
     int configured;
-    uint8_t mode;         /* enum afd_mode */
+    uint8_t mode; /* enum afd_mode */
     afd_schedule schedule;
-    uint64_t max_steps;   /* 0: unbounded */
-    int trace_lines;      /* record the lines of user code each step runs */
+    uint64_t max_steps; /* 0: unbounded */
+    int trace_lines;    /* record the lines of user code each step runs */
 } afd_run_config;
 extern afd_run_config afd_rt_config;
 
 /* Per-task bookkeeping, indexed by recorder task id (from 1). */
 typedef struct afd_task_info {
-    PyObject *weak;   /* Owned weak reference to the task (NULL for callback pseudo-tasks). */
-    PyObject *coro;   /* Owned or NULL. */
-    char *label;      /* Owned. */
+    PyObject *weak; /* Owned weak reference to the task (NULL for callback pseudo-tasks). */
+    PyObject *coro; /* Owned or NULL. */
+    char *label;    /* Owned. */
     size_t label_len;
     uint64_t label_hash;
     uint32_t next_ordinal;
@@ -171,10 +171,10 @@ int afd_rec_begin(void *mem, size_t size, int prefault);
 uint32_t afd_rec_identify(afd_rt_state *st, PyObject *callback, uint32_t creator);
 afd_task_info *afd_rec_task(uint32_t id);
 /* Records one step of task id that ran from vstart for cost virtual ns and wall ns. */
-void afd_rec_step(afd_rt_state *st, uint32_t id, uint32_t ordinal, uint64_t vstart,
-                  uint64_t cost, uint64_t wall);
-void afd_rec_event(uint8_t kind, uint8_t flags, uint32_t task, uint32_t a, uint32_t b,
-                   uint64_t vtime, uint64_t cost);
+void afd_rec_step(afd_rt_state *st, uint32_t id, uint32_t ordinal, uint64_t vstart, uint64_t cost,
+                  uint64_t wall);
+void afd_rec_event(uint8_t kind, uint8_t flags, uint32_t task, uint32_t a, uint32_t b, uint64_t vtime,
+                   uint64_t cost);
 /* Interns a Python str (or a C string when s is NULL) into the string table. */
 uint32_t afd_rec_intern(PyObject *s, const char *cs);
 void afd_rec_flag(uint32_t flag);
@@ -192,9 +192,9 @@ extern uint64_t afd_rec_extra_cost;
 
 /* A synchronization object seen in this run (asyncio Lock, Event, Semaphore, Queue). */
 typedef struct afd_sync_obj {
-    PyObject *obj;   /* Owned: kept alive so its address is never reused within the run. */
-    uint32_t label;  /* string id of "Type@file:line" */
-    uint32_t owner;  /* Locks: the task holding it (0: free or unknown). */
+    PyObject *obj;  /* Owned: kept alive so its address is never reused within the run. */
+    uint32_t label; /* string id of "Type@file:line" */
+    uint32_t owner; /* Locks: the task holding it (0: free or unknown). */
 } afd_sync_obj;
 
 int afd_rec_active(void);
@@ -211,7 +211,7 @@ uint32_t afd_rec_task_id(afd_rt_state *st, PyObject *task);
 /* The recorder's memory layout, shared with the fork server's reader. */
 typedef struct afd_shm_header {
     uint32_t magic;
-    uint32_t result_ready;  /* the child wrote its outcome */
+    uint32_t result_ready; /* the child wrote its outcome */
     uint32_t outcome;
     uint32_t flags;
     uint64_t steps;
@@ -257,9 +257,9 @@ void afd_loop_step_end(afd_loop_stepping prev);
 
 /* What the line tracer needs to know of a code object, decided once per code object. */
 typedef struct afd_code_info {
-    uint8_t user;     /* the user's code: not the stdlib, site-packages or affidavit */
-    uint8_t receiver; /* first parameter: 1 `self`, 2 `cls`, 0 neither */
-    uint32_t file;    /* string id of the code's path, relative to the trace's base directory */
+    uint8_t user;                  /* the user's code: not the stdlib, site-packages or affidavit */
+    uint8_t receiver;              /* first parameter: 1 `self`, 2 `cls`, 0 neither */
+    uint32_t file;                 /* string id of the code's path, relative to the trace's base directory */
     const struct afd_pyscan *scan; /* the file's access summary (for local variables), or NULL */
 } afd_code_info;
 /* NULL on failure (no exception left). */
@@ -318,7 +318,6 @@ int afd_worker_heap_installed(void);
 long afd_worker_collapse(void);
 PyObject *afd_rt_child_heap(PyObject *self, PyObject *unused);
 PyObject *afd_rt_send_hello(PyObject *self, PyObject *args);
-
 
 /* ---- Small compatibility helpers for Python 3.10 to 3.13 -------------------------------- */
 

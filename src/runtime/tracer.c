@@ -19,9 +19,9 @@
 typedef struct frame_info {
     uint8_t user;
     const afd_pyscan *scan; /* the file's accesses, for lines that reach into local variables */
-    uint32_t file;   /* string id of the code's path */
-    uint32_t recv;   /* receiver object number, 0 none */
-    uint32_t label;  /* receiver label string id, AFD_NOSTR none */
+    uint32_t file;          /* string id of the code's path */
+    uint32_t recv;          /* receiver object number, 0 none */
+    uint32_t label;         /* receiver label string id, AFD_NOSTR none */
 } frame_info;
 
 static struct {
@@ -98,7 +98,8 @@ static void record_locals(PyFrameObject *frame, const afd_pyscan *scan, uint32_t
             uint32_t label;
             uint32_t number = afd_rec_receiver(tracer_state, v, 0, &label);
             if (number)
-                afd_rec_event(AFD_EV_LOCAL, 0, afd_rec_current, afd_rec_intern(NULL, a->name), line, number, label);
+                afd_rec_event(AFD_EV_LOCAL, 0, afd_rec_current, afd_rec_intern(NULL, a->name), line, number,
+                              label);
         }
         Py_DECREF(v);
     }

@@ -23,47 +23,47 @@
 
 #define TEST(name) static void test_##name(void)
 
-#define FAIL_AT(...)                                            \
-    do {                                                        \
-        fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__);       \
-        fprintf(stderr, __VA_ARGS__);                           \
-        fputc('\n', stderr);                                    \
-        exit(1);                                                \
+#define FAIL_AT(...)                                                                                         \
+    do {                                                                                                     \
+        fprintf(stderr, "  %s:%d: ", __FILE__, __LINE__);                                                    \
+        fprintf(stderr, __VA_ARGS__);                                                                        \
+        fputc('\n', stderr);                                                                                 \
+        exit(1);                                                                                             \
     } while (0)
 
-#define CHECK(cond)                                     \
-    do {                                                \
-        if (!(cond))                                    \
-            FAIL_AT("CHECK(%s) failed", #cond);         \
+#define CHECK(cond)                                                                                          \
+    do {                                                                                                     \
+        if (!(cond))                                                                                         \
+            FAIL_AT("CHECK(%s) failed", #cond);                                                              \
     } while (0)
 
-#define CHECK_EQ_INT(a, b)                                                                   \
-    do {                                                                                     \
-        long long va_ = (long long)(a), vb_ = (long long)(b);                               \
-        if (va_ != vb_)                                                                      \
-            FAIL_AT("%s == %s failed: %lld != %lld", #a, #b, va_, vb_);                     \
+#define CHECK_EQ_INT(a, b)                                                                                   \
+    do {                                                                                                     \
+        long long va_ = (long long)(a), vb_ = (long long)(b);                                                \
+        if (va_ != vb_)                                                                                      \
+            FAIL_AT("%s == %s failed: %lld != %lld", #a, #b, va_, vb_);                                      \
     } while (0)
 
-#define CHECK_EQ_U64(a, b)                                                                   \
-    do {                                                                                     \
-        uint64_t va_ = (uint64_t)(a), vb_ = (uint64_t)(b);                                  \
-        if (va_ != vb_)                                                                      \
-            FAIL_AT("%s == %s failed: %" PRIu64 " != %" PRIu64, #a, #b, va_, vb_);         \
+#define CHECK_EQ_U64(a, b)                                                                                   \
+    do {                                                                                                     \
+        uint64_t va_ = (uint64_t)(a), vb_ = (uint64_t)(b);                                                   \
+        if (va_ != vb_)                                                                                      \
+            FAIL_AT("%s == %s failed: %" PRIu64 " != %" PRIu64, #a, #b, va_, vb_);                           \
     } while (0)
 
-#define CHECK_EQ_STR(a, b)                                                                   \
-    do {                                                                                     \
-        const char *va_ = (a), *vb_ = (b);                                                  \
-        if (!va_ || !vb_ || strcmp(va_, vb_) != 0)                                           \
-            FAIL_AT("%s == %s failed: \"%s\" != \"%s\"", #a, #b, va_ ? va_ : "(null)",       \
-                    vb_ ? vb_ : "(null)");                                                   \
+#define CHECK_EQ_STR(a, b)                                                                                   \
+    do {                                                                                                     \
+        const char *va_ = (a), *vb_ = (b);                                                                   \
+        if (!va_ || !vb_ || strcmp(va_, vb_) != 0)                                                           \
+            FAIL_AT("%s == %s failed: \"%s\" != \"%s\"", #a, #b, va_ ? va_ : "(null)",                       \
+                    vb_ ? vb_ : "(null)");                                                                   \
     } while (0)
 
-#define CHECK_NEAR(a, b, eps)                                                                \
-    do {                                                                                     \
-        double va_ = (double)(a), vb_ = (double)(b);                                        \
-        if (!(va_ - vb_ <= (eps) && vb_ - va_ <= (eps)))                                     \
-            FAIL_AT("%s ~= %s failed: %.9g != %.9g", #a, #b, va_, vb_);                     \
+#define CHECK_NEAR(a, b, eps)                                                                                \
+    do {                                                                                                     \
+        double va_ = (double)(a), vb_ = (double)(b);                                                         \
+        if (!(va_ - vb_ <= (eps) && vb_ - va_ <= (eps)))                                                     \
+            FAIL_AT("%s ~= %s failed: %.9g != %.9g", #a, #b, va_, vb_);                                      \
     } while (0)
 
 typedef struct test_entry {
@@ -159,11 +159,14 @@ static inline int run_tests(const char *suite, const test_entry *tests, size_t n
     return failed ? 1 : 0;
 }
 
-#define T(name) {#name, test_##name}
-#define RUN_TESTS(suite, ...)                                                        \
-    do {                                                                             \
-        static const test_entry tests_[] = {__VA_ARGS__};                            \
-        return run_tests(suite, tests_, sizeof tests_ / sizeof tests_[0]);          \
+#define T(name)                                                                                              \
+    {                                                                                                        \
+#name, test_##name                                                                                   \
+    }
+#define RUN_TESTS(suite, ...)                                                                                \
+    do {                                                                                                     \
+        static const test_entry tests_[] = {__VA_ARGS__};                                                    \
+        return run_tests(suite, tests_, sizeof tests_ / sizeof tests_[0]);                                   \
     } while (0)
 
 #endif

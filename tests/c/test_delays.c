@@ -14,12 +14,16 @@ static void two_tasks(afd_trace *t)
     CHECK_EQ_INT(afd_trace_add_string(t, "refresh#0", 9, &refresh), 0);
     CHECK_EQ_INT(afd_trace_add_string(t, "use#0", 5, &use), 0);
     afd_event evs[] = {
-        tb_event(AFD_EV_TASK, 0, 1, 0, refresh), tb_event(AFD_EV_STEP, 0, 1, 0, AFD_NOSTR),
-        tb_event(AFD_EV_TASK, 0, 2, 1, use), tb_event(AFD_EV_STEP, 0, 2, 0, AFD_NOSTR),
-        tb_event(AFD_EV_STEP, 0, 1, 1, AFD_NOSTR), tb_event(AFD_EV_STEP, 0, 2, 1, AFD_NOSTR),
+        tb_event(AFD_EV_TASK, 0, 1, 0, refresh),
+        tb_event(AFD_EV_STEP, 0, 1, 0, AFD_NOSTR),
+        tb_event(AFD_EV_TASK, 0, 2, 1, use),
+        tb_event(AFD_EV_STEP, 0, 2, 0, AFD_NOSTR),
+        tb_event(AFD_EV_STEP, 0, 1, 1, AFD_NOSTR),
+        tb_event(AFD_EV_STEP, 0, 2, 1, AFD_NOSTR),
         tb_event(AFD_EV_STEP, 0, 1, 2, AFD_NOSTR),
         /* a step of a task with no TASK event, and a task id no recorder gives: never a match */
-        tb_event(AFD_EV_STEP, 0, 7, 5, AFD_NOSTR), tb_event(AFD_EV_STEP, 0, 0xffffffffu, 5, AFD_NOSTR),
+        tb_event(AFD_EV_STEP, 0, 7, 5, AFD_NOSTR),
+        tb_event(AFD_EV_STEP, 0, 0xffffffffu, 5, AFD_NOSTR),
     };
     CHECK_EQ_INT(afd_trace_add_events(t, evs, (uint32_t)(sizeof evs / sizeof evs[0])), 0);
 }

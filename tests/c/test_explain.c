@@ -104,29 +104,29 @@ TEST(view_accesses)
     tb_task(&t, 1, 0, la);
     tb_task(&t, 2, 0, lb);
     tb_wake(&t, 1, 0, 1);
-    tb_op(&t, 1, AFD_NOSTR, bal, 0);                               /* 0: read */
-    tb_op(&t, 1, opname, bal, 1);                                  /* 1: credit (write) */
+    tb_op(&t, 1, AFD_NOSTR, bal, 0); /* 0: read */
+    tb_op(&t, 1, opname, bal, 1);    /* 1: credit (write) */
     tb_step(&t, 1, 0, site);
     tb_wake(&t, 2, 1, 2);
-    tb_sync(&t, 2, AFD_SYNC_CREATE, 1, evl);                    /* not an access */
-    tb_sync(&t, 2, AFD_SYNC_LOCK_ACQUIRE, 2, ll);               /* not an access */
-    tb_sync(&t, 2, AFD_SYNC_EVENT_CHECK, 1, evl);               /* 2: check (read) */
-    tb_sync(&t, 2, AFD_SYNC_LOCK_RELEASE, 2, ll);               /* not an access */
-    tb_ev(&t, AFD_EV_ASSERT_BEGIN, 0, 2, 0, bal);                  /* not an access */
-    tb_ev(&t, AFD_EV_ASSERT_END, 1, 2, 0, bal);                    /* not an access */
+    tb_sync(&t, 2, AFD_SYNC_CREATE, 1, evl);      /* not an access */
+    tb_sync(&t, 2, AFD_SYNC_LOCK_ACQUIRE, 2, ll); /* not an access */
+    tb_sync(&t, 2, AFD_SYNC_EVENT_CHECK, 1, evl); /* 2: check (read) */
+    tb_sync(&t, 2, AFD_SYNC_LOCK_RELEASE, 2, ll); /* not an access */
+    tb_ev(&t, AFD_EV_ASSERT_BEGIN, 0, 2, 0, bal); /* not an access */
+    tb_ev(&t, AFD_EV_ASSERT_END, 1, 2, 0, bal);   /* not an access */
     tb_step(&t, 2, 0, AFD_NOSTR);
     tb_wake(&t, 1, 2, 3);
-    tb_ev(&t, AFD_EV_OP_END, 3, 1, AFD_NOSTR, bal);                /* 3: write that raised */
-    tb_op(&t, 1, AFD_NOSTR, bal, 0);                               /* 4: read, occurrence 1 */
-    tb_sync(&t, 1, AFD_SYNC_EVENT_SET, 1, evl);                 /* 5: set (write) */
-    tb_sync(&t, 1, AFD_SYNC_EVENT_CLEAR, 1, evl);               /* 6: clear (write) */
-    tb_sync(&t, 1, AFD_SYNC_QUEUE_PUT, 3, ql);                  /* 7: put (write) */
+    tb_ev(&t, AFD_EV_OP_END, 3, 1, AFD_NOSTR, bal); /* 3: write that raised */
+    tb_op(&t, 1, AFD_NOSTR, bal, 0);                /* 4: read, occurrence 1 */
+    tb_sync(&t, 1, AFD_SYNC_EVENT_SET, 1, evl);     /* 5: set (write) */
+    tb_sync(&t, 1, AFD_SYNC_EVENT_CLEAR, 1, evl);   /* 6: clear (write) */
+    tb_sync(&t, 1, AFD_SYNC_QUEUE_PUT, 3, ql);      /* 7: put (write) */
     tb_step(&t, 1, 1, site);
     tb_wake(&t, 2, 3, 4);
-    tb_sync(&t, 2, AFD_SYNC_EVENT_OBSERVE, 1, evl);             /* 8: check (read), occurrence 1 */
-    tb_sync(&t, 2, AFD_SYNC_QUEUE_CHECK, 3, ql);                /* 9: check (read) */
-    tb_sync(&t, 2, AFD_SYNC_QUEUE_GET, 3, ql);                  /* 10: get (write) */
-    tb_op(&t, 3, AFD_NOSTR, bal, 1);                               /* 11: an unknown task */
+    tb_sync(&t, 2, AFD_SYNC_EVENT_OBSERVE, 1, evl); /* 8: check (read), occurrence 1 */
+    tb_sync(&t, 2, AFD_SYNC_QUEUE_CHECK, 3, ql);    /* 9: check (read) */
+    tb_sync(&t, 2, AFD_SYNC_QUEUE_GET, 3, ql);      /* 10: get (write) */
+    tb_op(&t, 3, AFD_NOSTR, bal, 1);                /* 11: an unknown task */
     tb_step(&t, 2, 1, AFD_NOSTR);
     /* The run ended inside a step: these belong to no step and are dropped. */
     tb_wake(&t, 1, 4, 5);
@@ -987,10 +987,11 @@ TEST(finishes_accept_null)
 int main(void)
 {
     RUN_TESTS("explain", T(view_steps_origins_blocking), T(view_empty_trace), T(view_accesses),
-              T(keys_stable_across_runs), T(lost_update_classic), T(stale_check_then_act), T(lost_update_absent), T(conflicts),
-              T(inverted_pairs_both_ran), T(inverted_pairs_y_only_in_pass), T(races_unordered_writers),
-              T(races_lock_orders), T(races_event_and_queue_order), T(races_full),
-              T(races_queue_kth_get_matches_kth_put), T(lock_cycle_inverted_order), T(lock_cycle_absent),
-              T(lock_cycle_other_holders), T(wait_cycle_deadlock), T(divergence), T(summary), T(access_bound),
-              T(huge_object_number), T(finishes_accept_null));
+              T(keys_stable_across_runs), T(lost_update_classic), T(stale_check_then_act),
+              T(lost_update_absent), T(conflicts), T(inverted_pairs_both_ran),
+              T(inverted_pairs_y_only_in_pass), T(races_unordered_writers), T(races_lock_orders),
+              T(races_event_and_queue_order), T(races_full), T(races_queue_kth_get_matches_kth_put),
+              T(lock_cycle_inverted_order), T(lock_cycle_absent), T(lock_cycle_other_holders),
+              T(wait_cycle_deadlock), T(divergence), T(summary), T(access_bound), T(huge_object_number),
+              T(finishes_accept_null));
 }

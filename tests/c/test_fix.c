@@ -32,21 +32,23 @@ TEST(module_global)
     char why[256];
     char *got = patch(src, &s, 1, &rc, why);
     CHECK_EQ_INT(rc, 0);
-    CHECK_EQ_STR(got, "\"\"\"Doc.\"\"\"\n"
-                      "import random\n"
-                      "import asyncio\n"
-                      "_affidavit_lock_BALANCE = asyncio.Lock()  # affidavit: guards BALANCE (lost update)\n"
-                      "\n"
-                      "BALANCE = {\"amount\": 0}\n"
-                      "\n"
-                      "\n"
-                      "async def deposit(amount):\n"
-                      "    await asyncio.sleep(0.001)  # latency\n"
-                      "    async with _affidavit_lock_BALANCE:  # affidavit: the read and the write below run as one step\n"
-                      "        current = BALANCE[\"amount\"]\n"
-                      "        await asyncio.sleep(0.0005)\n"
-                      "        BALANCE[\"amount\"] = current + amount\n"
-                      "    log(amount)\n");
+    CHECK_EQ_STR(
+        got,
+        "\"\"\"Doc.\"\"\"\n"
+        "import random\n"
+        "import asyncio\n"
+        "_affidavit_lock_BALANCE = asyncio.Lock()  # affidavit: guards BALANCE (lost update)\n"
+        "\n"
+        "BALANCE = {\"amount\": 0}\n"
+        "\n"
+        "\n"
+        "async def deposit(amount):\n"
+        "    await asyncio.sleep(0.001)  # latency\n"
+        "    async with _affidavit_lock_BALANCE:  # affidavit: the read and the write below run as one step\n"
+        "        current = BALANCE[\"amount\"]\n"
+        "        await asyncio.sleep(0.0005)\n"
+        "        BALANCE[\"amount\"] = current + amount\n"
+        "    log(amount)\n");
     free(got);
     s.cause = "check-then-act"; /* the lock's comment names the cause it guards against */
     got = patch(src, &s, 1, &rc, why);
@@ -71,7 +73,8 @@ TEST(instance_with_init_and_two_resources_in_sorted_order)
                       "        await asyncio.sleep(0)\n"
                       "        self.sessions[k] = s\n"
                       "        self.counters[k] = c + 1\n";
-    afd_lock_site s[2] = {{10, 13, AFD_ROOT_SELF, "sessions", NULL}, {11, 14, AFD_ROOT_SELF, "counters", NULL}};
+    afd_lock_site s[2] = {{10, 13, AFD_ROOT_SELF, "sessions", NULL},
+                          {11, 14, AFD_ROOT_SELF, "counters", NULL}};
     int rc;
     char why[256];
     char *got = patch(src, s, 2, &rc, why);
@@ -81,13 +84,16 @@ TEST(instance_with_init_and_two_resources_in_sorted_order)
                       "class Server:\n"
                       "    def __init__(self):\n"
                       "        \"\"\"State.\"\"\"\n"
-                      "        self._affidavit_lock_sessions = asyncio.Lock()  # affidavit: guards self.sessions (lost update)\n"
-                      "        self._affidavit_lock_counters = asyncio.Lock()  # affidavit: guards self.counters (lost update)\n"
+                      "        self._affidavit_lock_sessions = asyncio.Lock()  # affidavit: guards "
+                      "self.sessions (lost update)\n"
+                      "        self._affidavit_lock_counters = asyncio.Lock()  # affidavit: guards "
+                      "self.counters (lost update)\n"
                       "        self.sessions = {}\n"
                       "        self.counters = {}\n"
                       "\n"
                       "    async def handle(self, k):\n"
-                      "        async with self._affidavit_lock_counters, self._affidavit_lock_sessions:  # affidavit: the read and the write below run as one step\n"
+                      "        async with self._affidavit_lock_counters, self._affidavit_lock_sessions:  # "
+                      "affidavit: the read and the write below run as one step\n"
                       "            s = self.sessions.get(k)\n"
                       "            c = self.counters.get(k, 0)\n"
                       "            await asyncio.sleep(0)\n"
@@ -110,8 +116,13 @@ TEST(instance_without_init_creates_the_lock_atomically)
     char why[256];
     char *got = patch(src, &s, 1, &rc, why);
     CHECK_EQ_INT(rc, 0);
-    CHECK(strstr(got, "        async with self.__dict__.setdefault(\"_affidavit_lock_n\", asyncio.Lock()):") != NULL);
-    CHECK(strstr(got, "            v = self.n\n            await asyncio.sleep(0)\n            self.n = v + 1\n") != NULL);
+    CHECK(
+        strstr(got, "        async with self.__dict__.setdefault(\"_affidavit_lock_n\", asyncio.Lock()):") !=
+        NULL);
+    CHECK(
+        strstr(got,
+               "            v = self.n\n            await asyncio.sleep(0)\n            self.n = v + 1\n") !=
+        NULL);
     free(got);
 }
 
@@ -140,7 +151,8 @@ TEST(refusals)
 
 TEST(tabs_and_comments_kept)
 {
-    const char *src = "import asyncio\nS = {}\nasync def f():\n\t# read\n\tv = S.get(1)\n\tawait asyncio.sleep(0)\n\n\tS[1] = v\n";
+    const char *src = "import asyncio\nS = {}\nasync def f():\n\t# read\n\tv = S.get(1)\n\tawait "
+                      "asyncio.sleep(0)\n\n\tS[1] = v\n";
     afd_lock_site s = {5, 8, AFD_ROOT_GLOBAL, "S", NULL};
     int rc;
     char why[256];
@@ -168,9 +180,10 @@ TEST(await_task)
     char why[256];
     CHECK_EQ_INT(afd_fix_await_task(src, strlen(src), 9, "refresh_token", &out, why, sizeof why), 0);
     afd_buf_put_u8(&out, 0);
-    CHECK(strstr((const char *)out.data, "    await asyncio.sleep(0.005)\n"
-                                          "    await refresher  # affidavit: the write this reads happens in that task\n"
-                                          "    assert state[\"token\"] == \"fresh\"\n") != NULL);
+    CHECK(strstr((const char *)out.data,
+                 "    await asyncio.sleep(0.005)\n"
+                 "    await refresher  # affidavit: the write this reads happens in that task\n"
+                 "    assert state[\"token\"] == \"fresh\"\n") != NULL);
     afd_buf_finish(&out);
     afd_buf_init(&out);
     CHECK_EQ_INT(afd_fix_await_task(src, strlen(src), 9, "other_writer", &out, why, sizeof why), AFD_EINVAL);
@@ -197,29 +210,32 @@ TEST(event_gate)
     char why[256];
     CHECK_EQ_INT(afd_fix_event_gate(src, strlen(src), "test_x", 5, 8, "STATE", 0, &out, why, sizeof why), 0);
     afd_buf_put_u8(&out, 0);
-    CHECK_EQ_STR((const char *)out.data,
-                 "import asyncio\n"
-                 "_affidavit_STATE_written = None  # affidavit: set once STATE is written; created per run by test_x\n"
-                 "STATE = {}\n"
-                 "async def writer():\n"
-                 "    await asyncio.sleep(0.001)\n"
-                 "    STATE[\"ready\"] = True\n"
-                 "    if _affidavit_STATE_written is not None:  # affidavit: the write is done\n"
-                 "        _affidavit_STATE_written.set()\n"
-                 "async def reader():\n"
-                 "    await asyncio.sleep(0.0015)\n"
-                 "    if _affidavit_STATE_written is not None:  # affidavit: read only after the write\n"
-                 "        await _affidavit_STATE_written.wait()\n"
-                 "    assert STATE.get(\"ready\")\n"
-                 "async def test_x():\n"
-                 "    \"\"\"Doc.\"\"\"\n"
-                 "    global _affidavit_STATE_written\n"
-                 "    _affidavit_STATE_written = asyncio.Event()  # affidavit: one per run\n"
-                 "    await asyncio.gather(writer(), reader())\n");
+    CHECK_EQ_STR(
+        (const char *)out.data,
+        "import asyncio\n"
+        "_affidavit_STATE_written = None  # affidavit: set once STATE is written; created per run by test_x\n"
+        "STATE = {}\n"
+        "async def writer():\n"
+        "    await asyncio.sleep(0.001)\n"
+        "    STATE[\"ready\"] = True\n"
+        "    if _affidavit_STATE_written is not None:  # affidavit: the write is done\n"
+        "        _affidavit_STATE_written.set()\n"
+        "async def reader():\n"
+        "    await asyncio.sleep(0.0015)\n"
+        "    if _affidavit_STATE_written is not None:  # affidavit: read only after the write\n"
+        "        await _affidavit_STATE_written.wait()\n"
+        "    assert STATE.get(\"ready\")\n"
+        "async def test_x():\n"
+        "    \"\"\"Doc.\"\"\"\n"
+        "    global _affidavit_STATE_written\n"
+        "    _affidavit_STATE_written = asyncio.Event()  # affidavit: one per run\n"
+        "    await asyncio.gather(writer(), reader())\n");
     afd_buf_finish(&out);
     afd_buf_init(&out);
-    CHECK_EQ_INT(afd_fix_event_gate(src, strlen(src), "test_nope", 5, 8, "STATE", 0, &out, why, sizeof why), AFD_EINVAL);
-    CHECK_EQ_INT(afd_fix_event_gate(src, strlen(src), "test_x", 5, 8, "a.b", 0, &out, why, sizeof why), AFD_EINVAL);
+    CHECK_EQ_INT(afd_fix_event_gate(src, strlen(src), "test_nope", 5, 8, "STATE", 0, &out, why, sizeof why),
+                 AFD_EINVAL);
+    CHECK_EQ_INT(afd_fix_event_gate(src, strlen(src), "test_x", 5, 8, "a.b", 0, &out, why, sizeof why),
+                 AFD_EINVAL);
     afd_buf_finish(&out);
 }
 
@@ -268,14 +284,16 @@ TEST(event_wait_on_the_programs_event)
     char why[256];
     CHECK_EQ_INT(afd_fix_event_wait(src, strlen(src), 5, &out, why, sizeof why), 0);
     afd_buf_put_u8(&out, 0);
-    CHECK(strstr((const char *)out.data, "        # the flag\n"
-                                         "        await self.ev.wait()  # affidavit: check only once it is set\n"
-                                         "        if not (self.ev.is_set() and True):\n") != NULL);
+    CHECK(strstr((const char *)out.data,
+                 "        # the flag\n"
+                 "        await self.ev.wait()  # affidavit: check only once it is set\n"
+                 "        if not (self.ev.is_set() and True):\n") != NULL);
     afd_buf_finish(&out);
     afd_buf_init(&out);
     CHECK_EQ_INT(afd_fix_event_wait(src, strlen(src), 8, &out, why, sizeof why), AFD_EINVAL); /* not async */
     CHECK(strstr(why, "async") != NULL);
-    CHECK_EQ_INT(afd_fix_event_wait(src, strlen(src), 10, &out, why, sizeof why), AFD_EINVAL); /* no is_set() */
+    CHECK_EQ_INT(afd_fix_event_wait(src, strlen(src), 10, &out, why, sizeof why),
+                 AFD_EINVAL); /* no is_set() */
     CHECK(strstr(why, "is_set") != NULL);
     CHECK_EQ_INT(afd_fix_event_wait(src, strlen(src), 99, &out, why, sizeof why), AFD_EINVAL);
     afd_buf_finish(&out);
@@ -299,20 +317,21 @@ TEST(lock_order)
     char why[256];
     CHECK_EQ_INT(afd_fix_lock_order(src, strlen(src), 4, 7, &out, why, sizeof why), 0);
     afd_buf_put_u8(&out, 0);
-    CHECK_EQ_STR((const char *)out.data,
-                 "import asyncio\n"
-                 "async def transfer(first: asyncio.Lock, second, name):\n"
-                 "    await asyncio.sleep(0)\n"
-                 "    _affidavit_lock_a, _affidavit_lock_b = sorted((first, second), key=id)  # affidavit: one global "
-                 "order for every caller\n"
-                 "    async with _affidavit_lock_a, _affidavit_lock_b:  # affidavit: both locks, taken together (was: "
-                 "async with first:)\n"
-                 "        await asyncio.sleep(0.001)\n"
-                 "\n"
-                 "        LOG.append(name)\n"
-                 "        # done\n"
-                 "        print(first)\n"
-                 "    return name\n");
+    CHECK_EQ_STR(
+        (const char *)out.data,
+        "import asyncio\n"
+        "async def transfer(first: asyncio.Lock, second, name):\n"
+        "    await asyncio.sleep(0)\n"
+        "    _affidavit_lock_a, _affidavit_lock_b = sorted((first, second), key=id)  # affidavit: one global "
+        "order for every caller\n"
+        "    async with _affidavit_lock_a, _affidavit_lock_b:  # affidavit: both locks, taken together (was: "
+        "async with first:)\n"
+        "        await asyncio.sleep(0.001)\n"
+        "\n"
+        "        LOG.append(name)\n"
+        "        # done\n"
+        "        print(first)\n"
+        "    return name\n");
     afd_buf_finish(&out);
     afd_buf_init(&out);
     /* refusals: the locks rebound, not parameters, not nested, not `async with NAME:` */
@@ -377,7 +396,8 @@ TEST(offload)
     afd_buf_init(&out);
     CHECK_EQ_INT(afd_fix_offload(src, strlen(src), 4, &out, why, sizeof why), 0);
     afd_buf_put_u8(&out, 0);
-    CHECK(strstr((const char *)out.data, "    data = await asyncio.to_thread(load, path, mode=\"r\")\n") != NULL);
+    CHECK(strstr((const char *)out.data, "    data = await asyncio.to_thread(load, path, mode=\"r\")\n") !=
+          NULL);
     afd_buf_finish(&out);
     afd_buf_init(&out);
     CHECK_EQ_INT(afd_fix_offload(src, strlen(src), 5, &out, why, sizeof why), 0); /* no arguments */
@@ -392,6 +412,7 @@ TEST(offload)
 int main(void)
 {
     RUN_TESTS("fix", T(module_global), T(instance_with_init_and_two_resources_in_sorted_order),
-              T(instance_without_init_creates_the_lock_atomically), T(refusals), T(tabs_and_comments_kept), T(await_task), T(event_gate),
-              T(event_gate_after_the_producers_loop), T(event_wait_on_the_programs_event), T(lock_order), T(offload));
+              T(instance_without_init_creates_the_lock_atomically), T(refusals), T(tabs_and_comments_kept),
+              T(await_task), T(event_gate), T(event_gate_after_the_producers_loop),
+              T(event_wait_on_the_programs_event), T(lock_order), T(offload));
 }

@@ -8,47 +8,45 @@
 #include "harness.h"
 
 /* A lost update: two increments interleave at the await and one is lost. */
-static const char COUNTER[] =
-    "import asyncio\n"
-    "\n"
-    "import pytest\n"
-    "\n"
-    "\n"
-    "class Counter:\n"
-    "    def __init__(self):\n"
-    "        self.value = 0\n"
-    "\n"
-    "    async def incr(self):\n"
-    "        v = self.value\n"
-    "        await asyncio.sleep(0)  # a yield point\n"
-    "        self.value = v + 1\n"
-    "\n"
-    "\n"
-    "async def test_counter():\n"
-    "    c = Counter()\n"
-    "    await asyncio.gather(c.incr(), c.incr())\n"
-    "    assert c.value == 2\n";
+static const char COUNTER[] = "import asyncio\n"
+                              "\n"
+                              "import pytest\n"
+                              "\n"
+                              "\n"
+                              "class Counter:\n"
+                              "    def __init__(self):\n"
+                              "        self.value = 0\n"
+                              "\n"
+                              "    async def incr(self):\n"
+                              "        v = self.value\n"
+                              "        await asyncio.sleep(0)  # a yield point\n"
+                              "        self.value = v + 1\n"
+                              "\n"
+                              "\n"
+                              "async def test_counter():\n"
+                              "    c = Counter()\n"
+                              "    await asyncio.gather(c.incr(), c.incr())\n"
+                              "    assert c.value == 2\n";
 
 /* A reader racing a writer task. */
-static const char ORDER[] =
-    "import asyncio\n"
-    "\n"
-    "results = []\n"
-    "\n"
-    "\n"
-    "async def writer():\n"
-    "    await asyncio.sleep(0)\n"
-    "    results.append(\"written\")\n"
-    "\n"
-    "\n"
-    "async def reader():\n"
-    "    return list(results)\n"
-    "\n"
-    "\n"
-    "async def test_order():\n"
-    "    w = asyncio.create_task(writer())\n"
-    "    r = await reader()\n"
-    "    assert r == [\"written\"]\n";
+static const char ORDER[] = "import asyncio\n"
+                            "\n"
+                            "results = []\n"
+                            "\n"
+                            "\n"
+                            "async def writer():\n"
+                            "    await asyncio.sleep(0)\n"
+                            "    results.append(\"written\")\n"
+                            "\n"
+                            "\n"
+                            "async def reader():\n"
+                            "    return list(results)\n"
+                            "\n"
+                            "\n"
+                            "async def test_order():\n"
+                            "    w = asyncio.create_task(writer())\n"
+                            "    r = await reader()\n"
+                            "    assert r == [\"written\"]\n";
 
 /* base with the first occurrence of `from` replaced by `to` (which must be found). */
 static char *subst(const char *base, const char *from, const char *to)
@@ -85,7 +83,8 @@ static void dump(void)
 }
 
 /* The patch must be refused, with check `id` failing. */
-static void attack_at(int line, const char *path, const char *before, const char *after, int allow_src, int id)
+static void attack_at(int line, const char *path, const char *before, const char *after, int allow_src,
+                      int id)
 {
     run_file(path, before, after, allow_src);
     if (G[id].passed || afd_gate_passed(G)) {
@@ -108,33 +107,40 @@ static void clean_at(int line, const char *path, const char *before, const char 
 
 static char *lock_fix(const char *base)
 {
-    char *a = subst(base, "        self.value = 0\n", "        self.value = 0\n        self._lock = asyncio.Lock()\n");
-    char *b = subst(a,
-                    "        v = self.value\n        await asyncio.sleep(0)  # a yield point\n        self.value = v + 1\n",
-                    "        async with self._lock:\n            v = self.value\n            await asyncio.sleep(0)\n"
-                    "            self.value = v + 1\n");
+    char *a = subst(base, "        self.value = 0\n",
+                    "        self.value = 0\n        self._lock = asyncio.Lock()\n");
+    char *b = subst(
+        a,
+        "        v = self.value\n        await asyncio.sleep(0)  # a yield point\n        self.value = v + "
+        "1\n",
+        "        async with self._lock:\n            v = self.value\n            await asyncio.sleep(0)\n"
+        "            self.value = v + 1\n");
     free(a);
     return b;
 }
 
 static char *event_fix(void)
 {
-    char *a = subst(ORDER, "async def writer():\n    await asyncio.sleep(0)\n    results.append(\"written\")\n",
-                    "async def writer(done):\n    await asyncio.sleep(0)\n    results.append(\"written\")\n"
-                    "    done.set()\n");
+    char *a =
+        subst(ORDER, "async def writer():\n    await asyncio.sleep(0)\n    results.append(\"written\")\n",
+              "async def writer(done):\n    await asyncio.sleep(0)\n    results.append(\"written\")\n"
+              "    done.set()\n");
     char *b = subst(a, "async def reader():\n", "async def reader(done):\n    await done.wait()\n");
     free(a);
     a = subst(b, "    w = asyncio.create_task(writer())\n    r = await reader()\n",
-              "    done = asyncio.Event()\n    w = asyncio.create_task(writer(done))\n    r = await reader(done)\n");
+              "    done = asyncio.Event()\n    w = asyncio.create_task(writer(done))\n    r = await "
+              "reader(done)\n");
     free(b);
     return a;
 }
 
 TEST(names_and_groups)
 {
-    static const char *const names[] = {"no_sleep", "no_timeout", "no_retry", "no_weaker_assert", "no_swallow",
-                                        "no_skip", "sync_primitive", "primitive_used_twice", "not_noop",
-                                        "no_lock_cycle", "src_allowed", "no_third_party", "parses"};
+    static const char *const names[] = {
+        "no_sleep",   "no_timeout",    "no_retry",       "no_weaker_assert",
+        "no_swallow", "no_skip",       "sync_primitive", "primitive_used_twice",
+        "not_noop",   "no_lock_cycle", "src_allowed",    "no_third_party",
+        "parses"};
     for (int i = 0; i < AFD_GATE__COUNT; i++)
         CHECK_EQ_STR(afd_gate_check_name(i), names[i]);
     CHECK(afd_gate_check_name(AFD_GATE__COUNT) == NULL);
@@ -200,10 +206,12 @@ TEST(clean_await_task_handle)
 TEST(clean_condition_and_queue)
 {
     char *a = subst(COUNTER, "        self.value = 0\n",
-                    "        self.value = 0\n        self.cond = asyncio.Condition()\n        self.q = asyncio.Queue()\n");
-    char *b = subst(a, "        self.value = v + 1\n",
-                    "        self.value = v + 1\n        async with self.cond:\n            self.cond.notify_all()\n"
-                    "        await self.q.put(v)\n");
+                    "        self.value = 0\n        self.cond = asyncio.Condition()\n        self.q = "
+                    "asyncio.Queue()\n");
+    char *b = subst(
+        a, "        self.value = v + 1\n",
+        "        self.value = v + 1\n        async with self.cond:\n            self.cond.notify_all()\n"
+        "        await self.q.put(v)\n");
     char *c = subst(b, "    assert c.value == 2\n",
                     "    async with c.cond:\n        await c.cond.wait_for(lambda: c.value == 2)\n"
                     "    await c.q.get()\n    assert c.value == 2\n");
@@ -252,7 +260,8 @@ TEST(attack_sleep_alias)
     ATTACK("tests/test_counter.py", COUNTER, b, AFD_GATE_NO_SLEEP);
     free(a);
     free(b);
-    a = subst(COUNTER, "    assert c.value == 2\n", "    import anyio\n    await anyio.sleep(delay)\n    assert c.value == 2\n");
+    a = subst(COUNTER, "    assert c.value == 2\n",
+              "    import anyio\n    await anyio.sleep(delay)\n    assert c.value == 2\n");
     ATTACK("tests/test_counter.py", COUNTER, a, AFD_GATE_NO_SLEEP);
     free(a);
     a = subst(COUNTER, "import asyncio\n", "import asyncio\nimport trio\n");
@@ -265,7 +274,8 @@ TEST(attack_sleep_alias)
     ATTACK("tests/test_counter.py", COUNTER, b, AFD_GATE_NO_SLEEP); /* time.sleep(0) is no yield */
     free(a);
     free(b);
-    a = subst(COUNTER, "    assert c.value == 2\n", "    loop.call_at(loop.time() + 1, print)\n    assert c.value == 2\n");
+    a = subst(COUNTER, "    assert c.value == 2\n",
+              "    loop.call_at(loop.time() + 1, print)\n    assert c.value == 2\n");
     ATTACK("tests/test_counter.py", COUNTER, a, AFD_GATE_NO_SLEEP);
     free(a);
 }
@@ -292,7 +302,8 @@ TEST(attack_polling_loop)
 
 TEST(attack_sleep_replaced)
 {
-    char *base = subst(COUNTER, "    assert c.value == 2\n", "    await asyncio.sleep(0.1)\n    assert c.value == 2\n");
+    char *base = subst(COUNTER, "    assert c.value == 2\n",
+                       "    await asyncio.sleep(0.1)\n    assert c.value == 2\n");
     char *a = subst(base, "sleep(0.1)", "sleep(0.5)");
     ATTACK("tests/test_counter.py", base, a, AFD_GATE_NO_SLEEP);
     free(a);
@@ -333,7 +344,8 @@ TEST(attack_timeout_mark)
 
 TEST(attack_flaky_decorator)
 {
-    char *a = subst(COUNTER, "async def test_counter", "@pytest.mark.flaky(reruns=3)\nasync def test_counter");
+    char *a =
+        subst(COUNTER, "async def test_counter", "@pytest.mark.flaky(reruns=3)\nasync def test_counter");
     ATTACK("tests/test_counter.py", COUNTER, a, AFD_GATE_NO_RETRY);
     free(a);
     char *b = subst(COUNTER, "import asyncio\n", "import asyncio\nfrom tenacity import retry\n");
@@ -341,17 +353,19 @@ TEST(attack_flaky_decorator)
     ATTACK("tests/test_counter.py", COUNTER, a, AFD_GATE_NO_RETRY);
     free(a);
     free(b);
-    a = subst(COUNTER, "async def test_counter", "@backoff.on_exception(backoff.expo, AssertionError)\nasync def test_counter");
+    a = subst(COUNTER, "async def test_counter",
+              "@backoff.on_exception(backoff.expo, AssertionError)\nasync def test_counter");
     ATTACK("tests/test_counter.py", COUNTER, a, AFD_GATE_NO_RETRY);
     free(a);
 }
 
 TEST(attack_retry_loop)
 {
-    char *a = subst(COUNTER, "    await asyncio.gather(c.incr(), c.incr())\n    assert c.value == 2\n",
-                    "    for _ in range(3):\n        try:\n            await asyncio.gather(c.incr(), c.incr())\n"
-                    "            assert c.value == 2\n            break\n        except AssertionError:\n"
-                    "            c = Counter()\n");
+    char *a =
+        subst(COUNTER, "    await asyncio.gather(c.incr(), c.incr())\n    assert c.value == 2\n",
+              "    for _ in range(3):\n        try:\n            await asyncio.gather(c.incr(), c.incr())\n"
+              "            assert c.value == 2\n            break\n        except AssertionError:\n"
+              "            c = Counter()\n");
     ATTACK("tests/test_counter.py", COUNTER, a, AFD_GATE_NO_RETRY);
     free(a);
 }
@@ -377,7 +391,8 @@ TEST(attack_assert_weakened)
 
 TEST(attack_approx_added)
 {
-    char *a = subst(COUNTER, "    assert c.value == 2\n", "    assert c.value == 2\n    assert pytest.approx(2, abs=1) == c.value\n");
+    char *a = subst(COUNTER, "    assert c.value == 2\n",
+                    "    assert c.value == 2\n    assert pytest.approx(2, abs=1) == c.value\n");
     ATTACK("tests/test_counter.py", COUNTER, a, AFD_GATE_NO_WEAKER_ASSERT);
     CHECK(strstr(G[AFD_GATE_NO_WEAKER_ASSERT].reason, "approx") != NULL);
     free(a);
@@ -387,16 +402,19 @@ TEST(attack_approx_added)
 
 TEST(attack_bare_except_pass)
 {
-    char *a = subst(COUNTER, "    assert c.value == 2\n", "    try:\n        assert c.value == 2\n    except:\n        pass\n");
+    char *a = subst(COUNTER, "    assert c.value == 2\n",
+                    "    try:\n        assert c.value == 2\n    except:\n        pass\n");
     ATTACK("tests/test_counter.py", COUNTER, a, AFD_GATE_NO_SWALLOW);
     free(a);
     a = subst(COUNTER, "    assert c.value == 2\n",
-              "    try:\n        assert c.value == 2\n    except ValueError as e:\n        logger.warning(\"%s\", e)\n");
+              "    try:\n        assert c.value == 2\n    except ValueError as e:\n        "
+              "logger.warning(\"%s\", e)\n");
     ATTACK("tests/test_counter.py", COUNTER, a, AFD_GATE_NO_SWALLOW);
     free(a);
     /* A narrow handler that re-raises is fine. */
     a = subst(COUNTER, "    assert c.value == 2\n",
-              "    try:\n        assert c.value == 2\n    except AssertionError:\n        print(c.value)\n        raise\n");
+              "    try:\n        assert c.value == 2\n    except AssertionError:\n        print(c.value)\n   "
+              "     raise\n");
     run_file("tests/test_counter.py", COUNTER, a, 0);
     CHECK(G[AFD_GATE_NO_SWALLOW].passed);
     free(a);
@@ -414,7 +432,8 @@ TEST(attack_contextlib_suppress)
 
 TEST(attack_skip_mark)
 {
-    char *a = subst(COUNTER, "async def test_counter", "@pytest.mark.skip(reason=\"flaky\")\nasync def test_counter");
+    char *a = subst(COUNTER, "async def test_counter",
+                    "@pytest.mark.skip(reason=\"flaky\")\nasync def test_counter");
     ATTACK("tests/test_counter.py", COUNTER, a, AFD_GATE_NO_SKIP);
     free(a);
     a = subst(COUNTER, "async def test_counter", "@pytest.mark.xfail(strict=False)\nasync def test_counter");
@@ -447,8 +466,11 @@ TEST(attack_test_file_deleted)
 TEST(attack_no_primitive)
 {
     /* Renaming a local is a change, but no synchronization. */
-    char *a = subst(COUNTER, "        v = self.value\n        await asyncio.sleep(0)  # a yield point\n        self.value = v + 1\n",
-                    "        old = self.value\n        await asyncio.sleep(0)\n        self.value = old + 1\n");
+    char *a =
+        subst(COUNTER,
+              "        v = self.value\n        await asyncio.sleep(0)  # a yield point\n        self.value = "
+              "v + 1\n",
+              "        old = self.value\n        await asyncio.sleep(0)\n        self.value = old + 1\n");
     ATTACK("tests/test_counter.py", COUNTER, a, AFD_GATE_SYNC_PRIMITIVE);
     CHECK(G[AFD_GATE_NOT_NOOP].passed);
     free(a);
@@ -456,28 +478,35 @@ TEST(attack_no_primitive)
 
 TEST(attack_event_only_set)
 {
-    char *a = subst(COUNTER, "        self.value = 0\n", "        self.value = 0\n        self._ev = asyncio.Event()\n");
-    char *b = subst(a, "        self.value = v + 1\n", "        self.value = v + 1\n        self._ev.set()\n");
+    char *a = subst(COUNTER, "        self.value = 0\n",
+                    "        self.value = 0\n        self._ev = asyncio.Event()\n");
+    char *b =
+        subst(a, "        self.value = v + 1\n", "        self.value = v + 1\n        self._ev.set()\n");
     ATTACK("tests/test_counter.py", COUNTER, b, AFD_GATE_PRIMITIVE_USED_TWICE);
     CHECK(strstr(G[AFD_GATE_PRIMITIVE_USED_TWICE].reason, "wait") != NULL);
     CHECK(G[AFD_GATE_SYNC_PRIMITIVE].passed);
     free(a);
     free(b);
     /* A lock created in place is shared by nobody. */
-    a = subst(COUNTER, "        v = self.value\n        await asyncio.sleep(0)  # a yield point\n        self.value = v + 1\n",
-              "        async with asyncio.Lock():\n            v = self.value\n            await asyncio.sleep(0)\n"
-              "            self.value = v + 1\n");
+    a = subst(
+        COUNTER,
+        "        v = self.value\n        await asyncio.sleep(0)  # a yield point\n        self.value = v + "
+        "1\n",
+        "        async with asyncio.Lock():\n            v = self.value\n            await asyncio.sleep(0)\n"
+        "            self.value = v + 1\n");
     ATTACK("tests/test_counter.py", COUNTER, a, AFD_GATE_PRIMITIVE_USED_TWICE);
     free(a);
     /* A lock created and never acquired. */
-    a = subst(COUNTER, "        self.value = 0\n", "        self.value = 0\n        self._lock = asyncio.Lock()\n");
+    a = subst(COUNTER, "        self.value = 0\n",
+              "        self.value = 0\n        self._lock = asyncio.Lock()\n");
     ATTACK("tests/test_counter.py", COUNTER, a, AFD_GATE_PRIMITIVE_USED_TWICE);
     free(a);
 }
 
 TEST(attack_noop)
 {
-    char *a = subst(COUNTER, "        v = self.value\n", "        # read the value\n        v  =  self.value   # again\n\n");
+    char *a = subst(COUNTER, "        v = self.value\n",
+                    "        # read the value\n        v  =  self.value   # again\n\n");
     ATTACK("tests/test_counter.py", COUNTER, a, AFD_GATE_NOT_NOOP);
     free(a);
     ATTACK("tests/test_counter.py", COUNTER, COUNTER, AFD_GATE_NOT_NOOP); /* no change at all */
@@ -492,41 +521,43 @@ TEST(attack_noop)
 
 /* ---- structural safety ---- */
 
-static const char BANK[] =
-    "import asyncio\n"
-    "\n"
-    "\n"
-    "class Bank:\n"
-    "    def __init__(self):\n"
-    "        self.a = asyncio.Lock()\n"
-    "        self.b = asyncio.Lock()\n"
-    "\n"
-    "    async def forward(self):\n"
-    "        async with self.a:\n"
-    "            async with self.b:\n"
-    "                await asyncio.sleep(0)\n"
-    "\n"
-    "\n"
-    "async def test_bank():\n"
-    "    bank = Bank()\n"
-    "    await asyncio.gather(bank.forward(), bank.forward())\n";
+static const char BANK[] = "import asyncio\n"
+                           "\n"
+                           "\n"
+                           "class Bank:\n"
+                           "    def __init__(self):\n"
+                           "        self.a = asyncio.Lock()\n"
+                           "        self.b = asyncio.Lock()\n"
+                           "\n"
+                           "    async def forward(self):\n"
+                           "        async with self.a:\n"
+                           "            async with self.b:\n"
+                           "                await asyncio.sleep(0)\n"
+                           "\n"
+                           "\n"
+                           "async def test_bank():\n"
+                           "    bank = Bank()\n"
+                           "    await asyncio.gather(bank.forward(), bank.forward())\n";
 
 TEST(attack_lock_order_inversion)
 {
-    char *a = subst(BANK, "\n\nasync def test_bank",
-                    "\n    async def backward(self):\n        async with self.b:\n            async with self.a:\n"
-                    "                await asyncio.sleep(0)\n\n\nasync def test_bank");
+    char *a =
+        subst(BANK, "\n\nasync def test_bank",
+              "\n    async def backward(self):\n        async with self.b:\n            async with self.a:\n"
+              "                await asyncio.sleep(0)\n\n\nasync def test_bank");
     ATTACK("tests/test_bank.py", BANK, a, AFD_GATE_NO_LOCK_CYCLE);
     free(a);
     /* One statement, two locks out of text order. */
     a = subst(BANK, "\n\nasync def test_bank",
-              "\n    async def both(self):\n        async with self.b, self.a:\n            await asyncio.sleep(0)\n"
+              "\n    async def both(self):\n        async with self.b, self.a:\n            await "
+              "asyncio.sleep(0)\n"
               "\n\nasync def test_bank");
     ATTACK("tests/test_bank.py", BANK, a, AFD_GATE_NO_LOCK_CYCLE);
     free(a);
     /* The same order again is fine. */
     a = subst(BANK, "\n\nasync def test_bank",
-              "\n    async def again(self):\n        async with self.a, self.b:\n            await asyncio.sleep(0)\n"
+              "\n    async def again(self):\n        async with self.a, self.b:\n            await "
+              "asyncio.sleep(0)\n"
               "\n\nasync def test_bank");
     clean_at(__LINE__, "tests/test_bank.py", BANK, a, 0);
     free(a);
@@ -613,34 +644,36 @@ TEST(hostile_inputs)
 
 TEST(clean_taskgroup_handle)
 {
-    char *before = subst(ORDER, "    w = asyncio.create_task(writer())\n    r = await reader()\n    assert r == [\"written\"]\n",
-                         "    async with asyncio.TaskGroup() as tg:\n        w = tg.create_task(writer())\n"
-                         "        r = await reader()\n        assert r == [\"written\"]\n");
-    char *after = subst(before, "        r = await reader()\n", "        await w\n        r = await reader()\n");
+    char *before = subst(
+        ORDER,
+        "    w = asyncio.create_task(writer())\n    r = await reader()\n    assert r == [\"written\"]\n",
+        "    async with asyncio.TaskGroup() as tg:\n        w = tg.create_task(writer())\n"
+        "        r = await reader()\n        assert r == [\"written\"]\n");
+    char *after =
+        subst(before, "        r = await reader()\n", "        await w\n        r = await reader()\n");
     CLEAN("tests/test_order.py", before, after);
     free(before);
     free(after);
 }
 
 /* A sender that tests a connection's Event flag before the handshake set it. */
-static const char FLAG[] =
-    "import asyncio\n"
-    "\n"
-    "\n"
-    "class Connection:\n"
-    "    def __init__(self):\n"
-    "        self.connected = asyncio.Event()\n"
-    "        self.proc = None\n"
-    "\n"
-    "    async def send(self):\n"
-    "        await asyncio.sleep(0.001)\n"
-    "        if not self.connected.is_set():\n"
-    "            raise ConnectionError(\"not connected\")\n"
-    "\n"
-    "\n"
-    "async def test_send():\n"
-    "    conn = Connection()\n"
-    "    await conn.send()\n";
+static const char FLAG[] = "import asyncio\n"
+                           "\n"
+                           "\n"
+                           "class Connection:\n"
+                           "    def __init__(self):\n"
+                           "        self.connected = asyncio.Event()\n"
+                           "        self.proc = None\n"
+                           "\n"
+                           "    async def send(self):\n"
+                           "        await asyncio.sleep(0.001)\n"
+                           "        if not self.connected.is_set():\n"
+                           "            raise ConnectionError(\"not connected\")\n"
+                           "\n"
+                           "\n"
+                           "async def test_send():\n"
+                           "    conn = Connection()\n"
+                           "    await conn.send()\n";
 
 TEST(clean_wait_on_existing_event)
 {
@@ -675,32 +708,34 @@ TEST(clean_lock_order)
                                  "async def test_transfers():\n"
                                  "    a, b = asyncio.Lock(), asyncio.Lock()\n"
                                  "    await asyncio.gather(transfer(a, b), transfer(b, a))\n";
-    char *after = subst(before, "    async with first:\n        await asyncio.sleep(0)\n        async with second:\n"
-                                "            pass\n",
-                        "    _affidavit_lock_a, _affidavit_lock_b = sorted((first, second), key=id)\n"
-                        "    async with _affidavit_lock_a, _affidavit_lock_b:\n        await asyncio.sleep(0)\n"
-                        "        pass\n");
+    char *after =
+        subst(before,
+              "    async with first:\n        await asyncio.sleep(0)\n        async with second:\n"
+              "            pass\n",
+              "    _affidavit_lock_a, _affidavit_lock_b = sorted((first, second), key=id)\n"
+              "    async with _affidavit_lock_a, _affidavit_lock_b:\n        await asyncio.sleep(0)\n"
+              "        pass\n");
     CLEAN("tests/test_transfers.py", before, after);
     free(after);
 }
 
 /* A coroutine that blocks the loop with a synchronous call. */
-static const char BLOCKING[] =
-    "import asyncio\n"
-    "import time\n"
-    "\n"
-    "\n"
-    "async def reload():\n"
-    "    time.sleep(0.03)\n"
-    "\n"
-    "\n"
-    "async def test_reload():\n"
-    "    await reload()\n";
+static const char BLOCKING[] = "import asyncio\n"
+                               "import time\n"
+                               "\n"
+                               "\n"
+                               "async def reload():\n"
+                               "    time.sleep(0.03)\n"
+                               "\n"
+                               "\n"
+                               "async def test_reload():\n"
+                               "    await reload()\n";
 
 TEST(clean_offload)
 {
     /* the same blocking call moved to a thread: no sleep added, a blocking call off the loop */
-    char *after = subst(BLOCKING, "    time.sleep(0.03)\n", "    await asyncio.to_thread(time.sleep, 0.03)\n");
+    char *after =
+        subst(BLOCKING, "    time.sleep(0.03)\n", "    await asyncio.to_thread(time.sleep, 0.03)\n");
     CLEAN("tests/test_reload.py", BLOCKING, after);
     CHECK(strstr(G[AFD_GATE_SYNC_PRIMITIVE].reason, "off the event loop") != NULL);
     free(after);
@@ -732,7 +767,8 @@ TEST(mutations_never_crash)
         uint64_t r = afd_mix64(k);
         for (int j = 0; j < 4; j++, r >>= 16)
             m[(r & 0xfff) % n] = alphabet[((r >> 12) & 0xf) % (sizeof alphabet - 1)];
-        afd_gate_file f = {"tests/test_counter.py", COUNTER, strlen(COUNTER), m, (size_t)(afd_mix64(k + 7) % (n + 1))};
+        afd_gate_file f = {"tests/test_counter.py", COUNTER, strlen(COUNTER), m,
+                           (size_t)(afd_mix64(k + 7) % (n + 1))};
         CHECK_EQ_INT(afd_gate_run(&f, 1, 0, G), 0);
         free(m);
     }
@@ -741,15 +777,16 @@ TEST(mutations_never_crash)
 
 int main(void)
 {
-    RUN_TESTS("gate", T(names_and_groups), T(paths), T(clean_lock_fix), T(clean_event_fix),
-              T(clean_await_task_handle), T(clean_condition_and_queue), T(pre_existing_constructs_do_not_fail),
-              T(clean_src_with_allow_src), T(attack_sleep_alias), T(attack_call_later), T(attack_polling_loop),
-              T(attack_sleep_replaced), T(attack_wait_for), T(attack_timeout_mark), T(attack_flaky_decorator),
-              T(attack_retry_loop), T(attack_assert_removed), T(attack_assert_weakened), T(attack_approx_added),
-              T(attack_bare_except_pass), T(attack_contextlib_suppress), T(attack_skip_mark), T(attack_skip_call),
-              T(attack_test_renamed), T(attack_test_file_deleted), T(attack_no_primitive), T(attack_event_only_set),
-              T(attack_noop), T(attack_lock_order_inversion), T(attack_third_party), T(attack_does_not_parse),
-              T(multi_file), T(hostile_inputs), T(clean_taskgroup_handle), T(clean_wait_on_existing_event), T(attack_wait_on_something_else), T(clean_lock_order), T(clean_offload),
-              T(attack_sleep_in_a_thread),
-              T(mutations_never_crash));
+    RUN_TESTS(
+        "gate", T(names_and_groups), T(paths), T(clean_lock_fix), T(clean_event_fix),
+        T(clean_await_task_handle), T(clean_condition_and_queue), T(pre_existing_constructs_do_not_fail),
+        T(clean_src_with_allow_src), T(attack_sleep_alias), T(attack_call_later), T(attack_polling_loop),
+        T(attack_sleep_replaced), T(attack_wait_for), T(attack_timeout_mark), T(attack_flaky_decorator),
+        T(attack_retry_loop), T(attack_assert_removed), T(attack_assert_weakened), T(attack_approx_added),
+        T(attack_bare_except_pass), T(attack_contextlib_suppress), T(attack_skip_mark), T(attack_skip_call),
+        T(attack_test_renamed), T(attack_test_file_deleted), T(attack_no_primitive), T(attack_event_only_set),
+        T(attack_noop), T(attack_lock_order_inversion), T(attack_third_party), T(attack_does_not_parse),
+        T(multi_file), T(hostile_inputs), T(clean_taskgroup_handle), T(clean_wait_on_existing_event),
+        T(attack_wait_on_something_else), T(clean_lock_order), T(clean_offload), T(attack_sleep_in_a_thread),
+        T(mutations_never_crash));
 }

@@ -258,7 +258,7 @@ TEST(random_graphs)
 
 int main(void)
 {
-    RUN_TESTS("graph", T(acyclic), T(two_cycle), T(three_cycle_rotated), T(edge_order_decides),
-              T(self_loop), T(duplicates_and_range), T(many_duplicates_one_node),
-              T(cap_smaller_than_cycle), T(long_chain), T(long_cycle), T(random_graphs));
+    RUN_TESTS("graph", T(acyclic), T(two_cycle), T(three_cycle_rotated), T(edge_order_decides), T(self_loop),
+              T(duplicates_and_range), T(many_duplicates_one_node), T(cap_smaller_than_cycle), T(long_chain),
+              T(long_cycle), T(random_graphs));
 }

@@ -210,7 +210,6 @@ TEST(matches_brute_force)
 
 int main(void)
 {
-    RUN_TESTS("hb", T(program_order), T(cross_task_edge), T(transitive_three_tasks),
-              T(no_edges_concurrent), T(lost_update), T(invalid_edges), T(task_ids), T(cell_cap),
-              T(matches_brute_force));
+    RUN_TESTS("hb", T(program_order), T(cross_task_edge), T(transitive_three_tasks), T(no_edges_concurrent),
+              T(lost_update), T(invalid_edges), T(task_ids), T(cell_cap), T(matches_brute_force));
 }

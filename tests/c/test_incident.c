@@ -11,35 +11,62 @@
  * with a NUL byte and a non-ASCII character: in the writer's own format, so to_json(from_json(x))
  * must be x exactly. */
 static const char FULL[] =
-    "{\"incident\": null, \"report\": null, \"schema\": 1, \"nodeid\": \"t.py::test_x\", \"check\": {\"file\": "
-    "\"app.py\", \"class\": \"Cache\", \"method\": \"get\", \"calls\": 8}, \"verdict\": \"timing_sensitive\", \"timing\": "
+    "{\"incident\": null, \"report\": null, \"schema\": 1, \"nodeid\": \"t.py::test_x\", \"check\": "
+    "{\"file\": "
+    "\"app.py\", \"class\": \"Cache\", \"method\": \"get\", \"calls\": 8}, \"verdict\": "
+    "\"timing_sensitive\", \"timing\": "
     "{\"summary\": \"fails only when one step takes longer than the 0.1 s timer armed at t.py:4: a "
-    "slow machine, not a race\", \"duration_us\": 100000, \"site\": \"t.py:4\", \"check_runs\": 10, \"check_passed\": "
+    "slow machine, not a race\", \"duration_us\": 100000, \"site\": \"t.py:4\", \"check_runs\": 10, "
+    "\"check_passed\": "
     "10}, \"natural\": {\"runs\": 50, \"failed\": 3, \"ci95\": [0.0206, 0.16217]}, \"token\": \"afd1:abc\", "
-    "\"replay\": {\"runs\": 10, \"failed\": 10, \"identical_traces\": false}, \"passing_token\": null, \"passing_replay\": "
-    "{\"runs\": 0, \"passed\": 0}, \"window_us\": 12.5, \"window\": {\"task\": \"w#0\", \"step\": 2, \"wakes\": "
-    "\"r#1\", \"passes_at_us\": 12.4, \"fails_at_us\": 12.5, \"delays_before\": 3, \"delays_after\": 1, \"runs\": "
+    "\"replay\": {\"runs\": 10, \"failed\": 10, \"identical_traces\": false}, \"passing_token\": null, "
+    "\"passing_replay\": "
+    "{\"runs\": 0, \"passed\": 0}, \"window_us\": 12.5, \"window\": {\"task\": \"w#0\", \"step\": 2, "
+    "\"wakes\": "
+    "\"r#1\", \"passes_at_us\": 12.4, \"fails_at_us\": 12.5, \"delays_before\": 3, \"delays_after\": 1, "
+    "\"runs\": "
     "7, \"searched_one_delay\": false, \"probes\": [{\"delay_us\": 0, \"failed\": false}, {\"delay_us\": 25, "
-    "\"failed\": true}]}, \"cause\": {\"kind\": \"starvation\", \"resource\": \"event loop\", \"await_site\": "
-    "null, \"summary\": \"s\", \"operations\": [{\"task\": \"a#0\", \"operation\": \"blocking call\", \"resource\": "
-    "\"event loop\", \"access\": \"block\", \"site\": \"t.py:9\"}, {\"task\": \"a#0\", \"operation\": \"acquire\", "
-    "\"resource\": \"L\", \"access\": \"wait\"}, {\"operation\": \"acquire\", \"resource\": \"L\", \"access\": \"lock\"}, "
-    "{\"run\": \"passing\", \"task\": \"b#1\", \"operation\": \"write\", \"resource\": \"X.v\", \"access\": \"write\", "
-    "\"step\": 1, \"occurrence\": 0, \"observed\": false}]}, \"evidence\": [{\"claim\": \"c\", \"measured\": \"m\", "
-    "\"strength\": \"observed\"}], \"races\": [{\"resource\": \"X.v\", \"operations\": [{\"run\": \"failing\", \"task\": "
-    "\"a#0\", \"operation\": \"read\", \"resource\": \"X.v\", \"access\": \"read\", \"step\": 0, \"occurrence\": 1, "
-    "\"observed\": true, \"file\": \"t.py\", \"line\": 3}, {\"run\": \"failing\", \"task\": \"b#1\", \"operation\": "
-    "\"write\", \"resource\": \"X.v\", \"access\": \"write\", \"step\": 1, \"occurrence\": 0, \"observed\": true, "
-    "\"file\": \"t.py\", \"line\": 5}]}], \"fix\": {\"kind\": \"LOCK\", \"why_none\": null, \"diff\": \"--- a/t.py\\n+++ "
-    "b/t.py\\n\", \"gate\": [{\"check\": \"parses\", \"group\": \"syntax\", \"passed\": true, \"reason\": \"ok\"}], "
-    "\"tiers\": {\"replay\": {\"token_failed_before\": \"10/10\", \"runs\": 10, \"passed\": 10}, \"exploration\": "
-    "{\"schedules\": 100, \"failed_before\": 40, \"failed_after\": 0}, \"natural\": {\"runs\": 200, \"failed\": "
-    "0, \"rate_below\": 0.015}, \"overhead\": {\"median_ms_before\": 1.25, \"median_ms_after\": 1.5}}, \"regression_test\": "
-    "{\"node\": \"t.py::test_regression\", \"fails_before\": true, \"passes_after\": \"not attempted\"}, \"candidates\": "
-    "[{\"kind\": \"LOCK\", \"changed_lines\": 4, \"tried\": true, \"gate_passed\": true, \"verified\": true}], "
-    "\"verified\": true, \"applied\": false, \"apply\": null}, \"failure\": \"boom\\u0000after NUL \xc3""\xa9""\", \"environment\": "
-    "{\"python\": \"CPython 3.11.7\", \"hash_seed\": \"0\", \"platform\": \"Linux\"}, \"step_limit_runs\": 1, "
-    "\"truncated_traces\": 2, \"runs\": 123, \"seconds\": 4.56, \"stages\": [{\"name\": \"sample\", \"seconds\": "
+    "\"failed\": true}]}, \"cause\": {\"kind\": \"starvation\", \"resource\": \"event loop\", "
+    "\"await_site\": "
+    "null, \"summary\": \"s\", \"operations\": [{\"task\": \"a#0\", \"operation\": \"blocking call\", "
+    "\"resource\": "
+    "\"event loop\", \"access\": \"block\", \"site\": \"t.py:9\"}, {\"task\": \"a#0\", \"operation\": "
+    "\"acquire\", "
+    "\"resource\": \"L\", \"access\": \"wait\"}, {\"operation\": \"acquire\", \"resource\": \"L\", "
+    "\"access\": \"lock\"}, "
+    "{\"run\": \"passing\", \"task\": \"b#1\", \"operation\": \"write\", \"resource\": \"X.v\", \"access\": "
+    "\"write\", "
+    "\"step\": 1, \"occurrence\": 0, \"observed\": false}]}, \"evidence\": [{\"claim\": \"c\", \"measured\": "
+    "\"m\", "
+    "\"strength\": \"observed\"}], \"races\": [{\"resource\": \"X.v\", \"operations\": [{\"run\": "
+    "\"failing\", \"task\": "
+    "\"a#0\", \"operation\": \"read\", \"resource\": \"X.v\", \"access\": \"read\", \"step\": 0, "
+    "\"occurrence\": 1, "
+    "\"observed\": true, \"file\": \"t.py\", \"line\": 3}, {\"run\": \"failing\", \"task\": \"b#1\", "
+    "\"operation\": "
+    "\"write\", \"resource\": \"X.v\", \"access\": \"write\", \"step\": 1, \"occurrence\": 0, \"observed\": "
+    "true, "
+    "\"file\": \"t.py\", \"line\": 5}]}], \"fix\": {\"kind\": \"LOCK\", \"why_none\": null, \"diff\": \"--- "
+    "a/t.py\\n+++ "
+    "b/t.py\\n\", \"gate\": [{\"check\": \"parses\", \"group\": \"syntax\", \"passed\": true, \"reason\": "
+    "\"ok\"}], "
+    "\"tiers\": {\"replay\": {\"token_failed_before\": \"10/10\", \"runs\": 10, \"passed\": 10}, "
+    "\"exploration\": "
+    "{\"schedules\": 100, \"failed_before\": 40, \"failed_after\": 0}, \"natural\": {\"runs\": 200, "
+    "\"failed\": "
+    "0, \"rate_below\": 0.015}, \"overhead\": {\"median_ms_before\": 1.25, \"median_ms_after\": 1.5}}, "
+    "\"regression_test\": "
+    "{\"node\": \"t.py::test_regression\", \"fails_before\": true, \"passes_after\": \"not attempted\"}, "
+    "\"candidates\": "
+    "[{\"kind\": \"LOCK\", \"changed_lines\": 4, \"tried\": true, \"gate_passed\": true, \"verified\": "
+    "true}], "
+    "\"verified\": true, \"applied\": false, \"apply\": null}, \"failure\": \"boom\\u0000after NUL \xc3"
+    "\xa9"
+    "\", \"environment\": "
+    "{\"python\": \"CPython 3.11.7\", \"hash_seed\": \"0\", \"platform\": \"Linux\"}, \"step_limit_runs\": "
+    "1, "
+    "\"truncated_traces\": 2, \"runs\": 123, \"seconds\": 4.56, \"stages\": [{\"name\": \"sample\", "
+    "\"seconds\": "
     "0.5, \"runs\": 50}]}\n";
 
 /* The smallest document the reader accepts: no --fix, no check, nothing found. */
@@ -47,7 +74,8 @@ static const char SMALL[] =
     "{\"nodeid\": \"t.py::t\", \"verdict\": \"no_failure\", \"timing\": null, \"natural\": {\"runs\": 5, "
     "\"failed\": 0, \"ci95\": [0, 0.434482]}, \"token\": null, \"replay\": {\"runs\": 0, \"failed\": 0, "
     "\"identical_traces\": null}, \"passing_token\": null, \"passing_replay\": {\"runs\": 0, \"passed\": 0}, "
-    "\"window_us\": null, \"window\": null, \"cause\": null, \"evidence\": [], \"races\": [], \"failure\": \"\", "
+    "\"window_us\": null, \"window\": null, \"cause\": null, \"evidence\": [], \"races\": [], \"failure\": "
+    "\"\", "
     "\"environment\": {\"python\": \"CPython 3.11.7\", \"hash_seed\": \"0\", \"platform\": \"Linux\"}, "
     "\"step_limit_runs\": 0, \"truncated_traces\": 0, \"runs\": 5, \"seconds\": 0.25}\n";
 
@@ -200,7 +228,8 @@ TEST(verdict_table)
     CHECK(afd_verdict_name(AFD_VERDICT__COUNT) == NULL);
     for (int v = 1; v < AFD_VERDICT__COUNT; v++) {
         CHECK_EQ_INT(afd_verdict_parse(afd_verdict_name((afd_verdict)v)), v);
-        CHECK(afd_verdict_head((afd_verdict)v) && afd_verdict_word((afd_verdict)v) && afd_verdict_css((afd_verdict)v));
+        CHECK(afd_verdict_head((afd_verdict)v) && afd_verdict_word((afd_verdict)v) &&
+              afd_verdict_css((afd_verdict)v));
     }
     CHECK_EQ_INT(afd_verdict_parse("REPRODUCED"), AFD_VERDICT_NONE);
     CHECK_EQ_INT(afd_verdict_parse(NULL), AFD_VERDICT_NONE);
@@ -208,7 +237,7 @@ TEST(verdict_table)
 
 int main(void)
 {
-    RUN_TESTS("incident", T(full_document_round_trips_byte_for_byte), T(small_document_gains_only_the_schema_key),
-              T(bad_documents_are_refused_naming_the_key), T(not_json_is_refused),
-              T(writer_replaces_bytes_that_are_not_utf8), T(verdict_table));
+    RUN_TESTS("incident", T(full_document_round_trips_byte_for_byte),
+              T(small_document_gains_only_the_schema_key), T(bad_documents_are_refused_naming_the_key),
+              T(not_json_is_refused), T(writer_replaces_bytes_that_are_not_utf8), T(verdict_table));
 }

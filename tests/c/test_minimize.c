@@ -376,8 +376,7 @@ TEST(bisect_invalid)
 int main(void)
 {
     RUN_TESTS("minimize", T(ddmin_needs_two), T(ddmin_needs_either), T(ddmin_empty_fails),
-              T(ddmin_zero_and_one), T(ddmin_non_monotone_is_one_minimal),
-              T(ddmin_error_propagates), T(ddmin_invalid), T(ddmin_larger), T(ddmin_at_max),
-              T(bisect_threshold), T(bisect_precision_one), T(bisect_full_range),
-              T(bisect_error_propagates), T(bisect_invalid));
+              T(ddmin_zero_and_one), T(ddmin_non_monotone_is_one_minimal), T(ddmin_error_propagates),
+              T(ddmin_invalid), T(ddmin_larger), T(ddmin_at_max), T(bisect_threshold),
+              T(bisect_precision_one), T(bisect_full_range), T(bisect_error_propagates), T(bisect_invalid));
 }

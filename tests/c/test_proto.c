@@ -28,15 +28,21 @@ static uint64_t rnd(void)
 
 static afd_hello sample_hello(void)
 {
-    afd_hello h = {.pid = -12345, .python = "3.12.1", .hash_seed = "42", .error = "",
+    afd_hello h = {.pid = -12345,
+                   .python = "3.12.1",
+                   .hash_seed = "42",
+                   .error = "",
                    .nodeid = "tests/test_x.py::test_report[a-b]"};
     return h;
 }
 
 static afd_run_req sample_run(void)
 {
-    afd_run_req r = {.run_id = 0x0102030405060708ULL, .mode = AFD_MODE_CONTROLLED,
-                     .timeout_ms = 30000, .max_steps = 1000000, .token = "afd1:abcdefgh"};
+    afd_run_req r = {.run_id = 0x0102030405060708ULL,
+                     .mode = AFD_MODE_CONTROLLED,
+                     .timeout_ms = 30000,
+                     .max_steps = 1000000,
+                     .token = "afd1:abcdefgh"};
     return r;
 }
 
@@ -44,9 +50,13 @@ static uint8_t trace_bytes[] = {'A', 'F', 'D', 'T', 0, 1, 2, 0xff, 0, 7};
 
 static afd_run_result sample_result(void)
 {
-    afd_run_result r = {.run_id = 99, .outcome = AFD_OUT_FAIL, .status = -9,
-                        .wall_ns = 123456789012ULL, .failure = "AssertionError: 1 != 2",
-                        .trace = trace_bytes, .trace_len = sizeof trace_bytes};
+    afd_run_result r = {.run_id = 99,
+                        .outcome = AFD_OUT_FAIL,
+                        .status = -9,
+                        .wall_ns = 123456789012ULL,
+                        .failure = "AssertionError: 1 != 2",
+                        .trace = trace_bytes,
+                        .trace_len = sizeof trace_bytes};
     return r;
 }
 
@@ -565,11 +575,23 @@ static size_t mutate(uint8_t *m, size_t len)
         uint64_t r = rnd();
         size_t pos = (size_t)(r >> 8) % len;
         switch (r % 5) {
-        case 0: m[pos] = (uint8_t)(r >> 40); break;
-        case 1: m[pos] ^= (uint8_t)(1u << (r >> 40) % 8); break;
-        case 2: if (pos + 4 <= len) put32(m + pos, (uint32_t)(r >> 32) % 64); break;
-        case 3: if (pos + 4 <= len) put32(m + pos, 0xffffffffu - (uint32_t)(r >> 32) % 4); break;
-        case 4: len = pos; break;
+        case 0:
+            m[pos] = (uint8_t)(r >> 40);
+            break;
+        case 1:
+            m[pos] ^= (uint8_t)(1u << (r >> 40) % 8);
+            break;
+        case 2:
+            if (pos + 4 <= len)
+                put32(m + pos, (uint32_t)(r >> 32) % 64);
+            break;
+        case 3:
+            if (pos + 4 <= len)
+                put32(m + pos, 0xffffffffu - (uint32_t)(r >> 32) % 4);
+            break;
+        case 4:
+            len = pos;
+            break;
         }
     }
     return len;
@@ -697,11 +719,11 @@ static int read_from(const void *bytes, size_t len)
 
 TEST(read_frame_eof_and_bad_lengths)
 {
-    CHECK_EQ_INT(read_from(NULL, 0), AFD_EOF);                          /* before any byte */
-    CHECK_EQ_INT(read_from("\x05\x00", 2), AFD_EOF);                    /* inside the length */
-    CHECK_EQ_INT(read_from("\x05\x00\x00\x00\x02\x01", 6), AFD_EOF);    /* inside the frame */
-    CHECK_EQ_INT(read_from("\x00\x00\x00\x00\x02", 5), AFD_EPROTO);     /* no type byte */
-    CHECK_EQ_INT(read_from("\x01\x00\x00\x04\x02", 5), AFD_EPROTO);     /* 64 MiB + 1 */
+    CHECK_EQ_INT(read_from(NULL, 0), AFD_EOF);                       /* before any byte */
+    CHECK_EQ_INT(read_from("\x05\x00", 2), AFD_EOF);                 /* inside the length */
+    CHECK_EQ_INT(read_from("\x05\x00\x00\x00\x02\x01", 6), AFD_EOF); /* inside the frame */
+    CHECK_EQ_INT(read_from("\x00\x00\x00\x00\x02", 5), AFD_EPROTO);  /* no type byte */
+    CHECK_EQ_INT(read_from("\x01\x00\x00\x04\x02", 5), AFD_EPROTO);  /* 64 MiB + 1 */
     CHECK_EQ_INT(read_from("\xff\xff\xff\xff", 4), AFD_EPROTO);
     CHECK_EQ_INT(read_from("\x01\x00\x00\x00\x04", 5), 0);
     afd_buf frame;
@@ -918,12 +940,11 @@ TEST(write_all_nonblocking_fd)
 int main(void)
 {
     RUN_TESTS("proto", T(hello_roundtrip), T(run_roundtrip), T(result_roundtrip),
-              T(result_failure_keeps_nul_bytes), T(quit_frame),
-              T(writer_refuses_oversize_frame), T(framer_one_byte_at_a_time),
-              T(framer_random_chunks), T(framer_whole_stream_at_once),
+              T(result_failure_keeps_nul_bytes), T(quit_frame), T(writer_refuses_oversize_frame),
+              T(framer_one_byte_at_a_time), T(framer_random_chunks), T(framer_whole_stream_at_once),
               T(framer_rejects_oversize_and_empty), T(framer_memory_stays_bounded),
               T(decoders_refuse_trailing_and_truncated), T(decoders_refuse_bad_values),
               T(mutation_robustness), T(pipe_roundtrip), T(read_frame_eof_and_bad_lengths),
-              T(write_all_broken_pipe), T(large_frame_from_forked_child),
-              T(large_write_to_slow_reader), T(write_all_nonblocking_fd));
+              T(write_all_broken_pipe), T(large_frame_from_forked_child), T(large_write_to_slow_reader),
+              T(write_all_nonblocking_fd));
 }

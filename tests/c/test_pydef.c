@@ -3,36 +3,35 @@
 #include "harness.h"
 #include "pydef.h"
 
-static const char server[] =
-    "import asyncio\n"
-    "\n"
-    "class MultiResourceServer:\n"
-    "    def __init__(self) -> None:\n"
-    "        self.sessions: dict = {}\n"
-    "\n"
-    "    async def handle_request(self, client_id: str, n=1, *rest, flag) -> None:\n"
-    "        await asyncio.sleep(0)\n"
-    "\n"
-    "    def sync_one(self, a, b: int):\n"
-    "        return a\n"
-    "\n"
-    "    @staticmethod\n"
-    "    async def helper(x, /, y=2):\n"
-    "        return x\n"
-    "\n"
-    "    @classmethod\n"
-    "    async def make(cls, name):\n"
-    "        return cls()\n"
-    "\n"
-    "@dataclass\n"
-    "class Other:\n"
-    "    async def go(self):\n"
-    "        pass\n"
-    "\n"
-    "def outer():\n"
-    "    class Hidden:\n"
-    "        async def go(self):\n"
-    "            pass\n";
+static const char server[] = "import asyncio\n"
+                             "\n"
+                             "class MultiResourceServer:\n"
+                             "    def __init__(self) -> None:\n"
+                             "        self.sessions: dict = {}\n"
+                             "\n"
+                             "    async def handle_request(self, client_id: str, n=1, *rest, flag) -> None:\n"
+                             "        await asyncio.sleep(0)\n"
+                             "\n"
+                             "    def sync_one(self, a, b: int):\n"
+                             "        return a\n"
+                             "\n"
+                             "    @staticmethod\n"
+                             "    async def helper(x, /, y=2):\n"
+                             "        return x\n"
+                             "\n"
+                             "    @classmethod\n"
+                             "    async def make(cls, name):\n"
+                             "        return cls()\n"
+                             "\n"
+                             "@dataclass\n"
+                             "class Other:\n"
+                             "    async def go(self):\n"
+                             "        pass\n"
+                             "\n"
+                             "def outer():\n"
+                             "    class Hidden:\n"
+                             "        async def go(self):\n"
+                             "            pass\n";
 
 static afd_pymethod look(const char *src, const char *cls, const char *method)
 {
@@ -195,8 +194,9 @@ TEST(a_later_import_wins)
 
 int main(void)
 {
-    RUN_TESTS("pydef", T(finds_an_async_method_and_its_required_parameters), T(sync_static_class_and_decorated),
-              T(missing_class_and_method), T(later_def_replaces_earlier), T(syntax_errors_and_bad_arguments),
-              T(long_method_lists_are_cut), T(bases_are_names_and_dotted_names_in_order),
-              T(where_an_imported_name_comes_from), T(a_later_import_wins));
+    RUN_TESTS("pydef", T(finds_an_async_method_and_its_required_parameters),
+              T(sync_static_class_and_decorated), T(missing_class_and_method), T(later_def_replaces_earlier),
+              T(syntax_errors_and_bad_arguments), T(long_method_lists_are_cut),
+              T(bases_are_names_and_dotted_names_in_order), T(where_an_imported_name_comes_from),
+              T(a_later_import_wins));
 }

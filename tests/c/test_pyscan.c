@@ -55,20 +55,21 @@ static const snippet SNIPPETS[] = {
     /* ---- self and cls ---- */
     {"self_write", "class C:\n    def f(self):\n        self.x = 1\n", 0, "3:W:self:.x@C.f", "", ""},
     {"self_read", "def f(self):\n    return self.x\n", 0, "2:R:self:.x@f", "", ""},
-    {"nested_attrs", "def f(self):\n    self.a.b.c = self.d.e\n", 0,
-     "2:W:self:.a.b.c@f;2:R:self:.d.e@f", "", ""},
+    {"nested_attrs", "def f(self):\n    self.a.b.c = self.d.e\n", 0, "2:W:self:.a.b.c@f;2:R:self:.d.e@f", "",
+     ""},
     {"cls_aug", "class C:\n    @classmethod\n    def m(cls):\n        cls.n += 1\n", 0,
      "4:R:cls:.n@C.m;4:W:cls:.n@C.m", "", ""},
-    {"bare_self_is_no_access", "def f(self):\n    g(self)\n    self.helper()\n    return self\n", 0, "",
-     "", ""},
+    {"bare_self_is_no_access", "def f(self):\n    g(self)\n    self.helper()\n    return self\n", 0, "", "",
+     ""},
     /* ---- subscripts ---- */
     {"literal_keys", "def f(self):\n    self.d[\"a\"] = self.d['b'] + self.d[0] + self.d[-1]\n", 0,
      "2:W:self:.d[\"a\"]@f;2:R:self:.d[\"b\"]@f;2:R:self:.d[0]@f;2:R:self:.d[-1]@f", "", ""},
     {"nonliteral_keys",
      "def f(self, k):\n    self.d[k] = self.d[k + 1] + self.d[1:2] + self.d[1, 2] + self.d[None]\n", 0,
      "2:W:self:.d[*]@f;2:R:self:.d[*]@f;2:R:self:.d[*]@f;2:R:self:.d[*]@f;2:R:self:.d[*]@f", "", ""},
-    {"int_keys_normalized", "def f(self):\n    return self.d[0x10], self.d[1_000], self.d[0b11], self.d[-0], self.d[2j]\n",
-     0, "2:R:self:.d[16]@f;2:R:self:.d[1000]@f;2:R:self:.d[3]@f;2:R:self:.d[0]@f;2:R:self:.d[*]@f", "", ""},
+    {"int_keys_normalized",
+     "def f(self):\n    return self.d[0x10], self.d[1_000], self.d[0b11], self.d[-0], self.d[2j]\n", 0,
+     "2:R:self:.d[16]@f;2:R:self:.d[1000]@f;2:R:self:.d[3]@f;2:R:self:.d[0]@f;2:R:self:.d[*]@f", "", ""},
     {"key_reads_scanned", "def f(self):\n    self.d[self.k] = 1\n    return self.d[self.key()]\n", 0,
      "2:W:self:.d[*]@f;2:R:self:.k@f;3:R:self:.d[*]@f", "", ""},
     {"chain_one_access", "def f(self, k):\n    self.a[k].b[\"c\"][0].d = 1\n", 0,
@@ -114,8 +115,8 @@ static const snippet SNIPPETS[] = {
     {"unknown_method", "def f(self):\n    self.a.frobnicate(self.b)\n    self.a[\"k\"].append(1)\n", 0,
      "2:R:self:.a@f;2:R:self:.b@f;3:W:self:.a[\"k\"]@f", "", ""},
     /* ---- aliases ---- */
-    {"alias", "def f(self, k, v):\n    s = self.sessions\n    s[k] = v\n    s.pop(k)\n    return s.get(k)\n", 0,
-     "2:R:self:.sessions@f;3:W:self:.sessions[*]@f;4:W:self:.sessions@f;5:R:self:.sessions@f", "", ""},
+    {"alias", "def f(self, k, v):\n    s = self.sessions\n    s[k] = v\n    s.pop(k)\n    return s.get(k)\n",
+     0, "2:R:self:.sessions@f;3:W:self:.sessions[*]@f;4:W:self:.sessions@f;5:R:self:.sessions@f", "", ""},
     {"alias_rebound", "def f(self):\n    s = self.a\n    s = []\n    s.append(1)\n", 0,
      "2:R:self:.a@f;4:W:$s:@f", "", ""},
     {"alias_of_alias", "def f(self):\n    s = self.a\n    t = s[\"x\"]\n    t.append(1)\n", 0,
@@ -152,15 +153,17 @@ static const snippet SNIPPETS[] = {
      "", ""},
     /* ---- local variables ---- */
     {"local_through_subscript_and_attribute",
-     "def f(state, v):\n    state[\"token\"] = v\n    state.items.get(1)\n    return state.get(1), state\n", 0,
-     "2:W:$state:[\"token\"]@f;3:R:$state:.items@f", "", ""},
-    {"local_bare_only_mutating_call", "def f():\n    acc = []\n    acc.append(1)\n    acc.frob()\n    acc += [2]\n",
-     0, "3:W:$acc:@f", "", ""},
-    {"local_alias_chain", "def f(state):\n    t = state[\"a\"]\n    t.append(1)\n    u = state\n    u.x = 1\n", 0,
+     "def f(state, v):\n    state[\"token\"] = v\n    state.items.get(1)\n    return state.get(1), state\n",
+     0, "2:W:$state:[\"token\"]@f;3:R:$state:.items@f", "", ""},
+    {"local_bare_only_mutating_call",
+     "def f():\n    acc = []\n    acc.append(1)\n    acc.frob()\n    acc += [2]\n", 0, "3:W:$acc:@f", "", ""},
+    {"local_alias_chain",
+     "def f(state):\n    t = state[\"a\"]\n    t.append(1)\n    u = state\n    u.x = 1\n", 0,
      "2:R:$state:[\"a\"]@f;3:W:$state:[\"a\"]@f;5:W:$u:.x@f", "", ""},
-    {"local_in_comprehension_and_lambda", "def f(rows):\n    return [r.key for r in rows], (lambda o: o.x)\n", 0,
-     "2:R:$r:.key@f;2:R:$o:.x@f", "", ""},
-    {"local_closure", "def outer():\n    box = {}\n    def inner():\n        box[\"n\"] = 1\n    return inner\n", 0,
+    {"local_in_comprehension_and_lambda", "def f(rows):\n    return [r.key for r in rows], (lambda o: o.x)\n",
+     0, "2:R:$r:.key@f;2:R:$o:.x@f", "", ""},
+    {"local_closure",
+     "def outer():\n    box = {}\n    def inner():\n        box[\"n\"] = 1\n    return inner\n", 0,
      "4:W:$box:[\"n\"]@outer.<locals>.inner", "", ""},
     {"imports_defs_classes_not_locals",
      "def f():\n    import os\n    def g(): pass\n    g.cache = 1\n    return os.path\nclass C:\n    T = []\n"
@@ -169,8 +172,8 @@ static const snippet SNIPPETS[] = {
     /* ---- scopes ---- */
     {"comprehension", "def f(self, ks):\n    return [self.d[k] for k in ks if self.ok]\n", 0,
      "2:R:self:.d[*]@f;2:R:self:.ok@f", "", ""},
-    {"comprehension_variable_shadows", "K = 1\ndef f(xs):\n    return [K for K in xs], {K: v for v in xs}\n", 0,
-     "1:W:K:@;3:R:K:@f", "", ""},
+    {"comprehension_variable_shadows", "K = 1\ndef f(xs):\n    return [K for K in xs], {K: v for v in xs}\n",
+     0, "1:W:K:@;3:R:K:@f", "", ""},
     {"lambda", "class C:\n    def f(self):\n        return lambda k: self.cache[k]\n", 0,
      "3:R:self:.cache[*]@C.f", "", ""},
     {"nested_qualnames",
@@ -179,18 +182,20 @@ static const snippet SNIPPETS[] = {
      0, "3:W:self:.x@outer.<locals>.inner;6:W:self:.y@outer.<locals>.L.m", "", ""},
     {"class_body", "CONFIG = {}\nclass C:\n    limit = CONFIG[\"limit\"]\n    CONFIG[\"seen\"] = True\n", 0,
      "1:W:CONFIG:@;3:R:CONFIG:[\"limit\"]@;4:W:CONFIG:[\"seen\"]@", "", ""},
-    {"class_attribute_not_seen_by_methods", "class C:\n    T = []\n    def m(self):\n        return T\n", 0, "",
-     "", ""},
+    {"class_attribute_not_seen_by_methods", "class C:\n    T = []\n    def m(self):\n        return T\n", 0,
+     "", "", ""},
     {"decorators_and_defaults",
-     "CONFIG = {}\nclass C:\n    @cache(CONFIG[\"size\"])\n    def f(self, n=CONFIG[\"n\"]):\n        return self.v\n",
+     "CONFIG = {}\nclass C:\n    @cache(CONFIG[\"size\"])\n    def f(self, n=CONFIG[\"n\"]):\n        return "
+     "self.v\n",
      0, "1:W:CONFIG:@;3:R:CONFIG:[\"size\"]@;4:R:CONFIG:[\"n\"]@;5:R:self:.v@C.f", "", ""},
     /* ---- yields ---- */
     {"async_constructs",
      "class C:\n    async def run(self):\n        async with self.lock:\n            await self.q.put(1)\n"
      "        async for x in self.src:\n            pass\n        return [y async for y in self.gen]\n",
      0, "3:R:self:.lock@C.run;4:R:self:.q@C.run;5:R:self:.src@C.run;7:R:self:.gen@C.run", "3,4,5,7", ""},
-    {"await_multiline", "async def f(self):\n    x = (\n        await self.q.get(\n        ))\n    with a:\n        pass\n",
-     0, "3:R:self:.q@f", "3", ""},
+    {"await_multiline",
+     "async def f(self):\n    x = (\n        await self.q.get(\n        ))\n    with a:\n        pass\n", 0,
+     "3:R:self:.q@f", "3", ""},
     /* ---- layout ---- */
     {"multiline_statement", "def f(self):\n    self.total = (\n        self.a +\n        self.b)\n", 0,
      "2:W:self:.total@f;3:R:self:.a@f;4:R:self:.b@f", "", ""},
@@ -246,8 +251,9 @@ TEST(snippets)
 
 TEST(line_lookup)
 {
-    const char *src = "class C:\n    async def f(self):\n        self.a = self.b\n\n        await self.c.get()\n"
-                      "        async with self.d:\n            pass\n";
+    const char *src =
+        "class C:\n    async def f(self):\n        self.a = self.b\n\n        await self.c.get()\n"
+        "        async with self.d:\n            pass\n";
     afd_pyscan s;
     CHECK_EQ_INT(afd_pyscan_source(src, strlen(src), &s), 0);
     size_t first = 99, count = 99;
@@ -398,8 +404,9 @@ TEST(truncated_tree_refused)
 TEST(large_file)
 {
     /* 200,002 lines: two, then 40,000 methods of five lines each (method i starts at 3 + 5i). */
-    const char *fmt = "    async def m%d(self, k):\n        self.d%d[k] = REPORT[\"x\"]\n        await self.q.get()\n"
-                      "        s = self.items  # alias\n        s.append(k)\n";
+    const char *fmt =
+        "    async def m%d(self, k):\n        self.d%d[k] = REPORT[\"x\"]\n        await self.q.get()\n"
+        "        s = self.items  # alias\n        s.append(k)\n";
     size_t cap = 64 << 20, n = 0;
     char *src = malloc(cap);
     CHECK(src != NULL);

@@ -158,8 +158,8 @@ static char *with_value(const char *json, const char *path, json_t *value)
     return s;
 }
 
-static const char *const SECTIONS[] = {"verdict", "timeline", "evidence", "window", "gate",
-                                       "tiers", "diff", "replay", "environment"};
+static const char *const SECTIONS[] = {"verdict", "timeline", "evidence", "window",     "gate",
+                                       "tiers",   "diff",     "replay",   "environment"};
 
 /* ---- HTML ---- */
 
@@ -379,17 +379,15 @@ TEST(html_tier_not_attempted_is_never_a_pass)
 TEST(html_escapes_hostile_text_everywhere)
 {
     const char *evil = "<script>alert(1)</script>\"'</svg>&";
-    json_t *doc = json_pack("{s:s, s:s, s:s, s:{s:s, s:s, s:s, s:[{s:s, s:s, s:i}]}, s:[{s:s, s:s, s:s}],"
-                            " s:{s:s, s:[{s:s, s:s, s:b, s:s}], s:{s:s}}, s:s, s:{s:s, s:s, s:s}}",
-                            "nodeid", "tests/x.py::test_hostile[<script>alert(1)</script>\"'</svg>&]",
-                            "failure", evil, "verdict", evil,
-                            "cause", "kind", evil, "resource", evil, "summary", evil,
-                            "operations", "run", "failing", "task", evil, "step", 0,
-                            "evidence", "claim", evil, "measured", evil, "strength", evil,
-                            "fix", "diff", "+<script>alert(1)</script>\n",
-                            "gate", "check", evil, "group", evil, "passed", 0, "reason", evil,
-                            "tiers", "replay", evil, "token", "afd1:x'y",
-                            "environment", "python", evil, "platform", evil, "hash_seed", evil);
+    json_t *doc =
+        json_pack("{s:s, s:s, s:s, s:{s:s, s:s, s:s, s:[{s:s, s:s, s:i}]}, s:[{s:s, s:s, s:s}],"
+                  " s:{s:s, s:[{s:s, s:s, s:b, s:s}], s:{s:s}}, s:s, s:{s:s, s:s, s:s}}",
+                  "nodeid", "tests/x.py::test_hostile[<script>alert(1)</script>\"'</svg>&]", "failure", evil,
+                  "verdict", evil, "cause", "kind", evil, "resource", evil, "summary", evil, "operations",
+                  "run", "failing", "task", evil, "step", 0, "evidence", "claim", evil, "measured", evil,
+                  "strength", evil, "fix", "diff", "+<script>alert(1)</script>\n", "gate", "check", evil,
+                  "group", evil, "passed", 0, "reason", evil, "tiers", "replay", evil, "token", "afd1:x'y",
+                  "environment", "python", evil, "platform", evil, "hash_seed", evil);
     CHECK(doc != NULL);
     char *json = json_dumps(doc, 0);
     json_decref(doc);
@@ -412,7 +410,9 @@ TEST(html_escapes_hostile_text_everywhere)
     /* no attribute can be closed early: every quote in the page is one of ours */
     CHECK(!strstr(html, "\"'"));
     /* the shell command quotes the name and the token */
-    CHECK(strstr(html, "affidavit replay &#39;afd1:x&#39;&quot;&#39;&quot;&#39;y&#39; &#39;tests/x.py::test_hostile["));
+    CHECK(strstr(
+        html,
+        "affidavit replay &#39;afd1:x&#39;&quot;&#39;&quot;&#39;y&#39; &#39;tests/x.py::test_hostile["));
     free(html);
     free(json);
     afd_trace_finish(&f);
@@ -485,7 +485,8 @@ TEST(html_diff_gate_failure_and_other_verdicts)
     CHECK(strstr(html, "NO FAILURE</span>: the test did not fail"));
     free(html);
     html = render_html("{\"verdict\": \"deterministic\", \"fix\": {\"why_none\": \"the test fails on every "
-                       "run\"}}", NULL, NULL);
+                       "run\"}}",
+                       NULL, NULL);
     CHECK(strstr(html, "DETERMINISTIC</span>: the test fails on every run; it is not flaky"));
     CHECK(strstr(html, "No fix is proposed: the test fails on every run."));
     free(html);
@@ -554,8 +555,12 @@ TEST(html_caps_the_steps_it_draws)
     task(&f, 3, "deposit#1");
     uint32_t site = tb_str(&f, "examples/test_lost_update.py:17");
     for (uint32_t i = 0; i < 20000; i++) {
-        afd_event ev = {.kind = AFD_EV_STEP, .task = 2 + (i % 2), .a = i / 2, .b = site,
-                        .vtime = (uint64_t)i * 1000, .cost = 500};
+        afd_event ev = {.kind = AFD_EV_STEP,
+                        .task = 2 + (i % 2),
+                        .a = i / 2,
+                        .b = site,
+                        .vtime = (uint64_t)i * 1000,
+                        .cost = 500};
         CHECK_EQ_INT(afd_trace_add_events(&f, &ev, 1), 0);
     }
     char *html = render_html(json, &f, &f);
@@ -596,8 +601,8 @@ static json_t *render_sarif(const char *json)
     CHECK_EQ_STR(json_string_value(json_object_get(doc, "$schema")),
                  "https://json.schemastore.org/sarif-2.1.0.json");
     CHECK_EQ_INT(json_array_size(json_object_get(doc, "runs")), 1);
-    json_t *driver = json_object_get(json_object_get(json_array_get(json_object_get(doc, "runs"), 0), "tool"),
-                                     "driver");
+    json_t *driver =
+        json_object_get(json_object_get(json_array_get(json_object_get(doc, "runs"), 0), "tool"), "driver");
     CHECK_EQ_STR(json_string_value(json_object_get(driver, "name")), "affidavit");
     CHECK(!json_object_get(driver, "informationUri"));
     return doc;
@@ -622,14 +627,15 @@ static void check_rules(json_t *doc)
     json_t *rules = json_object_get(json_object_get(json_object_get(run, "tool"), "driver"), "rules");
     size_t i;
     json_t *r;
-    json_array_foreach(sarif_results(doc), i, r) {
+    json_array_foreach(sarif_results(doc), i, r)
+    {
         json_int_t idx = json_integer_value(json_object_get(r, "ruleIndex"));
         CHECK(idx >= 0 && (size_t)idx < json_array_size(rules));
         CHECK_EQ_STR(json_string_value(json_object_get(json_array_get(rules, (size_t)idx), "id")),
                      json_string_value(json_object_get(r, "ruleId")));
         CHECK(json_string_length(json_object_get(json_object_get(r, "message"), "text")) > 10);
-        CHECK(json_string_value(json_object_get(json_object_get(json_array_get(rules, (size_t)idx),
-                                                                "shortDescription"), "text")));
+        CHECK(json_string_value(json_object_get(
+            json_object_get(json_array_get(rules, (size_t)idx), "shortDescription"), "text")));
     }
 }
 
@@ -734,9 +740,9 @@ static size_t count_events(json_t *doc, const char *ph, const char *name)
 {
     size_t n = 0, i;
     json_t *e;
-    json_array_foreach(json_object_get(doc, "traceEvents"), i, e)
-        n += !strcmp(json_string_value(json_object_get(e, "ph")), ph) &&
-             (!name || !strcmp(json_string_value(json_object_get(e, "name")), name));
+    json_array_foreach(json_object_get(doc, "traceEvents"), i, e) n +=
+        !strcmp(json_string_value(json_object_get(e, "ph")), ph) &&
+        (!name || !strcmp(json_string_value(json_object_get(e, "name")), name));
     return n;
 }
 
@@ -752,7 +758,8 @@ TEST(chrome_trace_has_every_step)
     size_t i;
     json_t *e;
     int seen_read = 0, seen_unnamed = 0;
-    json_array_foreach(json_object_get(doc, "traceEvents"), i, e) {
+    json_array_foreach(json_object_get(doc, "traceEvents"), i, e)
+    {
         const char *name = json_string_value(json_object_get(json_object_get(e, "args"), "name"));
         if (!strcmp(json_string_value(json_object_get(e, "ph")), "M")) {
             CHECK(name != NULL);
@@ -816,9 +823,8 @@ int main(void)
               T(html_marks_what_never_ran), T(html_tier_not_attempted_is_never_a_pass),
               T(html_escapes_hostile_text_everywhere), T(html_refuses_a_malformed_document),
               T(html_renders_an_empty_document), T(html_diff_gate_failure_and_other_verdicts),
-              T(html_every_verdict_has_its_word),
-              T(html_renders_wrong_types), T(html_caps_the_steps_it_draws),
-              T(sarif_lost_update), T(sarif_order_violation_and_fallback_location),
-              T(sarif_empty_and_hostile), T(chrome_trace_has_every_step),
-              T(chrome_trace_survives_bytes_that_are_not_text));
+              T(html_every_verdict_has_its_word), T(html_renders_wrong_types),
+              T(html_caps_the_steps_it_draws), T(sarif_lost_update),
+              T(sarif_order_violation_and_fallback_location), T(sarif_empty_and_hostile),
+              T(chrome_trace_has_every_step), T(chrome_trace_survives_bytes_that_are_not_text));
 }

@@ -76,8 +76,7 @@ TEST(explicit_delay_overrides_exact_step)
     const char *labels[] = {"task#1", "task#10", "task#", "task#2", "Task#1", "task#1 "};
     const uint32_t ords[] = {2, 3, 3, 3, 3, 3};
     for (size_t i = 0; i < sizeof ords / sizeof ords[0]; i++)
-        CHECK_EQ_U64(cost_of(&s, labels[i], ords[i], 0, 0),
-                     cost_of(&plain, labels[i], ords[i], 0, 0));
+        CHECK_EQ_U64(cost_of(&s, labels[i], ords[i], 0, 0), cost_of(&plain, labels[i], ords[i], 0, 0));
     /* The label is compared over label_len bytes, not up to a terminator. */
     const char *buf = "task#1xyz";
     afd_step_id id = step_of("task#1", 3, 0);
@@ -259,8 +258,7 @@ TEST(pct_cost_and_determinism)
     for (uint64_t seed = 0; seed < 50; seed++) {
         afd_schedule o;
         pct_schedule(&o, seed, 3, 500);
-        moved += cost_of(&o, "a#0", 0, points[0], 0) == 0 ||
-                 cost_of(&o, "a#0", 0, points[1], 0) == 0;
+        moved += cost_of(&o, "a#0", 0, points[0], 0) == 0 || cost_of(&o, "a#0", 0, points[1], 0) == 0;
     }
     CHECK(moved > 40);
 }
@@ -468,11 +466,11 @@ TEST(portfolio_below_deadlines_first)
 
 int main(void)
 {
-    RUN_TESTS("sched", T(below_is_just_short_of_the_deadline), T(pct_below_deadlines_outlasts_only_plain_timers),
-              T(jitter_and_explicit_delays_capped_below_deadlines), T(portfolio_below_deadlines_first), T(zero_is_zero), T(explicit_delay_overrides_exact_step),
-              T(jitter_is_deterministic_and_seeded), T(jitter_distribution),
-              T(jitter_lateness_rounds_to_whole_ms), T(jitter_lateness_latency),
+    RUN_TESTS("sched", T(below_is_just_short_of_the_deadline),
+              T(pct_below_deadlines_outlasts_only_plain_timers),
+              T(jitter_and_explicit_delays_capped_below_deadlines), T(portfolio_below_deadlines_first),
+              T(zero_is_zero), T(explicit_delay_overrides_exact_step), T(jitter_is_deterministic_and_seeded),
+              T(jitter_distribution), T(jitter_lateness_rounds_to_whole_ms), T(jitter_lateness_latency),
               T(pct_change_points), T(pct_cost_and_determinism), T(pct_points_spread_uniformly),
-              T(pct_huge_depth_stays_cheap), T(random_seed_is_stable), T(portfolio_mix),
-              T(portfolio_only));
+              T(pct_huge_depth_stays_cheap), T(random_seed_is_stable), T(portfolio_mix), T(portfolio_only));
 }

@@ -30,7 +30,8 @@ TEST(shlex_rules)
     /* The expected strings are what Python's shlex.quote returns for each input. */
     check_quote("abc", "abc");
     check_quote("tests/test_x.py::test_a", "tests/test_x.py::test_a");
-    check_quote("afd1:aeaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaacbvibx4", "afd1:aeaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaacbvibx4");
+    check_quote("afd1:aeaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaacbvibx4",
+                "afd1:aeaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaacbvibx4");
     check_quote("@%+=:,./_-", "@%+=:,./_-");
     check_quote("", "''");
     check_quote(NULL, "''");
@@ -79,10 +80,22 @@ static void check_shell_reads_back(const char *s)
 TEST(a_shell_reads_each_word_back)
 {
     const char *words[] = {
-        "plain", "t.py::test[$(touch PWNED)]", "t.py::test[`touch PWNED`]", "t.py::test[a b]",
-        "t.py::test[it's]", "t.py::test[\"q\"]", "t.py::test[;touch PWNED;]", "t.py::test[|touch PWNED]",
-        "t.py::test[${IFS}x]", "t.py::test[\\]", "'", "a'b'c", "t.py::test[\n]", "t.py::test[*]",
-        "t.py::test[caf\xc3\xa9]", "t.py::test[&& touch PWNED]",
+        "plain",
+        "t.py::test[$(touch PWNED)]",
+        "t.py::test[`touch PWNED`]",
+        "t.py::test[a b]",
+        "t.py::test[it's]",
+        "t.py::test[\"q\"]",
+        "t.py::test[;touch PWNED;]",
+        "t.py::test[|touch PWNED]",
+        "t.py::test[${IFS}x]",
+        "t.py::test[\\]",
+        "'",
+        "a'b'c",
+        "t.py::test[\n]",
+        "t.py::test[*]",
+        "t.py::test[caf\xc3\xa9]",
+        "t.py::test[&& touch PWNED]",
     };
     for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         check_shell_reads_back(words[i]);

@@ -140,7 +140,6 @@ TEST(ochiai_zero_denominator)
 
 int main(void)
 {
-    RUN_TESTS("stats", T(wilson_known_values), T(wilson_exact_edges),
-              T(wilson_contains_rate_and_narrows), T(median), T(rule_of_three), T(ochiai),
-              T(ochiai_zero_denominator));
+    RUN_TESTS("stats", T(wilson_known_values), T(wilson_exact_edges), T(wilson_contains_rate_and_narrows),
+              T(median), T(rule_of_three), T(ochiai), T(ochiai_zero_denominator));
 }

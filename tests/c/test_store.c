@@ -408,8 +408,8 @@ TEST(damaged_trace_is_an_error)
     afd_store_trace tr[1] = {{"failing", fb, 5000}};
     afd_store_incident inc = sample("t::a");
     static const char *const damage[] = {
-        "zlib = x'deadbeef00112233'", "raw_len = 4999", "raw_len = 5001", "raw_len = -5",
-        "raw_len = 9223372036854775807", "zlib = NULL", "zlib = x''", "zlib = substr(zlib, 1, 20)",
+        "zlib = x'deadbeef00112233'",    "raw_len = 4999", "raw_len = 5001", "raw_len = -5",
+        "raw_len = 9223372036854775807", "zlib = NULL",    "zlib = x''",     "zlib = substr(zlib, 1, 20)",
     };
     for (size_t i = 0; i < sizeof damage / sizeof damage[0]; i++) {
         /* A fresh incident each time, and only its trace row damaged (our SQL, our constants). */
@@ -708,6 +708,5 @@ int main(void)
     RUN_TESTS("store", T(round_trip), T(no_traces_no_patch), T(list_order_and_limit), T(get_missing),
               T(schema_version_mismatch), T(garbage_file_refused), T(oversized_trace_left_out),
               T(damaged_trace_is_an_error), T(many_incidents), T(hostile_strings), T(reopen_keeps_incidents),
-              T(failed_add_writes_nothing), T(bad_arguments), T(concurrent_first_open),
-              T(unwritable_places));
+              T(failed_add_writes_nothing), T(bad_arguments), T(concurrent_first_open), T(unwritable_places));
 }

@@ -275,8 +275,7 @@ TEST(roundtrip_one_and_many_delays)
 
 /* pct(seed=42, d=3, steps=100) + ("main#0", 2, 5 ms), built with Python's struct, zlib.crc32 and
  * base64.b32encode to pin the format independently of this code. */
-#define GOLDEN_PCT \
-    "afd1:aebcuaaaaaaaaaaaamaaaadeaaaaaaiaaaaamaaaabwwc2loemyaeaaaabaewtaaaaaaaafncu3io"
+#define GOLDEN_PCT "afd1:aebcuaaaaaaaaaaaamaaaadeaaaaaaiaaaaamaaaabwwc2loemyaeaaaabaewtaaaaaaaafncu3io"
 
 TEST(golden_token)
 {
@@ -466,8 +465,8 @@ TEST(decode_bad_base32)
     const char *good = "afd1:aeaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaacbvibx4";
     CHECK_EQ_INT(decode_rc(good), 0);
     char tok[64];
-    const char bad[] = {'1', '8', '9', '0', '=', '-', '_', '+', '/', ' ', '\t', '.', '~', '\x7f',
-                        '\x80', '\xff'};
+    const char bad[] = {'1', '8', '9',  '0', '=', '-',    '_',    '+',
+                        '/', ' ', '\t', '.', '~', '\x7f', '\x80', '\xff'};
     for (size_t i = 0; i < sizeof bad; i++) {
         strcpy(tok, good);
         tok[20] = bad[i];
@@ -854,11 +853,12 @@ TEST(decode_version_two_fields)
 
 int main(void)
 {
-    RUN_TESTS("token", T(flags_roundtrip_and_version_one_unchanged), T(decode_version_two_fields), T(schedule_init_add_finish), T(schedule_copy_is_deep), T(strategy_names),
-              T(describe), T(roundtrip_every_strategy_no_delays), T(roundtrip_one_and_many_delays),
-              T(golden_token), T(encode_refuses_what_decode_would), T(decode_prefix_errors),
-              T(decode_version_errors), T(decode_checksum_errors), T(decode_truncation),
-              T(decode_trailing_garbage), T(decode_bad_base32), T(decode_bad_fields),
-              T(decode_whitespace_and_case), T(decode_error_leaves_schedule_empty),
-              T(fuzz_text_mutations), T(fuzz_payloads_with_valid_checksum));
+    RUN_TESTS("token", T(flags_roundtrip_and_version_one_unchanged), T(decode_version_two_fields),
+              T(schedule_init_add_finish), T(schedule_copy_is_deep), T(strategy_names), T(describe),
+              T(roundtrip_every_strategy_no_delays), T(roundtrip_one_and_many_delays), T(golden_token),
+              T(encode_refuses_what_decode_would), T(decode_prefix_errors), T(decode_version_errors),
+              T(decode_checksum_errors), T(decode_truncation), T(decode_trailing_garbage),
+              T(decode_bad_base32), T(decode_bad_fields), T(decode_whitespace_and_case),
+              T(decode_error_leaves_schedule_empty), T(fuzz_text_mutations),
+              T(fuzz_payloads_with_valid_checksum));
 }

@@ -344,22 +344,54 @@ TEST(digest_sees_every_other_field)
         sample(&t);
         afd_event *step = &t.events[3];
         switch (change) {
-        case 0: step->vtime++; break;
-        case 1: step->cost++; break;
-        case 2: step->task = 1; break;
-        case 3: step->a++; break;
-        case 4: step->b = S_OPNAME; break;
-        case 5: step->flags = 1; break;
-        case 6: step->kind = AFD_EV_ASSERT_BEGIN; break;
-        case 7: t.outcome = AFD_OUT_PASS; break;
-        case 8: t.mode = AFD_MODE_NATURAL; break;
-        case 9: t.flags = 0; break;
-        case 10: t.steps++; break;
-        case 11: t.dropped = 0; break;
-        case 12: CHECK_EQ_INT(afd_trace_set_str(&t, &t.token, "afd1:abcdeg", 11), 0); break;
-        case 13: CHECK_EQ_INT(afd_trace_set_str(&t, &t.hash_seed, "1", 1), 0); break;
-        case 14: t.strings[S_SITE][0] = 'T'; break;
-        case 15: t.n_events--; break; /* the last event is gone */
+        case 0:
+            step->vtime++;
+            break;
+        case 1:
+            step->cost++;
+            break;
+        case 2:
+            step->task = 1;
+            break;
+        case 3:
+            step->a++;
+            break;
+        case 4:
+            step->b = S_OPNAME;
+            break;
+        case 5:
+            step->flags = 1;
+            break;
+        case 6:
+            step->kind = AFD_EV_ASSERT_BEGIN;
+            break;
+        case 7:
+            t.outcome = AFD_OUT_PASS;
+            break;
+        case 8:
+            t.mode = AFD_MODE_NATURAL;
+            break;
+        case 9:
+            t.flags = 0;
+            break;
+        case 10:
+            t.steps++;
+            break;
+        case 11:
+            t.dropped = 0;
+            break;
+        case 12:
+            CHECK_EQ_INT(afd_trace_set_str(&t, &t.token, "afd1:abcdeg", 11), 0);
+            break;
+        case 13:
+            CHECK_EQ_INT(afd_trace_set_str(&t, &t.hash_seed, "1", 1), 0);
+            break;
+        case 14:
+            t.strings[S_SITE][0] = 'T';
+            break;
+        case 15:
+            t.n_events--;
+            break; /* the last event is gone */
         case 16: { /* two events swap places */
             afd_event tmp = t.events[3];
             t.events[3] = t.events[4];
@@ -379,7 +411,9 @@ TEST(digest_sees_every_other_field)
             CHECK(t.strings[S_TEST] && t.strings[S_FINALIZE]);
             break;
         }
-        case 19: t.events[5].a++; break; /* the idle lateness */
+        case 19:
+            t.events[5].a++;
+            break; /* the idle lateness */
         }
         if (afd_trace_digest(&t) == d0)
             FAIL_AT("change %d left the digest unchanged", change);
@@ -642,8 +676,8 @@ TEST(decode_refuses_bad_fields)
     put32(past, S__COUNT);
     put32(nostr, AFD_NOSTR);
     put32(last, S__COUNT - 1);
-    const size_t refs[] = {task + 12, step + 12, op_begin + 8, op_begin + 12, op_end + 8,
-                           op_end + 12, as_begin + 12, as_end + 12};
+    const size_t refs[] = {task + 12,  step + 12,   op_begin + 8,  op_begin + 12,
+                           op_end + 8, op_end + 12, as_begin + 12, as_end + 12};
     for (size_t i = 0; i < sizeof refs / sizeof refs[0]; i++) {
         if (decode_patched(refs[i], past, 4, 0) != AFD_ETRACE_CORRUPT)
             FAIL_AT("string reference %zu past the table was accepted", i);
@@ -651,8 +685,8 @@ TEST(decode_refuses_bad_fields)
         CHECK_EQ_INT(decode_patched(refs[i], last, 4, 0), 0);
     }
     /* Fields that hold numbers, not strings, take any value. */
-    const size_t numbers[] = {loop + 8, loop + 12, task + 8, step + 8, idle + 8, unc + 8,
-                              as_begin + 8, as_end + 8};
+    const size_t numbers[] = {loop + 8, loop + 12, task + 8,     step + 8,
+                              idle + 8, unc + 8,   as_begin + 8, as_end + 8};
     for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
         CHECK_EQ_INT(decode_patched(numbers[i], past, 4, 0), 0);
 }
@@ -684,15 +718,21 @@ TEST(mutation_robustness)
             uint64_t r = rnd();
             size_t pos = (size_t)(r >> 8) % len;
             switch (r % 6) {
-            case 0: m[pos] = (uint8_t)(r >> 40); break;
-            case 1: m[pos] ^= (uint8_t)(1u << (r >> 40) % 8); break;
+            case 0:
+                m[pos] = (uint8_t)(r >> 40);
+                break;
+            case 1:
+                m[pos] ^= (uint8_t)(1u << (r >> 40) % 8);
+                break;
             case 2: /* a little-endian word set to an extreme or small value */
                 if (pos + 4 <= len)
-                    put32(m + pos, (r >> 40) & 1 ? 0xffffffffu - (uint32_t)(r >> 48 & 3)
-                                                 : (uint32_t)(r >> 48 & 7));
+                    put32(m + pos,
+                          (r >> 40) & 1 ? 0xffffffffu - (uint32_t)(r >> 48 & 3) : (uint32_t)(r >> 48 & 7));
                 break;
-            case 3: len = pos + 1; break; /* truncation */
-            case 4: /* insertion of a byte */
+            case 3:
+                len = pos + 1;
+                break; /* truncation */
+            case 4:    /* insertion of a byte */
                 if (len < cap) {
                     memmove(m + pos + 1, m + pos, len - pos);
                     m[pos] = (uint8_t)(r >> 40);
@@ -762,10 +802,8 @@ TEST(format_event_lines)
                "step finalize_report#0 #1 at t=1.250ms cost 0.200ms (suspended at test_x.py:14)");
     check_line(&t, &t.events[4], "step test_x#0 #0 at t=1.450ms cost 0.001ms");
     check_line(&t, &t.events[5], "idle: clock jumps 5.000ms to t=6.000ms (0.300ms late)");
-    check_line(&t, &t.events[6],
-               "write report.status by task finalize_report#0 (operation finalize)");
-    check_line(&t, &t.events[7],
-               "write report.status by task finalize_report#0 raised (operation finalize)");
+    check_line(&t, &t.events[6], "write report.status by task finalize_report#0 (operation finalize)");
+    check_line(&t, &t.events[7], "write report.status by task finalize_report#0 raised (operation finalize)");
     check_line(&t, &t.events[8], "assertion on report.status by task test_x#0");
     check_line(&t, &t.events[9], "assertion on report.status by task test_x#0 raised");
     check_line(&t, &t.events[10], "uncontrolled at t=7.000ms: a thread called back into the loop");

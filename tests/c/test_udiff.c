@@ -55,7 +55,8 @@ TEST(make_format)
     CHECK_EQ_STR((const char *)d.data, "--- a/t.py\n+++ b/t.py\n@@ -1,3 +1,3 @@\n a\n-b\n+x\n c\n");
     d.len = 0;
     CHECK_EQ_INT(afd_udiff_make("t.py", NULL, 0, "a", 1, &d), 0);
-    CHECK_EQ_STR((const char *)d.data, "--- /dev/null\n+++ b/t.py\n@@ -0,0 +1 @@\n+a\n\\ No newline at end of file\n");
+    CHECK_EQ_STR((const char *)d.data,
+                 "--- /dev/null\n+++ b/t.py\n@@ -0,0 +1 @@\n+a\n\\ No newline at end of file\n");
     afd_buf_finish(&d);
 }
 
@@ -111,43 +112,42 @@ TEST(make_bounds)
 
 TEST(parse_git_diff)
 {
-    const char *diff =
-        "commit message text\n"
-        "diff --git a/src/x.py b/src/x.py\n"
-        "index 83db48f..bf269f4 100644\n"
-        "--- a/src/x.py\n"
-        "+++ b/src/x.py\n"
-        "@@ -1,3 +1,4 @@ def f():\n"
-        " a\n"
-        "-b\n"
-        "+B\n"
-        "+C\n"
-        " c\n"
-        "@@ -10 +11 @@\n"
-        "-j\n"
-        "+J\n"
-        "\\ No newline at end of file\n"
-        "diff --git a/new.py b/new.py\n"
-        "new file mode 100644\n"
-        "--- /dev/null\n"
-        "+++ b/new.py\n"
-        "@@ -0,0 +1,2 @@\n"
-        "+x\n"
-        "+\n"
-        "diff --git a/gone.py b/gone.py\n"
-        "deleted file mode 100644\n"
-        "--- a/gone.py\n"
-        "+++ /dev/null\n"
-        "@@ -1 +0,0 @@\n"
-        "-bye\n"
-        "--- plain.py\t2024-01-01 10:00:00\n"
-        "+++ plain.py\t2024-01-01 10:00:01\n"
-        "@@ -1,2 +1,2 @@\n"
-        "\n"
-        "-q\n"
-        "+r\n"
-        "-- \n"
-        "2.39.2\n";
+    const char *diff = "commit message text\n"
+                       "diff --git a/src/x.py b/src/x.py\n"
+                       "index 83db48f..bf269f4 100644\n"
+                       "--- a/src/x.py\n"
+                       "+++ b/src/x.py\n"
+                       "@@ -1,3 +1,4 @@ def f():\n"
+                       " a\n"
+                       "-b\n"
+                       "+B\n"
+                       "+C\n"
+                       " c\n"
+                       "@@ -10 +11 @@\n"
+                       "-j\n"
+                       "+J\n"
+                       "\\ No newline at end of file\n"
+                       "diff --git a/new.py b/new.py\n"
+                       "new file mode 100644\n"
+                       "--- /dev/null\n"
+                       "+++ b/new.py\n"
+                       "@@ -0,0 +1,2 @@\n"
+                       "+x\n"
+                       "+\n"
+                       "diff --git a/gone.py b/gone.py\n"
+                       "deleted file mode 100644\n"
+                       "--- a/gone.py\n"
+                       "+++ /dev/null\n"
+                       "@@ -1 +0,0 @@\n"
+                       "-bye\n"
+                       "--- plain.py\t2024-01-01 10:00:00\n"
+                       "+++ plain.py\t2024-01-01 10:00:01\n"
+                       "@@ -1,2 +1,2 @@\n"
+                       "\n"
+                       "-q\n"
+                       "+r\n"
+                       "-- \n"
+                       "2.39.2\n";
     afd_udiff u;
     char err[128];
     CHECK_EQ_INT(afd_udiff_parse(diff, strlen(diff), &u, err, sizeof err), 0);
@@ -226,21 +226,21 @@ static void bad(const char *diff)
 
 TEST(malformed)
 {
-    bad("@@ -1 +1 @@\n-a\n+b\n");                                  /* hunk before any file */
-    bad("--- a/x\n+++ b/x\n@@ -1 +1\n-a\n+b\n");                   /* bad header */
+    bad("@@ -1 +1 @@\n-a\n+b\n");                /* hunk before any file */
+    bad("--- a/x\n+++ b/x\n@@ -1 +1\n-a\n+b\n"); /* bad header */
     bad("--- a/x\n+++ b/x\n@@ -a +1 @@\n-a\n+b\n");
-    bad("--- a/x\n+++ b/x\n@@ -1,2 +1 @@\n-a\n+b\n");              /* too short */
-    bad("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n-b\n+b\n");            /* too long */
-    bad("--- a/x\n+++ b/x\n@@ -1 +1,2 @@\n-a\n+b\nzzz\n");         /* junk inside */
-    bad("--- a/x\n+++ b/x\n@@ -99999999999 +1 @@\n-a\n+b\n");      /* absurd */
+    bad("--- a/x\n+++ b/x\n@@ -1,2 +1 @@\n-a\n+b\n");         /* too short */
+    bad("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n-b\n+b\n");       /* too long */
+    bad("--- a/x\n+++ b/x\n@@ -1 +1,2 @@\n-a\n+b\nzzz\n");    /* junk inside */
+    bad("--- a/x\n+++ b/x\n@@ -99999999999 +1 @@\n-a\n+b\n"); /* absurd */
     bad("--- a/x\n+++ b/x\n@@ -1,4294967297 +1 @@\n-a\n+b\n");
-    bad("--- a/x\n+++ b/x\n@@ -0,1 +1 @@\n-a\n+b\n");              /* start 0 with lines */
-    bad("--- a/x\n+++ b/x\n@@ -0,0 +0,0 @@\n");                    /* empty hunk */
+    bad("--- a/x\n+++ b/x\n@@ -0,1 +1 @@\n-a\n+b\n");                    /* start 0 with lines */
+    bad("--- a/x\n+++ b/x\n@@ -0,0 +0,0 @@\n");                          /* empty hunk */
     bad("--- a/x\n+++ b/x\n@@ -5 +5 @@\n-a\n+b\n@@ -1 +1 @@\n-a\n+b\n"); /* out of order */
     bad("--- /dev/null\n+++ /dev/null\n@@ -0,0 +1 @@\n+a\n");
-    bad("--- /dev/null\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n");          /* new file with old lines */
+    bad("--- /dev/null\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n"); /* new file with old lines */
     bad("--- a/x\n+++ b/x\n\\ No newline at end of file\n");
-    bad("--- a/x\n+++ b/x\n");                                     /* header, no hunk */
+    bad("--- a/x\n+++ b/x\n"); /* header, no hunk */
     bad("diff --git a/x b/x\n@@ -1 +1 @@\n-a\n+b\n");
     afd_udiff u;
     char err[64];
