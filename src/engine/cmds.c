@@ -244,8 +244,11 @@ int afd_runs_start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd)
     char err[8192] = ""; /* the worker's message whole: pytest's usage errors run long */
     int rc = afd_pool_new(pool, &o, err, sizeof err);
     if (rc < 0) {
-        if (afd_interrupted)
+        if (afd_interrupted) {
+            /* Ctrl-C while the workers start: nothing ran, and the user is told so */
+            fprintf(stderr, "affidavit: interrupted while the workers were starting, before any run\n");
             return AFD_EXIT_INTERRUPTED;
+        }
         afd_runs_error_line("%s%s", err, "");
         return rc == AFD_EIO || rc == AFD_EINVAL ? AFD_EXIT_USAGE : AFD_EXIT_INTERNAL;
     }
