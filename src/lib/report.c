@@ -153,6 +153,17 @@ int report_parse_doc(const afd_report_in *in, json_t **doc, char *err, size_t er
     return 0;
 }
 
+int report_begin(const afd_report_in *in, afd_buf *out, json_t **doc, char *err, size_t errlen)
+{
+    *doc = NULL;
+    if (!in || !out) {
+        report_set_err(err, errlen, "no report input");
+        return AFD_EINVAL;
+    }
+    report_reset(out);
+    return report_parse_doc(in, doc, err, errlen);
+}
+
 /* A count or measure as the document gives it: integers exactly, reals with six digits, strings
  * ("10/10") as text; anything else is a dash. */
 static void put_value(afd_buf *out, const json_t *v)

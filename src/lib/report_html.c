@@ -834,13 +834,8 @@ static int page_prepare(page *pg)
 
 int afd_report_html(const afd_report_in *in, afd_buf *out, char *err, size_t errlen)
 {
-    if (!in || !out) {
-        report_set_err(err, errlen, "no report input");
-        return AFD_EINVAL;
-    }
-    report_reset(out);
     json_t *doc;
-    int rc = report_parse_doc(in, &doc, err, errlen);
+    int rc = report_begin(in, out, &doc, err, errlen);
     if (rc)
         return rc;
     page *pg = calloc(1, sizeof *pg);

@@ -91,6 +91,9 @@ const char *report_jstr(const json_t *o, const char *key);
 int report_jnum(const json_t *o, const char *key, double *v);
 int report_jbool(const json_t *o, const char *key);
 int report_parse_doc(const afd_report_in *in, json_t **doc, char *err, size_t errlen);
+/* What every writer does first: refuses a missing input or output, empties out (kept, not freed)
+ * and parses the document. Returns 0 with *doc owned by the caller, or the error (err says it). */
+int report_begin(const afd_report_in *in, afd_buf *out, json_t **doc, char *err, size_t errlen);
 void report_put_key(afd_buf *out, const json_t *o, const char *key);
 void report_put_pct(afd_buf *out, double frac);
 void report_put_ms(afd_buf *out, uint64_t ns);

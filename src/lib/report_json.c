@@ -289,13 +289,8 @@ static json_t *sarif_run_properties(int *bad, const json_t *doc, int64_t id)
 
 int afd_report_sarif(const afd_report_in *in, afd_buf *out, char *err, size_t errlen)
 {
-    if (!in || !out) {
-        report_set_err(err, errlen, "no report input");
-        return AFD_EINVAL;
-    }
-    report_reset(out);
     json_t *doc;
-    int rc = report_parse_doc(in, &doc, err, errlen);
+    int rc = report_begin(in, out, &doc, err, errlen);
     if (rc)
         return rc;
     int bad = 0;
