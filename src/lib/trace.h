@@ -98,8 +98,62 @@ enum afd_event_kind {
                                 deadline: task = the step's task, a = the deadline's number,
                                 b = its site or AFD_NOSTR, vtime = the step's start, cost = the
                                 deadline's duration ns */
+    /* Cancellation and hand-offs. A "step index" below is the one WAKE events number (b - 1). */
+    AFD_EV_CANCEL = 18,           /* Task.cancel() was called: task = the step's task (the caller; 0
+                                     outside any step), a = the target task's id, b = the message
+                                     (string id) or AFD_NOSTR, vtime = now, flags = AFD_CANCEL_* */
+    AFD_EV_CANCEL_DELIVERED = 19, /* CancelledError was thrown into a task's coroutine at the start of
+                                     its step (right after the step's WAKE): task = the target,
+                                     a = 1 + the step index of the CANCEL that caused it (0 unknown),
+                                     b = the await it was delivered at "file:line" (as STEP's b),
+                                     vtime = the step's start */
+    AFD_EV_CANCEL_CAUGHT = 20,    /* the step that delivered a CancelledError ended without it
+                                     propagating out of the task (caught, not re-raised): task,
+                                     a = 1 + the step index of the CANCEL (0 unknown), b = where the
+                                     task then suspended or AFD_NOSTR when it returned, flags = 1 it
+                                     returned normally, 2 uncancel() was called in that step */
+    AFD_EV_UNCANCEL = 21,         /* Task.uncancel() was called: task = the step's task, a = the
+                                     target task's id, b = the call site "file:line" or AFD_NOSTR,
+                                     vtime = now, cost = the target's cancelling() count after it */
+    AFD_EV_TIMEOUT = 22,          /* a timeout expired and is about to cancel its task (a CANCEL with
+                                     AFD_CANCEL_TIMEOUT follows): task = the task it cancels,
+                                     a = the DEADLINE's number (0 unknown), b = the site that armed it
+                                     or AFD_NOSTR, flags = AFD_TIMEOUT_*, vtime = now */
+    AFD_EV_HANDOFF = 23,          /* a future a task awaits was completed, which schedules that task's
+                                     wake-up: task = the step's task (the completer; 0 outside any
+                                     step), a = the waiting task's id, b = the future's label (string
+                                     id: "Future@file:line", its creation site, or the primitive it
+                                     belongs to, "Lock@x.py:12"), flags = AFD_HANDOFF_*, vtime = now,
+                                     cost = the primitive's object number (SYNC's a; 0 none) */
+    AFD_EV_RESUME = 24,           /* the waiter of a HANDOFF ran its next step (recorded right after
+                                     that step's WAKE): task = the waiter, a = 1 + the step index of
+                                     the HANDOFF, b = the future's label, flags = 0 it took the result,
+                                     AFD_RESUME_CANCELLED when CancelledError was thrown into it
+                                     instead (cancelled after the hand-off: what it was handed is lost
+                                     unless its code passes it on), vtime = the step's start */
+    AFD_EV_CHAIN = 25,            /* the chain of user frames beneath the event just before it (a STEP's
+                                     suspension, OP_BEGIN, SYNC, LINE, BLOCK, CANCEL_DELIVERED,
+                                     HANDOFF): task, a = string id of the chain, b = its number of
+                                     frames. The chain lists the user frames outermost first, one per
+                                     line ('\n'), each "file:line function" (the line of the await or
+                                     call in progress in that frame). Recorded only when the chain has
+                                     two or more user frames: a lone frame is the event's own site. */
     AFD_EV__COUNT
 };
+
+/* CANCEL flags */
+enum {
+    AFD_CANCEL_DONE = 1u << 0,    /* the target had already finished: cancel() returned False */
+    AFD_CANCEL_TIMEOUT = 1u << 1, /* issued by an expiring timeout (wait_for, asyncio.timeout) */
+    AFD_CANCEL_WOKEN = 1u << 2    /* the target was not waiting: its wake-up was already scheduled
+                                     (a hand-off in flight), so it will resume into CancelledError */
+};
+/* TIMEOUT flags */
+enum { AFD_TIMEOUT_WAIT_FOR = 1u << 0, AFD_TIMEOUT_CONTEXT = 1u << 1 /* asyncio.timeout / timeout_at */ };
+/* HANDOFF flags */
+enum { AFD_HANDOFF_EXCEPTION = 1u << 0, AFD_HANDOFF_CANCELLED = 1u << 1 /* the future was cancelled */ };
+/* RESUME flags */
+enum { AFD_RESUME_CANCELLED = 1u << 0 };
 
 enum afd_sync_kind {
     AFD_SYNC_CREATE = 0, /* first sight of the object (b names it) */
