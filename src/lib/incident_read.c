@@ -209,8 +209,14 @@ static void read_op(rd *r, const json_t *o, const char *where, afd_cause_op *op)
             get_str(r, o, where, "file", 0, &op->file);
             op->line = get_u32(r, o, where, "line");
         }
-    } else if (op->access == AFD_CAUSE_ACCESS_BLOCK) {
-        get_str(r, o, where, "site", 0, &op->site);
+    } else {
+        /* Not a key of these operations, so never noted; a hand-made one that gives a step is
+         * still outlined on the report's timeline. */
+        const json_t *st = json_object_get(o, "step");
+        if (json_is_integer(st) && json_integer_value(st) >= 0 && json_integer_value(st) < UINT32_MAX)
+            op->step = (uint32_t)json_integer_value(st);
+        if (op->access == AFD_CAUSE_ACCESS_BLOCK)
+            get_str(r, o, where, "site", 0, &op->site);
     }
 }
 
