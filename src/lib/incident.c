@@ -73,6 +73,8 @@ void afd_incident_init(afd_incident *self)
     memset(self, 0, sizeof *self);
     self->identical_traces = -1;
     self->fix.fails_before = self->fix.passes_after = AFD_TRI_NOT_ATTEMPTED;
+    self->window_us = NAN;
+    self->natural_rate = NAN;
     afd_cause_init(&self->cause);
     afd_evidence_init(&self->evidence);
 }
@@ -91,6 +93,8 @@ static void fix_finish(afd_incident_fix *f)
     free(f->token_failed_before);
     free(f->regression_node);
     free(f->regression_why);
+    for (size_t i = 0; i < AFD_TIER__COUNT; i++)
+        free(f->tier_text[i]);
     for (size_t i = 0; i < f->n_candidates; i++)
         free(f->candidates[i].kind);
     free(f->candidates);
@@ -115,6 +119,9 @@ void afd_incident_finish(afd_incident *self)
     free(self->window.probes);
     afd_cause_finish(&self->cause);
     afd_evidence_finish(&self->evidence);
+    free(self->cause_kind_text);
+    free(self->verdict_text);
+    free(self->race_ops);
     fix_finish(&self->fix);
     free(self->failure);
     free(self->python);

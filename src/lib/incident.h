@@ -8,10 +8,15 @@
  * Strings are Owned, NUL-terminated and NULL where the document holds null; the failure text is
  * the one string that may hold NUL bytes (failure_len is its length). afd_incident_from_json
  * checks every key's type, so a writer may trust what it reads: a document with a missing or
- * wrongly typed key is refused with a one-line reason. */
+ * wrongly typed key is refused with a one-line reason. The reports read leniently instead
+ * (afd_incident_from_json_lenient): a half-finished or hand-edited document is still a report, so
+ * every key the document lacks or gives with the wrong type is left unset and noted. Unset is
+ * NULL for a string, NaN for a real, -1 for a boolean, AFD_INCIDENT_UNSET (or _UNSET32) for a
+ * count; a strict read never leaves one, and the engine never writes one. */
 #ifndef AFD_INCIDENT_H
 #define AFD_INCIDENT_H
 
+#include "buf.h"
 #include "cause.h"
 
 #include <stddef.h>
@@ -20,6 +25,14 @@
 /* The version of the document's shape: its "schema" key. A document without the key is one
  * written before the key existed, which has the same shape as version 1. */
 #define AFD_INCIDENT_SCHEMA 1
+
+/* A count the document lacked or gave with the wrong type (a lenient read's uint64_t and uint32_t
+ * fields), so a report shows a dash rather than a zero it was never told. */
+#define AFD_INCIDENT_UNSET UINT64_MAX
+#define AFD_INCIDENT_UNSET32 UINT32_MAX
+
+/* The verification tiers, in the order the document and the report list them. */
+enum { AFD_TIER_REPLAY, AFD_TIER_EXPLORATION, AFD_TIER_NATURAL, AFD_TIER_OVERHEAD, AFD_TIER__COUNT };
 
 /* X(ENUM, name in JSON, words for the terminal's head line, words for the report, CSS class,
  * exit code of investigate (cmds.h's AFD_EXIT_* values), words for the pytest plugin's block).
@@ -111,15 +124,21 @@ typedef struct afd_incident_fix {
     char *diff;              /* Owned */
     afd_incident_gate *gate; /* Owned array */
     size_t n_gate;
-    int tiers_ran;             /* 0: every tier "not attempted" and the fields below are 0 */
+    int tiers_ran; /* 0: every tier "not attempted" and the fields below are 0 */
+    /* How the document gave each tier (AFD_TIER_*): its results (tier_ran, the fields below), or
+     * a string in their place ("not attempted", Owned in tier_text), or neither (a partial
+     * document). A strict read has all four the one way or all four the other. */
+    unsigned char tier_ran[AFD_TIER__COUNT];
+    char *tier_text[AFD_TIER__COUNT];
     char *token_failed_before; /* Owned: "10/10" */
     uint64_t replay_runs, replay_passed;
     uint64_t explore_schedules, explore_failed_before, explore_failed_after;
     uint64_t natural_runs, natural_failed;
     double natural_rate_below;
     double median_ms_before, median_ms_after;
-    char *regression_node; /* Owned; NULL: no regression test, and regression_why says why */
-    char *regression_why;  /* Owned; NULL when regression_node is set */
+    char *regression_node;   /* Owned; NULL: no regression test, and regression_why says why */
+    char *regression_why;    /* Owned; NULL when regression_node is set */
+    int has_regression_test; /* the document's regression_test is an object (node and outcomes) */
     afd_incident_tri fails_before, passes_after;
     afd_incident_candidate *candidates; /* Owned array */
     size_t n_candidates;
@@ -157,6 +176,13 @@ typedef struct afd_incident {
     afd_incident_window window;
     afd_cause cause; /* kind AFD_CAUSE_NONE: "cause" is null (the races are kept even then) */
     afd_evidence evidence;
+    /* What a document read back holds beyond what the engine fills (the reports show it): */
+    int has_cause;           /* "cause" is an object (its kind may still be one this version lacks) */
+    char *cause_kind_text;   /* Owned: the cause's kind when this version knows no such kind */
+    char *verdict_text;      /* Owned: the verdict when this version knows no such verdict */
+    double window_us;        /* the document's "window_us"; NaN when null */
+    double natural_rate;     /* natural.rate, a key older documents had; NaN when absent */
+    unsigned char *race_ops; /* Owned, one per race: the operations it gave (2; fewer when partial) */
     int has_fix;
     afd_incident_fix fix;
     char *failure; /* Owned; may hold NUL bytes: failure_len is its length */
@@ -191,5 +217,12 @@ int afd_incident_to_json(const afd_incident *self, char **out, size_t *len);
 /* Reads the len bytes at text into out (initialized here; finish it even on failure). Returns 0,
  * or AFD_EINVAL with a one-line reason in err naming the key (e.g. "cause.kind: not a string"). */
 int afd_incident_from_json(const char *text, size_t len, afd_incident *out, char *err, size_t errlen);
+
+/* The same reader, keeping going: keys this version does not know are ignored, a key missing or
+ * of the wrong type is left unset (see the top of this file) and noted in notes (when not NULL),
+ * one line each, in the words of the strict reader's refusal ("verdict: not a string\n"). Returns
+ * 0; AFD_EINVAL when the text is not JSON or not an object, with the reason in err; AFD_ENOMEM. */
+int afd_incident_from_json_lenient(const char *text, size_t len, afd_incident *out, afd_buf *notes, char *err,
+                                   size_t errlen);
 
 #endif

@@ -1,9 +1,12 @@
-/* incident_read.c -- afd_incident_from_json: a stored or printed document back into the struct.
+/* incident_read.c -- afd_incident_from_json and its lenient twin: a stored or printed document
+ * back into the struct.
  *
  * Documents cross a file boundary (the store, a report's input, the plugin's subprocess), so
- * every key is checked for its type before it is used, and the first key that is missing or of
- * the wrong type refuses the document with a one-line reason that names it ("cause.kind: not a
- * string"). Keys this version does not know are ignored, so that an older reader can show a newer
+ * every key is checked for its type before it is used. Each key that is missing or of the wrong
+ * type is noted with a one-line reason that names it ("cause.kind: not a string") and left unset
+ * (incident.h), and the reader goes on. The strict reader is this one reader with the first note
+ * as its refusal; the lenient one (the reports') keeps the notes and the document's readable
+ * parts. Keys this version does not know are ignored, so that an older reader can show a newer
  * document's known parts. One document per command: clarity over speed. */
 #include "incident.h"
 
@@ -16,34 +19,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The reader's state: the first error's one-line reason goes to err, later ones are dropped. */
+/* The reader's state: the first note goes to err, every note to notes. */
 typedef struct rd {
     char *err;
     size_t errlen;
-    int bad;
+    afd_buf *notes; /* Borrowed; NULL when the caller wants only the first */
+    int bad;        /* notes so far */
+    int oom;        /* an allocation failed: the struct is incomplete whatever the mode */
 } rd;
 
 static void refuse(rd *r, const char *where, const char *key, const char *what, ...)
     __attribute__((format(printf, 4, 5)));
 static void refuse(rd *r, const char *where, const char *key, const char *what, ...)
 {
-    if (r->bad++)
-        return;
     char why[200];
     va_list ap;
     va_start(ap, what);
     vsnprintf(why, sizeof why, what, ap);
     va_end(ap);
-    if (r->err && r->errlen)
+    if (!r->bad++ && r->err && r->errlen)
         snprintf(r->err, r->errlen, "%s%s%s: %s", where, *where ? "." : "", key, why);
+    if (r->notes)
+        afd_buf_printf(r->notes, "%s%s%s: %s\n", where, *where ? "." : "", key, why);
+}
+
+static void out_of_memory(rd *r)
+{
+    r->oom = 1;
+    refuse(r, "", "document", "out of memory");
 }
 
 /* The value of key in o, which must exist and have one of the types in mask (bits of
- * json_type); NULL (refused) otherwise. */
+ * json_type); NULL (noted) otherwise. When o is not an object, its own key was noted already, so
+ * none of its keys is. */
 #define T(t) (1u << (t))
 static const json_t *want(rd *r, const json_t *o, const char *where, const char *key, unsigned mask,
                           const char *what)
 {
+    if (!json_is_object(o))
+        return NULL;
     const json_t *v = json_object_get(o, key);
     if (!v) {
         refuse(r, where, key, "missing");
@@ -60,7 +74,7 @@ static char *dup_n(rd *r, const char *s, size_t n)
 {
     char *d = malloc(n + 1);
     if (!d) {
-        refuse(r, "", "document", "out of memory");
+        out_of_memory(r);
         return NULL;
     }
     memcpy(d, s, n);
@@ -77,22 +91,24 @@ static void get_str(rd *r, const json_t *o, const char *where, const char *key, 
         *out = dup_n(r, json_string_value(v), json_string_length(v));
 }
 
+/* A count up to max; AFD_INCIDENT_UNSET when it is missing, mistyped or out of range. */
 static uint64_t get_count(rd *r, const json_t *o, const char *where, const char *key, uint64_t max)
 {
     const json_t *v = want(r, o, where, key, T(JSON_INTEGER), "an integer");
     if (!v)
-        return 0;
+        return AFD_INCIDENT_UNSET;
     json_int_t n = json_integer_value(v);
     if (n < 0 || (uint64_t)n > max) {
         refuse(r, where, key, "out of range");
-        return 0;
+        return AFD_INCIDENT_UNSET;
     }
     return (uint64_t)n;
 }
 
 static uint32_t get_u32(rd *r, const json_t *o, const char *where, const char *key)
 {
-    return (uint32_t)get_count(r, o, where, key, UINT32_MAX);
+    uint64_t n = get_count(r, o, where, key, UINT32_MAX);
+    return n == AFD_INCIDENT_UNSET ? AFD_INCIDENT_UNSET32 : (uint32_t)n;
 }
 
 static uint64_t get_u64(rd *r, const json_t *o, const char *where, const char *key)
@@ -114,15 +130,16 @@ static uint64_t get_us_as_ns(rd *r, const json_t *o, const char *where, const ch
     double us = v ? json_number_value(v) : 0;
     if (v && !(us >= 0 && us < 1.8e16)) {
         refuse(r, where, key, "out of range");
-        return 0;
+        return AFD_INCIDENT_UNSET;
     }
-    return (uint64_t)llround(us * 1e3);
+    return v ? (uint64_t)llround(us * 1e3) : AFD_INCIDENT_UNSET;
 }
 
+/* 1 or 0; -1 when missing or not a boolean. */
 static int get_bool(rd *r, const json_t *o, const char *where, const char *key)
 {
     const json_t *v = want(r, o, where, key, T(JSON_TRUE) | T(JSON_FALSE), "a boolean");
-    return v && json_is_true(v);
+    return v ? json_is_true(v) : -1;
 }
 
 /* An object (or, when nullable, null: returns NULL without refusing). */
@@ -145,24 +162,30 @@ static void *get_items(rd *r, size_t n, size_t sz)
         return NULL;
     void *p = calloc(n, sz);
     if (!p)
-        refuse(r, "", "document", "out of memory");
+        out_of_memory(r);
     return p;
 }
 
+/* An operation of the cause or of a race. One whose access this version does not know (only a
+ * lenient read keeps it) is read as an access to shared state, so its task and step still show. */
 static void read_op(rd *r, const json_t *o, const char *where, afd_cause_op *op)
 {
+    op->access = AFD_CAUSE_ACCESS__COUNT;
+    op->step = AFD_INCIDENT_UNSET32;
+    op->observed = -1;
     if (!json_is_object(o)) {
         refuse(r, where, "operations", "holds an item that is not an object");
         return;
     }
     char *access = NULL;
     get_str(r, o, where, "access", 0, &access);
-    if (access && afd_cause_access_parse(access, &op->access) < 0)
+    if (access && afd_cause_access_parse(access, &op->access) < 0) {
         refuse(r, where, "access", "unknown: \"%.40s\"", access);
+        op->access = AFD_CAUSE_ACCESS__COUNT;
+    }
     free(access);
-    if (r->bad)
-        return;
-    int rw = op->access == AFD_CAUSE_ACCESS_READ || op->access == AFD_CAUSE_ACCESS_WRITE;
+    int known = op->access != AFD_CAUSE_ACCESS__COUNT;
+    int rw = !known || op->access == AFD_CAUSE_ACCESS_READ || op->access == AFD_CAUSE_ACCESS_WRITE;
     if (rw) {
         char *run = NULL;
         get_str(r, o, where, "run", 0, &run);
@@ -186,8 +209,14 @@ static void read_op(rd *r, const json_t *o, const char *where, afd_cause_op *op)
             get_str(r, o, where, "file", 0, &op->file);
             op->line = get_u32(r, o, where, "line");
         }
-    } else if (op->access == AFD_CAUSE_ACCESS_BLOCK) {
-        get_str(r, o, where, "site", 0, &op->site);
+    } else {
+        /* Not a key of these operations, so never noted; a hand-made one that gives a step is
+         * still outlined on the report's timeline. */
+        const json_t *st = json_object_get(o, "step");
+        if (json_is_integer(st) && json_integer_value(st) >= 0 && json_integer_value(st) < UINT32_MAX)
+            op->step = (uint32_t)json_integer_value(st);
+        if (op->access == AFD_CAUSE_ACCESS_BLOCK)
+            get_str(r, o, where, "site", 0, &op->site);
     }
 }
 
@@ -200,49 +229,70 @@ static void read_ops(rd *r, const json_t *o, const char *where, afd_cause_op **o
     if (!*ops)
         return;
     *n = json_array_size(a);
-    for (size_t i = 0; i < *n && !r->bad; i++)
+    for (size_t i = 0; i < *n; i++)
         read_op(r, json_array_get(a, i), where, &(*ops)[i]);
 }
 
-static void read_cause(rd *r, const json_t *doc, afd_cause *c)
+static void read_races(rd *r, const json_t *doc, afd_incident *self)
 {
+    afd_cause *c = &self->cause;
+    const json_t *races = get_arr(r, doc, "", "races");
+    size_t n = json_array_size(races);
+    if (!n)
+        return;
+    c->races = get_items(r, n, sizeof *c->races);
+    self->race_ops = get_items(r, n, 1);
+    if (!c->races || !self->race_ops)
+        return;
+    c->n_races = n;
+    for (size_t i = 0; i < n; i++) {
+        const json_t *x = json_array_get(races, i);
+        afd_cause_race *race = &c->races[i];
+        race->ops[0].access = race->ops[1].access = AFD_CAUSE_ACCESS__COUNT;
+        if (!json_is_object(x)) {
+            refuse(r, "", "races", "holds an item that is not an object");
+            continue;
+        }
+        get_str(r, x, "races", "resource", 0, &race->resource);
+        const json_t *ops = get_arr(r, x, "races", "operations");
+        size_t k = json_array_size(ops);
+        if (ops && k != 2)
+            refuse(r, "races", "operations", "not a pair");
+        self->race_ops[i] = (unsigned char)(k < 2 ? k : 2);
+        for (k = 0; k < self->race_ops[i]; k++)
+            read_op(r, json_array_get(ops, k), "races", &race->ops[k]);
+    }
+}
+
+static void read_cause(rd *r, const json_t *doc, afd_incident *self)
+{
+    afd_cause *c = &self->cause;
     const json_t *o = get_obj(r, doc, "", "cause", 1);
     if (o) {
         char *kind = NULL;
+        self->has_cause = 1;
         get_str(r, o, "cause", "kind", 0, &kind);
         c->kind = afd_cause_kind_parse(kind);
-        if (kind && c->kind == AFD_CAUSE_NONE)
+        if (kind && c->kind == AFD_CAUSE_NONE) {
             refuse(r, "cause", "kind", "unknown: \"%.40s\"", kind);
+            self->cause_kind_text = kind; /* shown as the document gives it */
+            kind = NULL;
+        }
         free(kind);
         get_str(r, o, "cause", "resource", 0, &c->resource);
         get_str(r, o, "cause", "await_site", 1, &c->await_site);
         get_str(r, o, "cause", "summary", 0, &c->summary);
         read_ops(r, o, "cause", &c->ops, &c->n_ops);
     }
-    const json_t *races = get_arr(r, doc, "", "races");
-    if (!races || r->bad)
-        return;
-    c->races = get_items(r, json_array_size(races), sizeof *c->races);
-    c->n_races = c->races ? json_array_size(races) : 0;
-    for (size_t i = 0; i < c->n_races && !r->bad; i++) {
-        const json_t *x = json_array_get(races, i);
-        if (!json_is_object(x)) {
-            refuse(r, "", "races", "holds an item that is not an object");
-            return;
-        }
-        get_str(r, x, "races", "resource", 0, &c->races[i].resource);
-        const json_t *ops = get_arr(r, x, "races", "operations");
-        if (ops && json_array_size(ops) != 2)
-            refuse(r, "races", "operations", "not a pair");
-        for (size_t k = 0; k < 2 && !r->bad; k++)
-            read_op(r, json_array_get(ops, k), "races", &c->races[i].ops[k]);
-    }
+    read_races(r, doc, self);
 }
 
+/* The rows, each with what it gives: a row the document gives without a strength keeps none
+ * (afd_evidence_add would make it ""), so a report can tell "no strength" from an empty one. */
 static void read_evidence(rd *r, const json_t *doc, afd_evidence *e)
 {
     const json_t *a = get_arr(r, doc, "", "evidence");
-    for (size_t i = 0; a && i < json_array_size(a) && !r->bad; i++) {
+    for (size_t i = 0; a && i < json_array_size(a) && !r->oom; i++) {
         const json_t *x = json_array_get(a, i);
         char *claim = NULL, *measured = NULL, *strength = NULL;
         if (!json_is_object(x))
@@ -250,8 +300,12 @@ static void read_evidence(rd *r, const json_t *doc, afd_evidence *e)
         get_str(r, x, "evidence", "claim", 0, &claim);
         get_str(r, x, "evidence", "measured", 0, &measured);
         get_str(r, x, "evidence", "strength", 0, &strength);
-        if (!r->bad && afd_evidence_add(e, claim, measured, strength) < 0)
-            refuse(r, "", "evidence", "out of memory");
+        if (afd_evidence_add(e, claim, measured, strength) < 0) {
+            out_of_memory(r);
+        } else if (!strength) {
+            free(e->rows[e->n - 1].strength);
+            e->rows[e->n - 1].strength = NULL;
+        }
         free(claim);
         free(measured);
         free(strength);
@@ -261,7 +315,7 @@ static void read_evidence(rd *r, const json_t *doc, afd_evidence *e)
 static void read_window(rd *r, const json_t *doc, afd_incident *self)
 {
     const json_t *o = get_obj(r, doc, "", "window", 1);
-    get_num(r, doc, "", "window_us"); /* written from fails_at_us: checked, not kept twice */
+    self->window_us = get_num(r, doc, "", "window_us"); /* written from fails_at_us */
     if (!o)
         return;
     afd_incident_window *w = &self->window;
@@ -276,11 +330,11 @@ static void read_window(rd *r, const json_t *doc, afd_incident *self)
     w->runs = get_u64(r, o, "window", "runs");
     w->searched_one_delay = get_bool(r, o, "window", "searched_one_delay");
     const json_t *a = get_arr(r, o, "window", "probes");
-    if (!a || r->bad)
+    if (!a || !json_array_size(a))
         return;
     w->probes = get_items(r, json_array_size(a), sizeof *w->probes);
     w->n_probes = w->probes ? json_array_size(a) : 0;
-    for (size_t i = 0; i < w->n_probes && !r->bad; i++) {
+    for (size_t i = 0; i < w->n_probes; i++) {
         const json_t *p = json_array_get(a, i);
         if (!json_is_object(p))
             refuse(r, "window", "probes", "holds an item that is not an object");
@@ -298,50 +352,72 @@ static afd_incident_tri get_tri(rd *r, const json_t *o, const char *where, const
     return !v || json_is_string(v) ? AFD_TRI_NOT_ATTEMPTED : json_is_true(v) ? AFD_TRI_TRUE : AFD_TRI_FALSE;
 }
 
+static const char *const TIER_KEYS[AFD_TIER__COUNT] = {"replay", "exploration", "natural", "overhead"};
+
+/* The results of one tier that ran. */
+static void read_tier(rd *r, const json_t *o, int tier, afd_incident_fix *f)
+{
+    switch (tier) {
+    case AFD_TIER_REPLAY:
+        get_str(r, o, "fix.tiers.replay", "token_failed_before", 0, &f->token_failed_before);
+        f->replay_runs = get_u64(r, o, "fix.tiers.replay", "runs");
+        f->replay_passed = get_u64(r, o, "fix.tiers.replay", "passed");
+        break;
+    case AFD_TIER_EXPLORATION:
+        f->explore_schedules = get_u64(r, o, "fix.tiers.exploration", "schedules");
+        f->explore_failed_before = get_u64(r, o, "fix.tiers.exploration", "failed_before");
+        f->explore_failed_after = get_u64(r, o, "fix.tiers.exploration", "failed_after");
+        break;
+    case AFD_TIER_NATURAL:
+        f->natural_runs = get_u64(r, o, "fix.tiers.natural", "runs");
+        f->natural_failed = get_u64(r, o, "fix.tiers.natural", "failed");
+        f->natural_rate_below = get_num(r, o, "fix.tiers.natural", "rate_below");
+        break;
+    default:
+        f->median_ms_before = get_num(r, o, "fix.tiers.overhead", "median_ms_before");
+        f->median_ms_after = get_num(r, o, "fix.tiers.overhead", "median_ms_after");
+        break;
+    }
+}
+
+/* Either every tier ran (objects) or none did (each the string "not attempted"): the replay tier
+ * says which, and a tier given the other way is noted. A lenient read keeps each tier as given. */
 static void read_tiers(rd *r, const json_t *fix, afd_incident_fix *f)
 {
     const json_t *t = get_obj(r, fix, "fix", "tiers", 0);
     if (!t)
         return;
-    const json_t *rep = json_object_get(t, "replay");
-    if (json_is_string(rep)) {
-        static const char *const keys[] = {"replay", "exploration", "natural", "overhead"};
-        for (size_t i = 0; i < 4; i++) {
-            const json_t *v = want(r, t, "fix.tiers", keys[i], T(JSON_STRING), "\"not attempted\"");
-            if (v && strcmp(json_string_value(v), "not attempted") != 0)
-                refuse(r, "fix.tiers", keys[i], "not \"not attempted\"");
+    int not_run = json_is_string(json_object_get(t, "replay"));
+    for (int i = 0; i < AFD_TIER__COUNT; i++) {
+        const json_t *v = json_object_get(t, TIER_KEYS[i]);
+        if (json_is_string(v)) {
+            f->tier_text[i] = dup_n(r, json_string_value(v), json_string_length(v));
+            if (!not_run)
+                refuse(r, "fix.tiers", TIER_KEYS[i], "not an object");
+            else if (strcmp(json_string_value(v), "not attempted") != 0)
+                refuse(r, "fix.tiers", TIER_KEYS[i], "not \"not attempted\"");
+            continue;
         }
-        return;
+        if (not_run)
+            want(r, t, "fix.tiers", TIER_KEYS[i], T(JSON_STRING), "\"not attempted\"");
+        else
+            get_obj(r, t, "fix.tiers", TIER_KEYS[i], 0);
+        if (json_is_object(v)) {
+            f->tier_ran[i] = 1;
+            f->tiers_ran = 1;
+            read_tier(r, v, i, f);
+        }
     }
-    f->tiers_ran = 1;
-    const json_t *o = get_obj(r, t, "fix.tiers", "replay", 0);
-    get_str(r, o, "fix.tiers.replay", "token_failed_before", 0, &f->token_failed_before);
-    f->replay_runs = get_u64(r, o, "fix.tiers.replay", "runs");
-    f->replay_passed = get_u64(r, o, "fix.tiers.replay", "passed");
-    if (!(o = get_obj(r, t, "fix.tiers", "exploration", 0)))
-        return;
-    f->explore_schedules = get_u64(r, o, "fix.tiers.exploration", "schedules");
-    f->explore_failed_before = get_u64(r, o, "fix.tiers.exploration", "failed_before");
-    f->explore_failed_after = get_u64(r, o, "fix.tiers.exploration", "failed_after");
-    if (!(o = get_obj(r, t, "fix.tiers", "natural", 0)))
-        return;
-    f->natural_runs = get_u64(r, o, "fix.tiers.natural", "runs");
-    f->natural_failed = get_u64(r, o, "fix.tiers.natural", "failed");
-    f->natural_rate_below = get_num(r, o, "fix.tiers.natural", "rate_below");
-    if (!(o = get_obj(r, t, "fix.tiers", "overhead", 0)))
-        return;
-    f->median_ms_before = get_num(r, o, "fix.tiers.overhead", "median_ms_before");
-    f->median_ms_after = get_num(r, o, "fix.tiers.overhead", "median_ms_after");
 }
 
 static void read_gate(rd *r, const json_t *fix, afd_incident_fix *f)
 {
     const json_t *a = get_arr(r, fix, "fix", "gate");
-    if (!a || r->bad)
+    if (!a || !json_array_size(a))
         return;
     f->gate = get_items(r, json_array_size(a), sizeof *f->gate);
     f->n_gate = f->gate ? json_array_size(a) : 0;
-    for (size_t i = 0; i < f->n_gate && !r->bad; i++) {
+    for (size_t i = 0; i < f->n_gate; i++) {
         const json_t *g = json_array_get(a, i);
         if (!json_is_object(g))
             refuse(r, "fix", "gate", "holds an item that is not an object");
@@ -355,11 +431,11 @@ static void read_gate(rd *r, const json_t *fix, afd_incident_fix *f)
 static void read_candidates(rd *r, const json_t *fix, afd_incident_fix *f)
 {
     const json_t *a = get_arr(r, fix, "fix", "candidates");
-    if (!a || r->bad)
+    if (!a || !json_array_size(a))
         return;
     f->candidates = get_items(r, json_array_size(a), sizeof *f->candidates);
     f->n_candidates = f->candidates ? json_array_size(a) : 0;
-    for (size_t i = 0; i < f->n_candidates && !r->bad; i++) {
+    for (size_t i = 0; i < f->n_candidates; i++) {
         const json_t *c = json_array_get(a, i);
         afd_incident_candidate *k = &f->candidates[i];
         if (!json_is_object(c))
@@ -391,6 +467,7 @@ static void read_fix(rd *r, const json_t *doc, afd_incident *self)
     if (reg && json_is_string(reg)) {
         f->regression_why = dup_n(r, json_string_value(reg), json_string_length(reg));
     } else if (reg) {
+        f->has_regression_test = 1;
         get_str(r, reg, "fix.regression_test", "node", 0, &f->regression_node);
         f->fails_before = get_tri(r, reg, "fix.regression_test", "fails_before");
         f->passes_after = get_tri(r, reg, "fix.regression_test", "passes_after");
@@ -401,23 +478,44 @@ static void read_fix(rd *r, const json_t *doc, afd_incident *self)
     get_str(r, o, "fix", "apply", 1, &f->apply);
 }
 
+static void read_natural(rd *r, const json_t *doc, afd_incident *self)
+{
+    const json_t *nat = get_obj(r, doc, "", "natural", 0);
+    self->natural_runs = get_u64(r, nat, "natural", "runs");
+    self->natural_failed = get_u64(r, nat, "natural", "failed");
+    const json_t *rate = json_object_get(nat, "rate"); /* optional: older documents had it */
+    self->natural_rate = json_is_number(rate) ? json_number_value(rate) : NAN;
+    const json_t *ci = get_arr(r, nat, "natural", "ci95");
+    const json_t *lo = json_array_get(ci, 0), *hi = json_array_get(ci, 1);
+    if (ci && json_array_size(ci) != 2)
+        refuse(r, "natural", "ci95", "not a pair");
+    else if (ci && (!(json_is_number(lo) || json_is_null(lo)) || !(json_is_number(hi) || json_is_null(hi))))
+        refuse(r, "natural", "ci95", "not a pair of numbers");
+    int pair = json_array_size(ci) == 2;
+    self->ci95_lo = pair && json_is_number(lo) ? json_number_value(lo) : NAN;
+    self->ci95_hi = pair && json_is_number(hi) ? json_number_value(hi) : NAN;
+}
+
 static void read_head(rd *r, const json_t *doc, afd_incident *self)
 {
     const json_t *id = json_object_get(doc, "incident");
     if (id) {
         self->with_ids = 1;
-        if (!json_is_null(id))
-            self->id = (int64_t)get_u64(r, doc, "", "incident");
+        uint64_t n = json_is_null(id) ? 0 : get_u64(r, doc, "", "incident");
+        self->id = n == AFD_INCIDENT_UNSET ? 0 : (int64_t)n;
         get_str(r, doc, "", "report", 1, &self->report);
     }
-    if (json_object_get(doc, "schema") &&
-        get_count(r, doc, "", "schema", UINT32_MAX) != AFD_INCIDENT_SCHEMA && !r->bad)
-        refuse(r, "", "schema", "version %" JSON_INTEGER_FORMAT " is not %d",
-               json_integer_value(json_object_get(doc, "schema")), AFD_INCIDENT_SCHEMA);
+    const json_t *schema = json_object_get(doc, "schema");
+    if (schema) {
+        uint64_t v = get_count(r, doc, "", "schema", UINT32_MAX);
+        if (v != AFD_INCIDENT_UNSET && v != AFD_INCIDENT_SCHEMA)
+            refuse(r, "", "schema", "version %" JSON_INTEGER_FORMAT " is not %d", json_integer_value(schema),
+                   AFD_INCIDENT_SCHEMA);
+    }
     get_str(r, doc, "", "nodeid", 0, &self->nodeid);
     if (json_object_get(doc, "check")) {
         const json_t *c = get_obj(r, doc, "", "check", 0);
-        self->has_check = 1;
+        self->has_check = c != NULL;
         get_str(r, c, "check", "file", 0, &self->check.file);
         get_str(r, c, "check", "class", 0, &self->check.cls);
         get_str(r, c, "check", "method", 0, &self->check.method);
@@ -426,8 +524,11 @@ static void read_head(rd *r, const json_t *doc, afd_incident *self)
     char *verdict = NULL;
     get_str(r, doc, "", "verdict", 0, &verdict);
     self->verdict = afd_verdict_parse(verdict);
-    if (verdict && self->verdict == AFD_VERDICT_NONE)
+    if (verdict && self->verdict == AFD_VERDICT_NONE) {
         refuse(r, "", "verdict", "unknown: \"%.40s\"", verdict);
+        self->verdict_text = verdict; /* shown as the document gives it */
+        verdict = NULL;
+    }
     free(verdict);
     const json_t *t = get_obj(r, doc, "", "timing", 1);
     if (t) {
@@ -438,18 +539,7 @@ static void read_head(rd *r, const json_t *doc, afd_incident *self)
         self->timing.check_runs = get_u64(r, t, "timing", "check_runs");
         self->timing.check_passed = get_u64(r, t, "timing", "check_passed");
     }
-    const json_t *nat = get_obj(r, doc, "", "natural", 0);
-    self->natural_runs = get_u64(r, nat, "natural", "runs");
-    self->natural_failed = get_u64(r, nat, "natural", "failed");
-    const json_t *ci = get_arr(r, nat, "natural", "ci95");
-    if (ci && json_array_size(ci) != 2)
-        refuse(r, "natural", "ci95", "not a pair");
-    const json_t *lo = json_array_get(ci, 0), *hi = json_array_get(ci, 1);
-    if (ci && !r->bad &&
-        (!(json_is_number(lo) || json_is_null(lo)) || !(json_is_number(hi) || json_is_null(hi))))
-        refuse(r, "natural", "ci95", "not a pair of numbers");
-    self->ci95_lo = json_is_number(lo) ? json_number_value(lo) : NAN;
-    self->ci95_hi = json_is_number(hi) ? json_number_value(hi) : NAN;
+    read_natural(r, doc, self);
 }
 
 static void read_runs(rd *r, const json_t *doc, afd_incident *self)
@@ -472,7 +562,7 @@ static void read_tail(rd *r, const json_t *doc, afd_incident *self)
     const json_t *f = want(r, doc, "", "failure", T(JSON_STRING), "a string");
     if (f) {
         self->failure = dup_n(r, json_string_value(f), json_string_length(f));
-        self->failure_len = json_string_length(f);
+        self->failure_len = self->failure ? json_string_length(f) : 0;
     }
     const json_t *env = get_obj(r, doc, "", "environment", 0);
     get_str(r, env, "environment", "python", 0, &self->python);
@@ -485,7 +575,7 @@ static void read_tail(rd *r, const json_t *doc, afd_incident *self)
     if (!json_object_get(doc, "stages"))
         return;
     const json_t *a = get_arr(r, doc, "", "stages");
-    for (size_t i = 0; a && i < json_array_size(a) && !r->bad; i++) {
+    for (size_t i = 0; a && i < json_array_size(a) && !r->oom; i++) {
         const json_t *s = json_array_get(a, i);
         char *name = NULL;
         if (!json_is_object(s))
@@ -493,41 +583,55 @@ static void read_tail(rd *r, const json_t *doc, afd_incident *self)
         get_str(r, s, "stages", "name", 0, &name);
         double sec = get_num(r, s, "stages", "seconds");
         uint64_t runs = get_u64(r, s, "stages", "runs");
-        if (!r->bad && afd_incident_add_stage(self, name, sec, runs) < 0)
-            refuse(r, "", "stages", "out of memory");
+        if (afd_incident_add_stage(self, name ? name : "", sec, runs) < 0)
+            out_of_memory(r);
         free(name);
     }
 }
 
-int afd_incident_from_json(const char *text, size_t len, afd_incident *out, char *err, size_t errlen)
+/* The one reader: every part of the document, noting what does not read. */
+static int read_document(const char *text, size_t len, afd_incident *out, rd *r)
 {
     afd_incident_init(out);
-    if (err && errlen)
-        err[0] = 0;
+    if (r->err && r->errlen)
+        r->err[0] = 0;
     json_error_t jerr;
     json_t *doc = json_loadb(text, len, JSON_ALLOW_NUL, &jerr);
     if (!doc) {
-        if (err && errlen)
-            snprintf(err, errlen, "not JSON: %s (line %d, column %d)", jerr.text, jerr.line, jerr.column);
+        if (r->err && r->errlen)
+            snprintf(r->err, r->errlen, "not JSON: %s (line %d, column %d)", jerr.text, jerr.line,
+                     jerr.column);
         return AFD_EINVAL;
     }
-    rd r = {err, errlen, 0};
-    if (!json_is_object(doc))
-        refuse(&r, "", "document", "not an object");
-    if (!r.bad)
-        read_head(&r, doc, out);
-    if (!r.bad)
-        read_runs(&r, doc, out);
-    if (!r.bad)
-        read_window(&r, doc, out);
-    if (!r.bad)
-        read_cause(&r, doc, &out->cause);
-    if (!r.bad)
-        read_evidence(&r, doc, &out->evidence);
-    if (!r.bad)
-        read_fix(&r, doc, out);
-    if (!r.bad)
-        read_tail(&r, doc, out);
+    if (!json_is_object(doc)) {
+        refuse(r, "", "document", "not an object");
+        json_decref(doc);
+        return AFD_EINVAL;
+    }
+    read_head(r, doc, out);
+    read_runs(r, doc, out);
+    read_window(r, doc, out);
+    read_cause(r, doc, out);
+    read_evidence(r, doc, &out->evidence);
+    read_fix(r, doc, out);
+    read_tail(r, doc, out);
     json_decref(doc);
-    return r.bad ? AFD_EINVAL : 0;
+    return r->oom ? AFD_ENOMEM : 0;
+}
+
+int afd_incident_from_json(const char *text, size_t len, afd_incident *out, char *err, size_t errlen)
+{
+    rd r = {err, errlen, NULL, 0, 0};
+    /* An allocation failure refuses the document too: err says "document: out of memory". */
+    return read_document(text, len, out, &r) < 0 || r.bad ? AFD_EINVAL : 0;
+}
+
+int afd_incident_from_json_lenient(const char *text, size_t len, afd_incident *out, afd_buf *notes, char *err,
+                                   size_t errlen)
+{
+    rd r = {err, errlen, notes, 0, 0};
+    int rc = read_document(text, len, out, &r);
+    if (rc == AFD_ENOMEM && err && errlen)
+        snprintf(err, errlen, "out of memory reading the document");
+    return rc;
 }

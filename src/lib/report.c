@@ -3,9 +3,10 @@
  * themselves are report_html.c and report_fix.c (the HTML page), report_json.c (SARIF 2.1.0 and
  * the Chrome trace-event file); see report.h.
  *
- * Every renderer reads the investigation's JSON document with jansson and treats every key as
- * optional and of any type: a report of a half-finished investigation (no fix, no window, no
- * traces) is still a report, with a short note where the missing part would be. Every string that
+ * Every renderer reads the investigation's document through the lenient incident reader
+ * (incident.h), which treats every key as optional and of any type: a report of a half-finished
+ * investigation (no fix, no window, no traces) is still a report, with a short note where the
+ * missing part would be. Every string that
  * reaches the HTML goes through report_esc(), in text, attributes, SVG <title> and <text> alike, so one
  * function decides what is inert; numbers are the only thing printed around it. The JSON outputs
  * are built with jansson, which escapes for JSON; strings from traces are made valid UTF-8 first
@@ -21,7 +22,6 @@
 #include "shell.h"
 
 #include <inttypes.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -108,79 +108,39 @@ void report_esc_or_na(afd_buf *out, const char *s)
 
 /* ---- reading the document ---- */
 
-const char *report_jstr(const json_t *o, const char *key)
+int report_begin(const afd_report_in *in, afd_buf *out, afd_incident *inc, char *err, size_t errlen)
 {
-    return json_string_value(json_object_get(o, key));
-}
-
-int report_jnum(const json_t *o, const char *key, double *v)
-{
-    const json_t *x = json_object_get(o, key);
-    if (!json_is_number(x))
-        return 0;
-    *v = json_number_value(x);
-    return 1;
-}
-
-/* 1 or 0 for a boolean, -1 when the key is missing or not a boolean. */
-int report_jbool(const json_t *o, const char *key)
-{
-    const json_t *x = json_object_get(o, key);
-    return json_is_boolean(x) ? json_is_true(x) : -1;
-}
-
-int report_parse_doc(const afd_report_in *in, json_t **doc, char *err, size_t errlen)
-{
-    *doc = NULL;
-    if (!in->json) {
-        report_set_err(err, errlen, "no investigation document to render");
-        return AFD_EINVAL;
-    }
-    json_error_t jerr;
-    /* A failure message may hold NUL bytes, which the engine writes as \u0000: they are text. */
-    json_t *root = json_loads(in->json, JSON_ALLOW_NUL, &jerr);
-    if (!root) {
-        report_set_err(err, errlen, "the investigation's JSON does not parse: %s (line %d, column %d)",
-                       jerr.text, jerr.line, jerr.column);
-        return AFD_EINVAL;
-    }
-    if (!json_is_object(root)) {
-        json_decref(root);
-        report_set_err(err, errlen, "the investigation's JSON is not an object");
-        return AFD_EINVAL;
-    }
-    *doc = root;
-    return 0;
-}
-
-int report_begin(const afd_report_in *in, afd_buf *out, json_t **doc, char *err, size_t errlen)
-{
-    *doc = NULL;
+    afd_incident_init(inc);
     if (!in || !out) {
         report_set_err(err, errlen, "no report input");
         return AFD_EINVAL;
     }
     report_reset(out);
-    return report_parse_doc(in, doc, err, errlen);
+    if (!in->json) {
+        report_set_err(err, errlen, "no investigation document to render");
+        return AFD_EINVAL;
+    }
+    char why[300] = "";
+    int rc = afd_incident_from_json_lenient(in->json, strlen(in->json), inc, NULL, why, sizeof why);
+    if (rc)
+        report_set_err(err, errlen, "cannot read the investigation's document: %s", why);
+    return rc;
 }
 
-/* A count or measure as the document gives it: integers exactly, reals with six digits, strings
- * ("10/10") as text; anything else is a dash. */
-static void put_value(afd_buf *out, const json_t *v)
+void report_put_count(afd_buf *out, uint64_t n)
 {
-    if (json_is_integer(v))
-        afd_buf_printf(out, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-    else if (json_is_real(v))
-        afd_buf_printf(out, "%.6g", json_real_value(v));
-    else if (json_is_string(v) && *json_string_value(v))
-        report_esc(out, json_string_value(v));
+    if (n == AFD_INCIDENT_UNSET)
+        report_dash(out);
+    else
+        afd_buf_printf(out, "%" PRIu64, n);
+}
+
+void report_put_text(afd_buf *out, const char *s)
+{
+    if (s && *s)
+        report_esc(out, s);
     else
         report_dash(out);
-}
-
-void report_put_key(afd_buf *out, const json_t *o, const char *key)
-{
-    put_value(out, json_object_get(o, key));
 }
 
 /* A fraction as a percentage with three significant digits: 0.66 -> "66", 0.5215 -> "52.2". */
@@ -323,10 +283,13 @@ task_ref *report_view_task(const run_view *v, uint32_t id)
 }
 
 /* The incident's number: the store's, else the document's own. */
-int64_t report_incident_id(const afd_report_in *in, const json_t *doc)
+int64_t report_incident_id(const afd_report_in *in, const afd_incident *inc)
 {
-    if (in->id > 0)
-        return in->id;
-    const json_t *n = json_object_get(doc, "incident");
-    return json_is_integer(n) ? (int64_t)json_integer_value(n) : 0;
+    return in->id > 0 ? in->id : inc->id;
+}
+
+const char *report_cause_kind(const afd_incident *inc)
+{
+    const char *kind = afd_cause_kind_name(inc->cause.kind);
+    return kind ? kind : inc->cause_kind_text;
 }

@@ -1,14 +1,13 @@
 /* report_fix.c -- the HTML page's sections about the fix and how to reproduce: the policy gate,
  * the verification tiers, the diff, the replay command and the environment.
  *
- * Each section reads its keys as optional (a report of an investigation without --fix says so in
- * one line), and every string reaches the page through report_esc. */
+ * Each section reads the incident's fields as possibly unset (a report of an investigation
+ * without --fix says so in one line), and every string reaches the page through report_esc. */
 #include "report_int.h"
 #include "afd.h"
 #include "shell.h"
 
 #include <inttypes.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,23 +29,23 @@ static const gate_group GATE_GROUPS[] = {
 };
 #define N_GATE_GROUPS (sizeof GATE_GROUPS / sizeof GATE_GROUPS[0])
 
-static size_t gate_group_of(const json_t *check)
+static size_t gate_group_of(const afd_incident_gate *check)
 {
-    const char *g = report_jstr(check, "group");
+    const char *g = check->group;
     for (size_t i = 0; g && i + 1 < N_GATE_GROUPS; i++)
         if (strcmp(GATE_GROUPS[i].group, g) == 0)
             return i;
     return N_GATE_GROUPS - 1;
 }
 
-static void gate_check(afd_buf *out, const json_t *c)
+static void gate_check(afd_buf *out, const afd_incident_gate *c)
 {
-    int passed = report_jbool(c, "passed") == 1; /* a check that does not say it passed did not */
+    int passed = c->passed == 1; /* a check that does not say it passed did not */
     afd_buf_printf(out, "<li class=\"%s\"><span class=\"mark\" aria-hidden=\"true\">%s</span><code>",
                    passed ? "pass" : "fail", passed ? "&#10003;" : "&#10007;");
-    report_esc_or_na(out, report_jstr(c, "check"));
+    report_esc_or_na(out, c->check);
     report_put(out, "</code> &mdash; ");
-    const char *reason = report_jstr(c, "reason");
+    const char *reason = c->reason;
     if (reason)
         report_esc(out, reason);
     else
@@ -57,24 +56,22 @@ static void gate_check(afd_buf *out, const json_t *c)
 void report_sec_gate(page *pg)
 {
     afd_buf *out = pg->out;
-    const json_t *fix = json_object_get(pg->doc, "fix");
-    const json_t *gate = json_object_get(fix, "gate");
+    const afd_incident_fix *fix = &pg->inc->fix;
+    const afd_incident_gate *gate = fix->gate;
     report_put(out, "<section id=\"gate\">\n<h2>Policy gate</h2>\n");
-    if (!json_is_object(fix)) {
+    if (!pg->inc->has_fix) {
         report_put(out, "<p class=\"na\">No fix was attempted, so no gate ran (the investigation ran without "
                         "<code>--fix</code>).</p>\n</section>\n");
         return;
     }
-    if (!json_array_size(gate)) {
+    if (!fix->n_gate) {
         report_put(out, "<p class=\"na\">No gate checks were recorded.</p>\n</section>\n");
         return;
     }
-    size_t total = json_array_size(gate), failed = 0, i, counts[N_GATE_GROUPS] = {0};
-    json_t *c;
-    json_array_foreach(gate, i, c)
-    {
-        failed += report_jbool(c, "passed") != 1;
-        counts[gate_group_of(c)]++;
+    size_t total = fix->n_gate, failed = 0, counts[N_GATE_GROUPS] = {0};
+    for (size_t i = 0; i < total; i++) {
+        failed += gate[i].passed != 1;
+        counts[gate_group_of(&gate[i])]++;
     }
     if (failed)
         afd_buf_printf(out, "<p>%zu of %zu checks failed: the patch was not allowed to run.</p>\n", failed,
@@ -90,7 +87,9 @@ void report_sec_gate(page *pg)
             report_put(out, "<p class=\"na\">No checks in this group.</p>\n");
         else
             report_put(out, "<ul>\n");
-        json_array_foreach(gate, i, c) if (gate_group_of(c) == g) gate_check(out, c);
+        for (size_t i = 0; i < total; i++)
+            if (gate_group_of(&gate[i]) == g)
+                gate_check(out, &gate[i]);
         report_put(out, counts[g] ? "</ul>\n</div>\n" : "</div>\n");
     }
     report_put(out, "</section>\n");
@@ -99,89 +98,80 @@ void report_sec_gate(page *pg)
 /* ---- 6. verification tiers ---- */
 
 /* A tier the document gives as a string ("not attempted") is printed as that string and never as a
- * result; a missing tier is not available. Returns the tier's object, or NULL when it has none. */
-static const json_t *tier_open(afd_buf *out, const json_t *tiers, const char *key, const char *title)
+ * result; a missing tier is not available. Returns whether the tier has results to print. */
+static int tier_open(afd_buf *out, const afd_incident_fix *f, int tier, const char *key, const char *title)
 {
-    const json_t *t = json_object_get(tiers, key);
     afd_buf_printf(out, "<li class=\"tier\" id=\"tier-%s\"><strong>%s</strong>: ", key, title);
-    if (json_is_object(t))
-        return t;
-    if (json_is_string(t) && strcmp(json_string_value(t), "not attempted") == 0) {
-        report_put(out, "<span class=\"not-attempted\">not attempted</span>");
-    } else if (json_is_string(t)) {
+    if (f->tier_ran[tier])
+        return 1;
+    if (f->tier_text[tier]) {
         report_put(out, "<span class=\"not-attempted\">");
-        report_esc(out, json_string_value(t));
+        report_esc(out, f->tier_text[tier]);
         report_put(out, "</span>");
     } else {
         report_na(out);
     }
     report_put(out, "</li>\n");
-    return NULL;
+    return 0;
 }
 
-static void tier_replay(afd_buf *out, const json_t *tiers)
+static void tier_replay(afd_buf *out, const afd_incident_fix *f)
 {
-    const json_t *t = tier_open(out, tiers, "replay", "Replay");
-    if (!t)
+    if (!tier_open(out, f, AFD_TIER_REPLAY, "replay", "Replay"))
         return;
     report_put(out, "the failing token failed ");
-    report_put_key(out, t, "token_failed_before");
+    report_put_text(out, f->token_failed_before);
     report_put(out, " before the fix; after it, passed ");
-    report_put_key(out, t, "passed");
+    report_put_count(out, f->replay_passed);
     report_put(out, "/");
-    report_put_key(out, t, "runs");
+    report_put_count(out, f->replay_runs);
     report_put(out, " under the identical schedule</li>\n");
 }
 
-static void tier_exploration(afd_buf *out, const json_t *tiers)
+static void tier_exploration(afd_buf *out, const afd_incident_fix *f)
 {
-    const json_t *t = tier_open(out, tiers, "exploration", "Exploration");
-    if (!t)
+    if (!tier_open(out, f, AFD_TIER_EXPLORATION, "exploration", "Exploration"))
         return;
-    report_put_key(out, t, "schedules");
+    report_put_count(out, f->explore_schedules);
     report_put(out, " schedules explored: ");
-    report_put_key(out, t, "failed_before");
+    report_put_count(out, f->explore_failed_before);
     report_put(out, " failed before the fix, ");
-    report_put_key(out, t, "failed_after");
+    report_put_count(out, f->explore_failed_after);
     report_put(out, " failed after it</li>\n");
 }
 
-static void tier_natural(afd_buf *out, const json_t *tiers)
+static void tier_natural(afd_buf *out, const afd_incident_fix *f)
 {
-    const json_t *t = tier_open(out, tiers, "natural", "Natural runs");
-    double below;
-    if (!t)
+    if (!tier_open(out, f, AFD_TIER_NATURAL, "natural", "Natural runs"))
         return;
-    report_put_key(out, t, "runs");
+    report_put_count(out, f->natural_runs);
     report_put(out, " runs after the fix, ");
-    report_put_key(out, t, "failed");
+    report_put_count(out, f->natural_failed);
     report_put(out, " failed");
-    if (report_jnum(t, "rate_below", &below)) {
+    if (!isnan(f->natural_rate_below)) {
         report_put(out, ": the failure rate is below ");
-        report_put_pct(out, below);
+        report_put_pct(out, f->natural_rate_below);
         report_put(out, "% (rule of three, 95% confidence)");
     }
     report_put(out, "</li>\n");
 }
 
-static void put_ms_key(afd_buf *out, const json_t *t, const char *key)
+static void put_ms(afd_buf *out, double v)
 {
-    double v;
-    if (report_jnum(t, key, &v))
+    if (!isnan(v))
         afd_buf_printf(out, "%.2f ms", v);
     else
         report_dash(out);
 }
 
-static void tier_overhead(afd_buf *out, const json_t *tiers)
+static void tier_overhead(afd_buf *out, const afd_incident_fix *f)
 {
-    const json_t *t = tier_open(out, tiers, "overhead", "Overhead");
-    if (!t)
+    if (!tier_open(out, f, AFD_TIER_OVERHEAD, "overhead", "Overhead"))
         return;
     report_put(out, "median ");
-    put_ms_key(out, t, "median_ms_before");
+    put_ms(out, f->median_ms_before);
     report_put(out, " per run before the fix, ");
-    put_ms_key(out, t, "median_ms_after");
+    put_ms(out, f->median_ms_after);
     report_put(out, " after</li>\n");
 }
 
@@ -193,27 +183,25 @@ static const char *yes_no(int b)
 void report_sec_tiers(page *pg)
 {
     afd_buf *out = pg->out;
-    const json_t *fix = json_object_get(pg->doc, "fix");
+    const afd_incident_fix *fix = &pg->inc->fix;
     report_put(out, "<section id=\"tiers\">\n<h2>Verification</h2>\n");
-    if (!json_is_object(fix)) {
+    if (!pg->inc->has_fix) {
         report_put(out, "<p class=\"na\">No fix was verified: the investigation ran without "
                         "<code>--fix</code>.</p>\n</section>\n");
         return;
     }
-    const json_t *tiers = json_object_get(fix, "tiers");
     report_put(out, "<p class=\"lead\">What was established, and how. A tier that was not attempted is not "
                     "claimed.</p>\n<ul class=\"tiers\">\n");
-    tier_replay(out, tiers);
-    tier_exploration(out, tiers);
-    tier_natural(out, tiers);
-    tier_overhead(out, tiers);
-    const json_t *rt = json_object_get(fix, "regression_test");
+    tier_replay(out, fix);
+    tier_exploration(out, fix);
+    tier_natural(out, fix);
+    tier_overhead(out, fix);
     report_put(out, "<li class=\"tier\" id=\"tier-regression\"><strong>Regression test</strong>: ");
-    if (json_is_object(rt)) {
+    if (fix->has_regression_test) {
         report_put(out, "<code>");
-        report_esc_or_na(out, report_jstr(rt, "node"));
+        report_esc_or_na(out, fix->regression_node);
         afd_buf_printf(out, "</code>; fails before the fix: %s; passes after: %s",
-                       yes_no(report_jbool(rt, "fails_before")), yes_no(report_jbool(rt, "passes_after")));
+                       yes_no((int)fix->fails_before), yes_no((int)fix->passes_after));
     } else {
         report_na(out);
     }
@@ -221,7 +209,7 @@ void report_sec_tiers(page *pg)
     afd_buf_printf(out,
                    "<li class=\"tier\" id=\"tier-verdict\"><strong>Verified</strong>: %s; "
                    "<strong>applied</strong>: %s</li>\n",
-                   yes_no(report_jbool(fix, "verified")), yes_no(report_jbool(fix, "applied")));
+                   yes_no(fix->verified), yes_no(fix->applied));
     report_put(out, "</ul>\n</section>\n");
 }
 
@@ -295,15 +283,14 @@ static void put_diff(afd_buf *out, const char *diff)
 void report_sec_diff(page *pg)
 {
     afd_buf *out = pg->out;
-    const json_t *fix = json_object_get(pg->doc, "fix");
+    const afd_incident_fix *fix = &pg->inc->fix;
     report_put(out, "<section id=\"diff\">\n<h2>Proposed change</h2>\n");
-    if (!json_is_object(fix)) {
+    if (!pg->inc->has_fix) {
         report_put(out, "<p class=\"na\">No fix was attempted: the investigation ran without "
                         "<code>--fix</code>.</p>\n</section>\n");
         return;
     }
-    const char *diff = report_jstr(fix, "diff"), *kind = report_jstr(fix, "kind"),
-               *why = report_jstr(fix, "why_none");
+    const char *diff = fix->diff, *kind = fix->kind, *why = fix->why_none;
     if (diff && *diff) {
         report_put(out, "<p>");
         if (kind) {
@@ -316,7 +303,7 @@ void report_sec_diff(page *pg)
         afd_buf_printf(out,
                        "; verified: %s; applied: %s. Nothing is merged automatically: this is a diff "
                        "for a person to review.</p>\n",
-                       yes_no(report_jbool(fix, "verified")), yes_no(report_jbool(fix, "applied")));
+                       yes_no(fix->verified), yes_no(fix->applied));
         put_diff(out, diff);
     } else {
         report_put(out, "<p class=\"why-none\">No fix is proposed");
@@ -349,8 +336,7 @@ static void replay_command(afd_buf *out, const char *cls, const char *token, con
 void report_sec_replay(page *pg)
 {
     afd_buf *out = pg->out;
-    const char *token = report_jstr(pg->doc, "token"), *ptoken = report_jstr(pg->doc, "passing_token");
-    const char *nodeid = report_jstr(pg->doc, "nodeid");
+    const char *token = pg->inc->token, *ptoken = pg->inc->passing_token, *nodeid = pg->inc->nodeid;
     report_put(out, "<section id=\"replay\">\n<h2>Reproduce</h2>\n");
     if (token && *token) {
         report_put(out, "<p>Replays the failing schedule, deterministically:</p>\n");
@@ -376,9 +362,9 @@ static void env_row(afd_buf *out, const char *name, const char *value)
 void report_sec_environment(page *pg, int64_t id)
 {
     afd_buf *out = pg->out;
-    const json_t *env = json_object_get(pg->doc, "environment");
+    const afd_incident *inc = pg->inc;
     const afd_trace *t = pg->in->failing ? pg->in->failing : pg->in->passing;
-    const char *python = report_jstr(env, "python"), *seed = report_jstr(env, "hash_seed");
+    const char *python = inc->python, *seed = inc->hash_seed;
     /* The traces carry the interpreter and the seed too: they fill in for an older document. */
     if (!python && t && *t->python)
         python = t->python;
@@ -386,19 +372,18 @@ void report_sec_environment(page *pg, int64_t id)
         seed = t->hash_seed;
     report_put(out, "<section id=\"environment\">\n<h2>Environment</h2>\n<dl class=\"env\">\n");
     env_row(out, "Python", python);
-    env_row(out, "Platform", report_jstr(env, "platform"));
+    env_row(out, "Platform", inc->platform);
     env_row(out, "Hash seed", seed);
     report_put(out, "<dt>Token</dt><dd><code>");
-    report_esc_or_na(out, report_jstr(pg->doc, "token"));
+    report_esc_or_na(out, inc->token);
     report_put(out, "</code></dd>\n");
-    double runs, secs;
     report_put(out, "<dt>Investigation</dt><dd>");
-    if (report_jnum(pg->doc, "runs", &runs))
-        afd_buf_printf(out, "%.0f runs", runs);
+    if (inc->runs != AFD_INCIDENT_UNSET)
+        afd_buf_printf(out, "%.0f runs", (double)inc->runs);
     else
         report_na(out);
-    if (report_jnum(pg->doc, "seconds", &secs))
-        afd_buf_printf(out, " in %.1f s", secs);
+    if (!isnan(inc->seconds))
+        afd_buf_printf(out, " in %.1f s", inc->seconds);
     report_put(out, "</dd>\n");
     if (id > 0)
         afd_buf_printf(out, "<dt>Incident</dt><dd>#%" PRId64 "</dd>\n", id);

@@ -10,7 +10,6 @@
 #include "shell.h"
 
 #include <inttypes.h>
-#include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,23 +50,17 @@ static void lanes_assign(lanes *l, run_view *v, int run)
 
 static void ops_collect(page *pg)
 {
-    const json_t *ops = json_object_get(json_object_get(pg->doc, "cause"), "operations");
-    size_t i;
-    json_t *o;
-    json_array_foreach(ops, i, o)
-    {
-        const char *task = report_jstr(o, "task"), *run = report_jstr(o, "run");
-        const json_t *st = json_object_get(o, "step");
-        if (pg->n_ops == MAX_OPS)
-            break;
-        if (!task || !json_is_integer(st))
+    const afd_cause *c = &pg->inc->cause;
+    for (size_t i = 0; i < c->n_ops && pg->n_ops < MAX_OPS; i++) {
+        const afd_cause_op *o = &c->ops[i];
+        if (!o->task || o->step == AFD_INCIDENT_UNSET32)
             continue; /* e.g. a deadlock's waits: no step to outline */
         op_ref *r = &pg->ops[pg->n_ops++];
         memset(r, 0, sizeof *r);
-        r->run = run && strcmp(run, "passing") == 0 ? RUN_PASSING : RUN_FAILING;
-        r->task = task;
-        r->step = json_integer_value(st);
-        r->lane = lane_find(&pg->lanes, task);
+        r->run = o->run && strcmp(o->run, "passing") == 0 ? RUN_PASSING : RUN_FAILING;
+        r->task = o->task;
+        r->step = o->step;
+        r->lane = lane_find(&pg->lanes, o->task);
     }
 }
 
@@ -193,7 +186,7 @@ static void head(page *pg, int64_t id)
     if (id > 0)
         afd_buf_printf(out, " incident %" PRId64, id);
     report_put(out, ": ");
-    report_esc_or_na(out, report_jstr(pg->doc, "nodeid"));
+    report_esc_or_na(out, pg->inc->nodeid);
     report_put(out, "</title>\n<style>\n");
     report_put(out, CSS);
     report_put(out, "</style>\n</head>\n<body>\n<main>\n");
@@ -224,10 +217,10 @@ static void put_kind(afd_buf *out, const char *kind)
 static void verdict_line(page *pg)
 {
     afd_buf *out = pg->out;
-    const char *v = report_jstr(pg->doc, "verdict");
-    afd_verdict vi = afd_verdict_parse(v);
-    const json_t *cause = json_object_get(pg->doc, "cause");
-    const char *kind = report_jstr(cause, "kind"), *res = report_jstr(cause, "resource");
+    const afd_incident *inc = pg->inc;
+    afd_verdict vi = inc->verdict;
+    const char *v = vi ? afd_verdict_name(vi) : inc->verdict_text;
+    const char *kind = report_cause_kind(inc), *res = inc->cause.resource;
     report_put(out, "<p class=\"verdict-line\"><span class=\"verdict-word\">");
     if (vi)
         report_put(out, afd_verdict_word(vi));
@@ -247,7 +240,7 @@ static void verdict_line(page *pg)
         report_put(out, ": the test fails on every run; it is not flaky");
     } else if (vi == AFD_VERDICT_TIMING_SENSITIVE) {
         /* The engine's sentence names the threshold and where it was armed; no race is claimed. */
-        const char *summary = report_jstr(json_object_get(pg->doc, "timing"), "summary");
+        const char *summary = inc->has_timing ? inc->timing.summary : NULL;
         report_put(out, ": ");
         if (summary)
             report_esc(out, summary);
@@ -263,25 +256,22 @@ static void verdict_line(page *pg)
     report_put(out, "</p>\n");
 }
 
-static void natural_fact(afd_buf *out, const json_t *nat)
+static void natural_fact(afd_buf *out, const afd_incident *inc)
 {
-    double runs = 0, failed = 0, rate = 0;
-    int have_runs = report_jnum(nat, "runs", &runs), have_failed = report_jnum(nat, "failed", &failed);
     report_put(out, "<li>Natural runs: ");
-    if (!have_runs || !have_failed) {
+    if (inc->natural_runs == AFD_INCIDENT_UNSET || inc->natural_failed == AFD_INCIDENT_UNSET) {
         report_na(out);
         report_put(out, "</li>\n");
         return;
     }
+    double runs = (double)inc->natural_runs, failed = (double)inc->natural_failed, rate = inc->natural_rate;
     afd_buf_printf(out, "%.0f/%.0f failed", failed, runs);
-    int have_rate = report_jnum(nat, "rate", &rate);
+    int have_rate = !isnan(rate);
     if (!have_rate && runs > 0) {
         rate = failed / runs;
         have_rate = 1;
     }
-    const json_t *ci = json_object_get(nat, "ci95");
-    int have_ci = json_array_size(ci) == 2 && json_is_number(json_array_get(ci, 0)) &&
-                  json_is_number(json_array_get(ci, 1));
+    int have_ci = !isnan(inc->ci95_lo) && !isnan(inc->ci95_hi);
     if (have_rate || have_ci)
         report_put(out, " (");
     if (have_rate) {
@@ -290,9 +280,9 @@ static void natural_fact(afd_buf *out, const json_t *nat)
     }
     if (have_ci) {
         report_put(out, have_rate ? ", 95% CI " : "95% CI ");
-        report_put_pct(out, json_number_value(json_array_get(ci, 0)));
+        report_put_pct(out, inc->ci95_lo);
         report_put(out, "&ndash;");
-        report_put_pct(out, json_number_value(json_array_get(ci, 1)));
+        report_put_pct(out, inc->ci95_hi);
         report_put(out, "%");
     }
     if (have_rate || have_ci)
@@ -300,13 +290,12 @@ static void natural_fact(afd_buf *out, const json_t *nat)
     report_put(out, "</li>\n");
 }
 
-/* "failed 10/10" or "passed 10/10" from {runs, failed|passed}. */
-static void replay_fact(afd_buf *out, const char *what, const json_t *r, const char *key)
+/* "failed 10/10" or "passed 10/10": k of runs. */
+static void replay_fact(afd_buf *out, const char *what, uint64_t runs, uint64_t k, const char *key)
 {
-    double runs, k;
     afd_buf_printf(out, "<li>%s: ", what);
-    if (report_jnum(r, "runs", &runs) && report_jnum(r, key, &k))
-        afd_buf_printf(out, "%s %.0f/%.0f", key, k, runs);
+    if (runs != AFD_INCIDENT_UNSET && k != AFD_INCIDENT_UNSET)
+        afd_buf_printf(out, "%s %.0f/%.0f", key, (double)k, (double)runs);
     else
         report_na(out);
     report_put(out, "</li>\n");
@@ -315,7 +304,8 @@ static void replay_fact(afd_buf *out, const char *what, const json_t *r, const c
 static void sec_verdict(page *pg, int64_t id)
 {
     afd_buf *out = pg->out;
-    afd_verdict vi = afd_verdict_parse(report_jstr(pg->doc, "verdict"));
+    const afd_incident *inc = pg->inc;
+    afd_verdict vi = inc->verdict;
     afd_buf_printf(out, "<section id=\"verdict\" class=\"%s\">\n", vi ? afd_verdict_css(vi) : "unknown");
     report_put(out, "<p class=\"kicker\">affidavit incident");
     if (id > 0)
@@ -328,27 +318,24 @@ static void sec_verdict(page *pg, int64_t id)
             afd_buf_printf(out, " &middot; %s", date);
     }
     report_put(out, "</p>\n<h1><code>");
-    report_esc_or_na(out, report_jstr(pg->doc, "nodeid"));
+    report_esc_or_na(out, inc->nodeid);
     report_put(out, "</code></h1>\n");
     verdict_line(pg);
     report_put(out, "<ul class=\"facts\">\n");
-    natural_fact(out, json_object_get(pg->doc, "natural"));
-    replay_fact(out, "Replay of the failing schedule", json_object_get(pg->doc, "replay"), "failed");
-    replay_fact(out, "Replay of the passing schedule", json_object_get(pg->doc, "passing_replay"), "passed");
-    double w;
-    if (report_jnum(pg->doc, "window_us", &w))
-        afd_buf_printf(out, "<li>Collision window: %.1f &micro;s</li>\n", w);
+    natural_fact(out, inc);
+    replay_fact(out, "Replay of the failing schedule", inc->replay_runs, inc->replay_failed, "failed");
+    replay_fact(out, "Replay of the passing schedule", inc->passing_runs, inc->passing_passed, "passed");
+    if (!isnan(inc->window_us))
+        afd_buf_printf(out, "<li>Collision window: %.1f &micro;s</li>\n", inc->window_us);
     report_put(out, "</ul>\n");
-    const char *summary = report_jstr(json_object_get(pg->doc, "cause"), "summary");
-    if (summary) {
+    if (inc->cause.summary) {
         report_put(out, "<p class=\"summary\">");
-        report_esc(out, summary);
+        report_esc(out, inc->cause.summary);
         report_put(out, "</p>\n");
     }
-    const json_t *failure = json_object_get(pg->doc, "failure");
-    if (json_is_string(failure) && json_string_length(failure)) {
+    if (inc->failure && inc->failure_len) {
         report_put(out, "<pre class=\"failure\">");
-        report_esc_n(out, json_string_value(failure), json_string_length(failure)); /* NUL bytes included */
+        report_esc_n(out, inc->failure, inc->failure_len); /* NUL bytes included */
         report_put(out, "</pre>\n");
     }
     report_put(out, "</section>\n");
@@ -604,9 +591,9 @@ static const char *strength_class(const char *s)
 static void sec_evidence(page *pg)
 {
     afd_buf *out = pg->out;
-    const json_t *ev = json_object_get(pg->doc, "evidence");
+    const afd_evidence *ev = &pg->inc->evidence;
     report_put(out, "<section id=\"evidence\">\n<h2>Evidence</h2>\n");
-    if (!json_array_size(ev)) {
+    if (!ev->n) {
         report_put(out, "<p class=\"na\">No evidence was recorded.</p>\n</section>\n");
         return;
     }
@@ -615,15 +602,13 @@ static void sec_evidence(page *pg)
                "ordering and seeing what happens.</p>\n");
     report_put(out, "<div class=\"table-wrap\"><table class=\"evidence\">\n"
                     "<thead><tr><th>Claim</th><th>Measured</th><th>Strength</th></tr></thead>\n<tbody>\n");
-    size_t i;
-    json_t *e;
-    json_array_foreach(ev, i, e)
-    {
-        const char *strength = report_jstr(e, "strength");
+    for (size_t i = 0; i < ev->n; i++) {
+        const afd_evidence_row *e = &ev->rows[i];
+        const char *strength = e->strength;
         report_put(out, "<tr><td>");
-        report_esc_or_na(out, report_jstr(e, "claim"));
+        report_esc_or_na(out, e->claim);
         report_put(out, "</td><td>");
-        report_esc_or_na(out, report_jstr(e, "measured"));
+        report_esc_or_na(out, e->measured);
         report_put(out, "</td><td>");
         if (strength) {
             afd_buf_printf(out, "<span class=\"badge %s\">", strength_class(strength));
@@ -719,28 +704,23 @@ static void window_plot(afd_buf *out, const wplot *p, const probe *pr, size_t n)
     report_put(out, "</svg>\n</div>\n");
 }
 
-static size_t probes_read(const json_t *w, probe *pr)
+static size_t probes_read(const afd_incident_window *w, probe *pr)
 {
-    size_t n = 0, i;
-    json_t *o;
-    json_array_foreach(json_object_get(w, "probes"), i, o)
-    {
-        double d;
-        if (n == MAX_PROBES)
-            break;
-        if (!report_jnum(o, "delay_us", &d) || !isfinite(d))
+    size_t n = 0;
+    for (size_t i = 0; i < w->n_probes && n < MAX_PROBES; i++) {
+        double d = w->probes[i].delay_us;
+        if (!isfinite(d))
             continue;
         pr[n].delay = d;
-        pr[n].failed = report_jbool(o, "failed") == 1;
+        pr[n].failed = w->probes[i].failed == 1;
         n++;
     }
     return n;
 }
 
-static void window_text(afd_buf *out, const json_t *w, int have_win, double w0, double w1)
+static void window_text(afd_buf *out, const afd_incident_window *w, int have_win, double w0, double w1)
 {
-    const char *task = report_jstr(w, "task");
-    double runs;
+    const char *task = w->task;
     report_put(out, "<p>Delaying ");
     if (task) {
         report_put(out, "<code>");
@@ -749,8 +729,8 @@ static void window_text(afd_buf *out, const json_t *w, int have_win, double w0, 
     } else {
         report_put(out, "the task");
     }
-    if (json_is_integer(json_object_get(w, "step")))
-        afd_buf_printf(out, " step %" JSON_INTEGER_FORMAT, json_integer_value(json_object_get(w, "step")));
+    if (w->step != AFD_INCIDENT_UNSET32)
+        afd_buf_printf(out, " step %" PRIu32, w->step);
     if (have_win)
         afd_buf_printf(out,
                        ": it passes with %.6g &micro;s and fails with %.6g &micro;s "
@@ -758,24 +738,25 @@ static void window_text(afd_buf *out, const json_t *w, int have_win, double w0, 
                        w0, w1, fabs(w1 - w0));
     else
         report_put(out, ": the window's edges are not available");
-    if (report_jnum(w, "runs", &runs))
-        afd_buf_printf(out, ", measured in %.0f runs", runs);
+    if (w->runs != AFD_INCIDENT_UNSET)
+        afd_buf_printf(out, ", measured in %.0f runs", (double)w->runs);
     report_put(out, ". Each probe is one deterministic replay with that delay injected.</p>\n");
 }
 
 static void sec_window(page *pg)
 {
     afd_buf *out = pg->out;
-    const json_t *w = json_object_get(pg->doc, "window");
+    const afd_incident_window *w = &pg->inc->window;
     report_put(out, "<section id=\"window\">\n<h2>Collision window</h2>\n");
-    if (!json_is_object(w)) {
+    if (!pg->inc->has_window) {
         report_put(out,
                    "<p class=\"na\">No collision window was measured for this incident.</p>\n</section>\n");
         return;
     }
     wplot p = {.cls = "window-plot"};
-    p.have_win = report_jnum(w, "passes_at_us", &p.w0) && report_jnum(w, "fails_at_us", &p.w1) &&
-                 isfinite(p.w0) && isfinite(p.w1);
+    p.have_win = w->passes_at_ns != AFD_INCIDENT_UNSET && w->fails_at_ns != AFD_INCIDENT_UNSET;
+    p.w0 = p.have_win ? (double)w->passes_at_ns / 1e3 : 0;
+    p.w1 = p.have_win ? (double)w->fails_at_ns / 1e3 : 0;
     window_text(out, w, p.have_win, p.w0, p.w1);
     probe *pr = malloc(MAX_PROBES * sizeof *pr);
     if (!pr) {
@@ -834,22 +815,21 @@ static int page_prepare(page *pg)
 
 int afd_report_html(const afd_report_in *in, afd_buf *out, char *err, size_t errlen)
 {
-    json_t *doc;
-    int rc = report_begin(in, out, &doc, err, errlen);
-    if (rc)
-        return rc;
-    page *pg = calloc(1, sizeof *pg);
+    afd_incident inc;
+    int rc = report_begin(in, out, &inc, err, errlen);
+    page *pg = rc ? NULL : calloc(1, sizeof *pg);
     if (!pg) {
-        json_decref(doc);
-        report_set_err(err, errlen, "out of memory");
-        return AFD_ENOMEM;
+        afd_incident_finish(&inc);
+        if (!rc)
+            report_set_err(err, errlen, "out of memory");
+        return rc ? rc : AFD_ENOMEM;
     }
     pg->out = out;
-    pg->doc = doc;
+    pg->inc = &inc;
     pg->in = in;
     rc = page_prepare(pg);
     if (rc == 0) {
-        int64_t id = report_incident_id(in, doc);
+        int64_t id = report_incident_id(in, &inc);
         head(pg, id);
         sec_verdict(pg, id);
         sec_timeline(pg);
@@ -868,7 +848,7 @@ int afd_report_html(const afd_report_in *in, afd_buf *out, char *err, size_t err
     report_view_free(&pg->run[RUN_PASSING]);
     report_view_free(&pg->run[RUN_FAILING]);
     free(pg);
-    json_decref(doc);
+    afd_incident_finish(&inc);
     if (rc)
         report_set_err(err, errlen, "cannot render the HTML report: %s", afd_strerror(rc));
     return rc;

@@ -7,10 +7,10 @@
 #define AFD_REPORT_INT_H
 
 #include "buf.h"
+#include "incident.h"
 #include "report.h"
 #include "trace.h"
 
-#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,7 +60,7 @@ typedef struct lanes {
 /* One operation of the cause, located in the runs. */
 typedef struct op_ref {
     int run;          /* the run the document names */
-    const char *task; /* Borrowed from the document. */
+    const char *task; /* Borrowed from the incident. */
     int64_t step;     /* the task's step ordinal */
     int lane;
     int found[2];
@@ -69,7 +69,7 @@ typedef struct op_ref {
 
 typedef struct page {
     afd_buf *out;            /* Borrowed. */
-    const json_t *doc;       /* Borrowed. */
+    const afd_incident *inc; /* Borrowed: the document, read leniently. */
     const afd_report_in *in; /* Borrowed. */
     run_view run[2];
     lanes lanes;
@@ -77,7 +77,8 @@ typedef struct page {
     size_t n_ops;
 } page;
 
-/* report.c: writing and escaping, reading the document, the runs' tasks. */
+/* report.c: writing and escaping, reading the document, the runs' tasks. Every writer renders
+ * from the afd_incident that report_begin reads, never from the JSON itself. */
 void report_set_err(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void report_reset(afd_buf *out);
 void report_put(afd_buf *out, const char *s);
@@ -87,14 +88,15 @@ void report_esc_cut(afd_buf *out, const char *s, size_t max);
 void report_na(afd_buf *out);
 void report_dash(afd_buf *out);
 void report_esc_or_na(afd_buf *out, const char *s);
-const char *report_jstr(const json_t *o, const char *key);
-int report_jnum(const json_t *o, const char *key, double *v);
-int report_jbool(const json_t *o, const char *key);
-int report_parse_doc(const afd_report_in *in, json_t **doc, char *err, size_t errlen);
 /* What every writer does first: refuses a missing input or output, empties out (kept, not freed)
- * and parses the document. Returns 0 with *doc owned by the caller, or the error (err says it). */
-int report_begin(const afd_report_in *in, afd_buf *out, json_t **doc, char *err, size_t errlen);
-void report_put_key(afd_buf *out, const json_t *o, const char *key);
+ * and reads the document leniently into inc (the caller finishes it, even on failure). A key the
+ * document lacks or mistypes is left unset (incident.h) and the page shows its placeholder.
+ * Returns 0, or the error (err says it): the text is not JSON or not an object, or memory. */
+int report_begin(const afd_report_in *in, afd_buf *out, afd_incident *inc, char *err, size_t errlen);
+/* A count as the page prints it; a dash when unset. */
+void report_put_count(afd_buf *out, uint64_t n);
+/* A string escaped; a dash when NULL or empty. */
+void report_put_text(afd_buf *out, const char *s);
 void report_put_pct(afd_buf *out, double frac);
 void report_put_ms(afd_buf *out, uint64_t ns);
 double report_nice_step(double range, int target);
@@ -106,7 +108,10 @@ uint64_t report_step_end(const afd_event *ev);
 int report_view_build(run_view *v, const afd_trace *t);
 void report_view_free(run_view *v);
 task_ref *report_view_task(const run_view *v, uint32_t id);
-int64_t report_incident_id(const afd_report_in *in, const json_t *doc);
+int64_t report_incident_id(const afd_report_in *in, const afd_incident *inc);
+/* The cause's kind as the document names it ("lost_update", or a kind this version does not know);
+ * NULL when the document names none. */
+const char *report_cause_kind(const afd_incident *inc);
 
 /* report_fix.c: the page's sections about the fix, the replay and the environment. */
 void report_sec_gate(page *pg);

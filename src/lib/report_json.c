@@ -1,8 +1,9 @@
 /* report_json.c -- the incident as SARIF 2.1.0 and a run as a Chrome trace-event file (Perfetto).
  *
- * Both are built with jansson, which escapes for JSON; strings from traces are made valid UTF-8
- * first because jansson refuses anything else. The Chrome trace is streamed one event at a time,
- * so its memory does not grow with a jansson tree of the whole run. */
+ * The SARIF log is written from the incident (read by report_begin), the Chrome trace from the
+ * run's trace alone. Both are built with jansson, which escapes for JSON; strings from traces are made valid
+ * UTF-8 first because jansson refuses anything else. The Chrome trace is streamed one event at a time, so its
+ * memory does not grow with a jansson tree of the whole run. */
 #include "report_int.h"
 #include "text.h"
 #include "afd.h"
@@ -133,28 +134,32 @@ static json_t *sarif_location(int *bad, const char *file, int64_t line)
     return loc;
 }
 
+/* Whether the operation names its line (a lenient read may leave it unset). */
+static int op_has_line(const afd_cause_op *o)
+{
+    return o->line != AFD_INCIDENT_UNSET32;
+}
+
 /* The located operations, once per (file, line); without any, the test's own file. */
-static json_t *sarif_locations(int *bad, const json_t *ops, const char *nodeid)
+static json_t *sarif_locations(int *bad, const afd_cause_op *ops, size_t n_ops, const char *nodeid)
 {
     json_t *locs = json_array();
     const char *seen_file[MAX_LOCATIONS];
     int64_t seen_line[MAX_LOCATIONS];
-    size_t n = 0, i;
-    json_t *o;
-    json_array_foreach(ops, i, o)
-    {
-        const char *file = report_jstr(o, "file");
-        const json_t *line = json_object_get(o, "line");
-        if (!file || !*file || !json_is_integer(line) || json_integer_value(line) < 1 || n == MAX_LOCATIONS)
+    size_t n = 0;
+    for (size_t i = 0; i < n_ops; i++) {
+        const char *file = ops[i].file;
+        int64_t line = ops[i].line;
+        if (!file || !*file || !op_has_line(&ops[i]) || line < 1 || n == MAX_LOCATIONS)
             continue;
         size_t k = 0;
-        while (k < n && !(seen_line[k] == json_integer_value(line) && strcmp(seen_file[k], file) == 0))
+        while (k < n && !(seen_line[k] == line && strcmp(seen_file[k], file) == 0))
             k++;
         if (k < n)
             continue;
         seen_file[n] = file;
-        seen_line[n++] = json_integer_value(line);
-        jpush(bad, locs, sarif_location(bad, file, json_integer_value(line)));
+        seen_line[n++] = line;
+        jpush(bad, locs, sarif_location(bad, file, line));
     }
     if (!n && nodeid && *nodeid) {
         const char *sep = strstr(nodeid, "::");
@@ -170,22 +175,21 @@ static json_t *sarif_locations(int *bad, const json_t *ops, const char *nodeid)
 }
 
 /* "deposit#1 read (examples/x.py:15)" for a race's message. */
-static void put_op_text(afd_buf *b, const json_t *o)
+static void put_op_text(afd_buf *b, const afd_cause_op *o)
 {
-    const char *task = report_jstr(o, "task"), *what = report_jstr(o, "operation"),
-               *file = report_jstr(o, "file");
-    const json_t *line = json_object_get(o, "line");
+    const char *task = o->task, *what = o->operation ? o->operation : afd_cause_access_name(o->access),
+               *file = o->file;
     afd_buf_printf(b, "%s", task ? task : "a task");
-    if (what || report_jstr(o, "access"))
-        afd_buf_printf(b, " %s", what ? what : report_jstr(o, "access"));
-    if (file && json_is_integer(line))
-        afd_buf_printf(b, " (%s:%" JSON_INTEGER_FORMAT ")", file, json_integer_value(line));
+    if (what)
+        afd_buf_printf(b, " %s", what);
+    if (file && op_has_line(o))
+        afd_buf_printf(b, " (%s:%" PRIu32 ")", file, o->line);
     else if (file)
         afd_buf_printf(b, " (%s)", file);
 }
 
 static json_t *sarif_result(int *bad, json_t *rules, const char *kind, const char *level, const char *text,
-                            const json_t *ops, const json_t *doc)
+                            const afd_cause_op *ops, size_t n_ops, const afd_incident *inc)
 {
     json_t *r = json_object();
     size_t index = sarif_rule_index(bad, rules, kind);
@@ -195,27 +199,26 @@ static json_t *sarif_result(int *bad, json_t *rules, const char *kind, const cha
     jset(bad, r, "ruleIndex", json_integer((json_int_t)index));
     jset(bad, r, "level", json_string(level));
     jset(bad, r, "message", jmessage(bad, text));
-    json_t *locs = sarif_locations(bad, ops, report_jstr(doc, "nodeid"));
+    json_t *locs = sarif_locations(bad, ops, n_ops, inc->nodeid);
     if (json_array_size(locs))
         jset(bad, r, "locations", locs);
     else
         json_decref(locs);
     json_t *props = json_object();
-    if (report_jstr(doc, "nodeid"))
-        jset(bad, props, "nodeid", jtext(report_jstr(doc, "nodeid")));
-    if (report_jstr(doc, "token"))
-        jset(bad, props, "token", jtext(report_jstr(doc, "token")));
+    if (inc->nodeid)
+        jset(bad, props, "nodeid", jtext(inc->nodeid));
+    if (inc->token)
+        jset(bad, props, "token", jtext(inc->token));
     jset(bad, r, "properties", props);
     return r;
 }
 
-static void sarif_cause(int *bad, json_t *rules, json_t *results, const json_t *doc)
+static void sarif_cause(int *bad, json_t *rules, json_t *results, const afd_incident *inc)
 {
-    const json_t *cause = json_object_get(doc, "cause");
-    if (!json_is_object(cause))
+    if (!inc->has_cause)
         return;
-    const char *kind = report_jstr(cause, "kind"), *summary = report_jstr(cause, "summary"),
-               *nodeid = report_jstr(doc, "nodeid");
+    const char *kind = report_cause_kind(inc), *summary = inc->cause.summary, *nodeid = inc->nodeid,
+               *token = inc->token;
     afd_buf text;
     afd_buf_init(&text);
     if (!summary || !*summary)
@@ -223,65 +226,64 @@ static void sarif_cause(int *bad, json_t *rules, json_t *results, const json_t *
     afd_buf_printf(&text, "%s", summary);
     if (nodeid)
         afd_buf_printf(&text, " (test %s", nodeid);
-    if (report_jstr(doc, "token")) {
+    if (token) {
         afd_buf_printf(&text, "%sreplay with: ", nodeid ? "; " : " (");
-        afd_shell_replay_command(&text, report_jstr(doc, "token"), nodeid);
+        afd_shell_replay_command(&text, token, nodeid);
     }
-    if (nodeid || report_jstr(doc, "token"))
+    if (nodeid || token)
         afd_buf_printf(&text, ")");
     if (text.err)
         *bad = 1;
     else
         jpush(bad, results,
               sarif_result(bad, rules, kind && *kind ? kind : "flaky", "error", (const char *)text.data,
-                           json_object_get(cause, "operations"), doc));
+                           inc->cause.ops, inc->cause.n_ops, inc));
     afd_buf_finish(&text);
 }
 
-static void sarif_races(int *bad, json_t *rules, json_t *results, const json_t *doc)
+static void sarif_races(int *bad, json_t *rules, json_t *results, const afd_incident *inc)
 {
-    size_t i, j;
-    json_t *race, *o;
-    const char *nodeid = report_jstr(doc, "nodeid");
-    json_array_foreach(json_object_get(doc, "races"), i, race)
-    {
-        const json_t *ops = json_object_get(race, "operations");
-        const char *res = report_jstr(race, "resource");
+    const char *nodeid = inc->nodeid;
+    for (size_t i = 0; i < inc->cause.n_races; i++) {
+        const afd_cause_race *race = &inc->cause.races[i];
+        size_t n = inc->race_ops ? inc->race_ops[i] : 2;
+        const char *res = race->resource;
         afd_buf text;
         afd_buf_init(&text);
         afd_buf_printf(&text, "Race on %s: ", res ? res : "shared state");
-        if (!json_array_size(ops))
+        if (!n)
             afd_buf_printf(&text, "conflicting accesses");
-        json_array_foreach(ops, j, o)
-        {
+        for (size_t j = 0; j < n; j++) {
             if (j)
-                afd_buf_printf(&text, j + 1 == json_array_size(ops) ? " and " : ", ");
-            put_op_text(&text, o);
+                afd_buf_printf(&text, j + 1 == n ? " and " : ", ");
+            put_op_text(&text, &race->ops[j]);
         }
-        afd_buf_printf(&text, "%s not ordered by happens-before", json_array_size(ops) == 1 ? " is" : " are");
+        afd_buf_printf(&text, "%s not ordered by happens-before", n == 1 ? " is" : " are");
         if (nodeid)
             afd_buf_printf(&text, " (test %s)", nodeid);
         if (text.err)
             *bad = 1;
         else
             jpush(bad, results,
-                  sarif_result(bad, rules, "race", "warning", (const char *)text.data, ops, doc));
+                  sarif_result(bad, rules, "race", "warning", (const char *)text.data, race->ops, n, inc));
         afd_buf_finish(&text);
     }
 }
 
 /* What the run was about, so a log without results (a deterministic failure) still names its test. */
-static json_t *sarif_run_properties(int *bad, const json_t *doc, int64_t id)
+static json_t *sarif_run_properties(int *bad, const afd_incident *inc, int64_t id)
 {
-    static const char *const keys[] = {"nodeid", "verdict", "token", "failure"};
     json_t *p = json_object();
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        /* The document's own string, shared: a copy through a C string would end a failure
-         * message at its first NUL byte. */
-        json_t *v = json_object_get(doc, keys[i]);
-        if (json_is_string(v))
-            jset(bad, p, keys[i], json_incref(v));
-    }
+    const char *verdict = inc->verdict ? afd_verdict_name(inc->verdict) : inc->verdict_text;
+    if (inc->nodeid)
+        jset(bad, p, "nodeid", jtext(inc->nodeid));
+    if (verdict)
+        jset(bad, p, "verdict", jtext(verdict));
+    if (inc->token)
+        jset(bad, p, "token", jtext(inc->token));
+    /* With its length: a failure message may hold NUL bytes, which a C string would end at. */
+    if (inc->failure)
+        jset(bad, p, "failure", json_stringn(inc->failure, inc->failure_len));
     if (id > 0)
         jset(bad, p, "incident", json_integer((json_int_t)id));
     return p;
@@ -289,23 +291,25 @@ static json_t *sarif_run_properties(int *bad, const json_t *doc, int64_t id)
 
 int afd_report_sarif(const afd_report_in *in, afd_buf *out, char *err, size_t errlen)
 {
-    json_t *doc;
-    int rc = report_begin(in, out, &doc, err, errlen);
-    if (rc)
+    afd_incident inc;
+    int rc = report_begin(in, out, &inc, err, errlen);
+    if (rc) {
+        afd_incident_finish(&inc);
         return rc;
+    }
     int bad = 0;
     json_t *root = json_object(), *run = json_object(), *runs = json_array(), *tool = json_object();
     json_t *driver = json_object(), *rules = json_array(), *results = json_array();
     jset(&bad, root, "$schema", json_string("https://json.schemastore.org/sarif-2.1.0.json"));
     jset(&bad, root, "version", json_string("2.1.0"));
-    sarif_cause(&bad, rules, results, doc);
-    sarif_races(&bad, rules, results, doc);
+    sarif_cause(&bad, rules, results, &inc);
+    sarif_races(&bad, rules, results, &inc);
     jset(&bad, driver, "name", json_string("affidavit"));
     jset(&bad, driver, "rules", rules);
     jset(&bad, tool, "driver", driver);
     jset(&bad, run, "tool", tool);
     jset(&bad, run, "results", results);
-    jset(&bad, run, "properties", sarif_run_properties(&bad, doc, report_incident_id(in, doc)));
+    jset(&bad, run, "properties", sarif_run_properties(&bad, &inc, report_incident_id(in, &inc)));
     jpush(&bad, runs, run);
     jset(&bad, root, "runs", runs);
     char *text = bad ? NULL : json_dumps(root, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -316,7 +320,7 @@ int afd_report_sarif(const afd_report_in *in, afd_buf *out, char *err, size_t er
     rc = !text || out->err ? AFD_ENOMEM : 0;
     free(text);
     json_decref(root);
-    json_decref(doc);
+    afd_incident_finish(&inc);
     if (rc)
         report_set_err(err, errlen, "cannot render the SARIF log: %s", afd_strerror(rc));
     return rc;

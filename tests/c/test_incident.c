@@ -149,6 +149,15 @@ static void check_refused(const char *from, const char *to, const char *want)
     CHECK_EQ_STR(err, want);
     CHECK(strchr(err, '\n') == NULL);
     afd_incident_finish(&inc);
+    /* The strict reader is the lenient one with its first note as the refusal. */
+    afd_buf notes;
+    afd_buf_init(&notes);
+    CHECK_EQ_INT(afd_incident_from_json_lenient(doc, strlen(doc), &inc, &notes, err, sizeof err), 0);
+    afd_buf_put(&notes, "", 1);
+    const char *text = (const char *)notes.data;
+    CHECK(text && strncmp(text, want, strlen(want)) == 0 && text[strlen(want)] == '\n');
+    afd_buf_finish(&notes);
+    afd_incident_finish(&inc);
 }
 
 TEST(bad_documents_are_refused_naming_the_key)
@@ -183,6 +192,106 @@ TEST(not_json_is_refused)
     afd_incident_finish(&inc);
     CHECK_EQ_INT(afd_incident_from_json("[1, 2]", 6, &inc, err, sizeof err), AFD_EINVAL);
     CHECK_EQ_STR(err, "document: not an object");
+    afd_incident_finish(&inc);
+}
+
+/* What the reports read: every key missing or mistyped, and the read still succeeds with each
+ * part unset and noted. */
+TEST(lenient_read_leaves_what_it_cannot_read_unset)
+{
+    static const char doc[] =
+        "{\"nodeid\": 5, \"verdict\": \"flaky\", \"natural\": {\"runs\": 4, \"failed\": \"x\"},"
+        " \"window_us\": \"w\", \"window\": {\"task\": \"a#0\", \"passes_at_us\": 3},"
+        " \"cause\": {\"kind\": \"odd_kind\", \"operations\": [1, {\"task\": \"a#0\", \"step\": 2}]},"
+        " \"evidence\": [{\"claim\": \"c\"}], \"races\": [{\"operations\": [{\"task\": \"b\"}]}],"
+        " \"fix\": {\"tiers\": {\"replay\": {\"runs\": 3}, \"natural\": \"skipped\"}, \"verified\": 1},"
+        " \"runs\": \"x\", \"incident\": \"x\", \"unknown_key\": []}";
+    afd_incident inc;
+    afd_buf notes;
+    afd_buf_init(&notes);
+    char err[300] = "";
+    CHECK_EQ_INT(afd_incident_from_json_lenient(doc, strlen(doc), &inc, &notes, err, sizeof err), 0);
+    afd_buf_put(&notes, "", 1);
+    const char *n = (const char *)notes.data;
+    CHECK(
+        strncmp(
+            n,
+            "incident: not an integer\nreport: missing\nnodeid: not a string\nverdict: unknown: \"flaky\"\n",
+            strlen("incident: not an integer\nreport: missing\nnodeid: not a string\nverdict: unknown: "
+                   "\"flaky\"\n")) == 0);
+    CHECK(strstr(n, "\nnatural.failed: not an integer\n"));
+    CHECK(strstr(n, "\nwindow_us: not a number\n"));
+    CHECK(strstr(n, "\ncause.kind: unknown: \"odd_kind\"\n"));
+    CHECK(strstr(n, "\nraces.operations: not a pair\n"));
+    CHECK(strstr(n, "\nfix.tiers.natural: not an object\n"));
+    CHECK(!strstr(n, "unknown_key"));
+    CHECK(inc.nodeid == NULL);
+    CHECK_EQ_INT(inc.verdict, AFD_VERDICT_NONE);
+    CHECK_EQ_STR(inc.verdict_text, "flaky");
+    CHECK_EQ_U64(inc.natural_runs, 4);
+    CHECK_EQ_U64(inc.natural_failed, AFD_INCIDENT_UNSET);
+    CHECK_EQ_U64(inc.replay_runs, AFD_INCIDENT_UNSET);
+    CHECK(isnan(inc.window_us) && isnan(inc.ci95_lo) && isnan(inc.natural_rate));
+    CHECK_EQ_INT(inc.has_window, 1);
+    CHECK_EQ_U64(inc.window.passes_at_ns, 3000);
+    CHECK_EQ_U64(inc.window.fails_at_ns, AFD_INCIDENT_UNSET);
+    CHECK_EQ_INT(inc.window.step, AFD_INCIDENT_UNSET32);
+    CHECK_EQ_INT(inc.has_cause, 1);
+    CHECK_EQ_INT(inc.cause.kind, AFD_CAUSE_NONE);
+    CHECK_EQ_STR(inc.cause_kind_text, "odd_kind");
+    CHECK_EQ_INT(inc.cause.n_ops, 2);
+    CHECK(inc.cause.ops[0].task == NULL && inc.cause.ops[0].step == AFD_INCIDENT_UNSET32);
+    CHECK_EQ_STR(inc.cause.ops[1].task, "a#0");
+    CHECK_EQ_INT(inc.cause.ops[1].step, 2);
+    CHECK(inc.cause.ops[1].run == NULL && inc.cause.ops[1].line == 0 && inc.cause.ops[1].file == NULL);
+    CHECK_EQ_INT(inc.evidence.n, 1);
+    CHECK_EQ_STR(inc.evidence.rows[0].claim, "c");
+    CHECK(inc.evidence.rows[0].strength == NULL);
+    CHECK_EQ_INT(inc.cause.n_races, 1);
+    CHECK_EQ_INT(inc.race_ops[0], 1);
+    CHECK_EQ_STR(inc.cause.races[0].ops[0].task, "b");
+    CHECK_EQ_INT(inc.has_fix, 1);
+    CHECK(inc.fix.tier_ran[AFD_TIER_REPLAY] && !inc.fix.tier_ran[AFD_TIER_EXPLORATION]);
+    CHECK_EQ_U64(inc.fix.replay_runs, 3);
+    CHECK_EQ_U64(inc.fix.replay_passed, AFD_INCIDENT_UNSET);
+    CHECK_EQ_STR(inc.fix.tier_text[AFD_TIER_NATURAL], "skipped");
+    CHECK(inc.fix.tier_text[AFD_TIER_EXPLORATION] == NULL);
+    CHECK_EQ_INT(inc.fix.verified, -1);
+    CHECK_EQ_INT(inc.fix.has_regression_test, 0);
+    CHECK_EQ_U64(inc.runs, AFD_INCIDENT_UNSET);
+    CHECK_EQ_INT(inc.id, 0);
+    CHECK(inc.failure == NULL && inc.python == NULL);
+    afd_buf_finish(&notes);
+    afd_incident_finish(&inc);
+    /* The strict reader refuses the same document with the first note. */
+    CHECK_EQ_INT(afd_incident_from_json(doc, strlen(doc), &inc, err, sizeof err), AFD_EINVAL);
+    CHECK_EQ_STR(err, "incident: not an integer");
+    afd_incident_finish(&inc);
+}
+
+/* Only text that is not a JSON object fails a lenient read; notes may be NULL. */
+TEST(lenient_read_refuses_only_what_is_not_an_object)
+{
+    afd_incident inc;
+    char err[300] = "";
+    CHECK_EQ_INT(afd_incident_from_json_lenient("{\"nodeid\": ", 11, &inc, NULL, err, sizeof err),
+                 AFD_EINVAL);
+    CHECK(strncmp(err, "not JSON: ", 10) == 0);
+    afd_incident_finish(&inc);
+    CHECK_EQ_INT(afd_incident_from_json_lenient("[1]", 3, &inc, NULL, err, sizeof err), AFD_EINVAL);
+    CHECK_EQ_STR(err, "document: not an object");
+    afd_incident_finish(&inc);
+    CHECK_EQ_INT(afd_incident_from_json_lenient("{}", 2, &inc, NULL, err, sizeof err), 0);
+    CHECK(inc.nodeid == NULL && inc.natural_runs == AFD_INCIDENT_UNSET && !inc.has_fix && !inc.has_cause);
+    afd_incident_finish(&inc);
+    /* A full document reads leniently with no note at all. */
+    afd_buf notes;
+    afd_buf_init(&notes);
+    CHECK_EQ_INT(afd_incident_from_json_lenient(FULL, sizeof FULL - 1, &inc, &notes, err, sizeof err), 0);
+    CHECK_EQ_INT(notes.len, 0);
+    CHECK_EQ_INT(inc.race_ops[0], 2);
+    CHECK(inc.fix.tier_ran[AFD_TIER_OVERHEAD] && inc.fix.has_regression_test);
+    afd_buf_finish(&notes);
     afd_incident_finish(&inc);
 }
 
@@ -239,5 +348,7 @@ int main(void)
 {
     RUN_TESTS("incident", T(full_document_round_trips_byte_for_byte),
               T(small_document_gains_only_the_schema_key), T(bad_documents_are_refused_naming_the_key),
-              T(not_json_is_refused), T(writer_replaces_bytes_that_are_not_utf8), T(verdict_table));
+              T(not_json_is_refused), T(lenient_read_leaves_what_it_cannot_read_unset),
+              T(lenient_read_refuses_only_what_is_not_an_object), T(writer_replaces_bytes_that_are_not_utf8),
+              T(verdict_table));
 }
