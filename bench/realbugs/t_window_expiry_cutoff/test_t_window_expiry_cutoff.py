@@ -9,7 +9,7 @@ import pytest
 EXPECTED = {
     "cause": "lost_update",
     "resource": "MemoryStorage#0.events",
-    "await": "t_window_expiry_cutoff_buggy.py:39",
+    "await": "t_window_expiry_cutoff_buggy.py:40",
     "fix": "LOCK_CALLER",
     "tags": ["check_then_act_across_functions"],
 }
