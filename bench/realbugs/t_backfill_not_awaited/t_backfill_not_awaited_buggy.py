@@ -47,4 +47,4 @@ async def api_chat_slot_slack_link(state: DashboardState, slot: str, channel: st
 async def drain_background_tasks(state: DashboardState) -> None:
     """Test support as it was before the fix: the test client and server shutting down, which
     takes a moment, and usually (not always) long enough for the backfill."""
-    await asyncio.sleep(random.uniform(0, 0.005))
+    await asyncio.sleep(random.uniform(0, 0.008))

@@ -32,7 +32,7 @@ async def test_rate_is_computed_once(lib):
         return random.randint(0, 1000)
 
     async def request():
-        await asyncio.sleep(random.uniform(0, 0.02))  # requests arrive at different times
+        await asyncio.sleep(random.uniform(0, 0.03))  # requests arrive at different times
         return await exchange_rate("EUR")
 
     rates = await asyncio.gather(*(request() for _ in range(3)))

@@ -26,11 +26,11 @@ async def test_first_commands_after_start(lib):
     client = lib.RedisCluster(cluster, ["node-a:7000", "node-b:7001"])
 
     async def write():
-        await asyncio.sleep(random.uniform(0, 0.025))
+        await asyncio.sleep(random.uniform(0, 0.04))
         return await client.set("user:1", "ada")
 
     async def read():
-        await asyncio.sleep(random.uniform(0, 0.025))
+        await asyncio.sleep(random.uniform(0, 0.04))
         return await client.get("user:2")
 
     assert await asyncio.gather(write(), read()) == [True, None]

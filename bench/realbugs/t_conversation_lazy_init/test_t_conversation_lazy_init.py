@@ -21,7 +21,7 @@ def lib(request):
 
 
 async def run_turn(session, text):
-    await asyncio.sleep(random.uniform(0, 0.01))  # the agent run that produced the items
+    await asyncio.sleep(random.uniform(0, 0.02))  # the agent run that produced the items
     await session.add_items([{"role": "user", "content": text}])
 
 

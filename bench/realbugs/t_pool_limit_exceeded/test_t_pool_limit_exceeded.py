@@ -21,7 +21,7 @@ def lib(request):
 
 
 async def send_data(pool, addr):
-    await asyncio.sleep(random.uniform(0, 0.008))  # the worker's task becomes ready
+    await asyncio.sleep(random.uniform(0, 0.02))  # the worker's task becomes ready
     comm = await pool.connect(addr)
     await asyncio.sleep(random.uniform(0, 0.001))  # the message is written
     pool.reuse(addr, comm)

@@ -18,7 +18,7 @@ class FakeServer:
         subscription_id = self._next_id
         self._next_id += 1
         # The server publishes the first data change after its publishing interval.
-        asyncio.get_running_loop().call_later(random.uniform(0.0002, 0.003), publish_callback, subscription_id,
+        asyncio.get_running_loop().call_later(random.uniform(0.0002, 0.006), publish_callback, subscription_id,
                                               {"node": "ns=2;i=7", "value": 42})
         return subscription_id
 

@@ -26,7 +26,7 @@ async def test_concurrent_enqueue_initialises_once(lib):
     queue = lib.TaskQueue(store)
 
     async def submit(n):
-        await asyncio.sleep(random.uniform(0, 0.02))  # requests reach the API at different times
+        await asyncio.sleep(random.uniform(0, 0.04))  # requests reach the API at different times
         await queue.enqueue("scan", {"target": n})
 
     await asyncio.gather(*(submit(n) for n in range(3)))

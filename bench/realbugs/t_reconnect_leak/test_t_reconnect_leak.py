@@ -29,11 +29,11 @@ async def test_reconnect_after_drop_leaks_no_transport(lib):
         transport.close()  # the server restarts and drops the stream
 
     async def heartbeat():
-        await asyncio.sleep(random.uniform(0, 0.012))
+        await asyncio.sleep(random.uniform(0, 0.02))
         await manager.heartbeat("search")
 
     async def tool_call():
-        await asyncio.sleep(random.uniform(0, 0.012))
+        await asyncio.sleep(random.uniform(0, 0.02))
         return await manager.call_tool("search", "lookup")
 
     await asyncio.gather(heartbeat(), tool_call())

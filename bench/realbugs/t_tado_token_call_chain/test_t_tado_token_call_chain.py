@@ -29,11 +29,11 @@ async def test_turn_off_during_poll_near_expiry(lib):
     switch = lib.RoomSwitch(coordinator, "living")
 
     async def scheduled_poll():
-        await asyncio.sleep(random.uniform(0, 0.01))
+        await asyncio.sleep(random.uniform(0, 0.02))
         await coordinator.async_refresh()
 
     async def automation():
-        await asyncio.sleep(random.uniform(0, 0.01))
+        await asyncio.sleep(random.uniform(0, 0.02))
         await switch.async_turn_off()
 
     await asyncio.gather(scheduled_poll(), automation())

@@ -66,7 +66,7 @@ class RecipeClient:
                 await self.refresh()
 
     async def get_recipe(self, recipe_id: int) -> dict:
-        await asyncio.sleep(random.uniform(0, 0.012))  # the request is built and queued
+        await asyncio.sleep(random.uniform(0, 0.025))  # the request is built and queued
         await self._ensure_token()
         await asyncio.sleep(random.uniform(0, 0.001))  # the API call itself
         return {"id": recipe_id, "token": self._access_token}
