@@ -48,7 +48,8 @@ class ConnectionPool:
     def open(self) -> int:
         # Connections being established count: the check and the reservation below have no
         # await between them, so the count never exceeds the limit.
-        return self._n_connecting + sum(len(s) for s in self.available.values()) + sum(len(s) for s in self.occupied.values())
+        established = sum(len(s) for s in self.available.values()) + sum(len(s) for s in self.occupied.values())
+        return self._n_connecting + established
 
     def _has_capacity(self) -> bool:
         return self.open < self.limit
