@@ -166,7 +166,9 @@ def run_variant(afd: str, case: Dict[str, Any], variant: str) -> Dict[str, Any]:
         "natural": inv.get("natural"), "token": inv.get("token"),
         "cause": {k: cause.get(k) for k in ("kind", "resource", "await_site", "summary")} if cause else None,
         "fix": {"kind": fix.get("kind"), "verified": bool(fix.get("verified")), "why_none": fix.get("why_none"),
-                "tiers_passed": tiers_passed(fix), "tiers_failed": tiers_failed(fix)} if fix else None,
+                "tiers_passed": tiers_passed(fix), "tiers_failed": tiers_failed(fix), "tiers": fix.get("tiers"),
+                "gate_failed": [g.get("check") for g in fix.get("gate") or [] if isinstance(g, dict) and not g.get("passed")]}
+        if fix else None,
         "failure": inv.get("failure"),
     })
     if variant == "buggy" and inv.get("token"):
