@@ -3,6 +3,9 @@
 0. The corpus (bench/corpus.py): every case in bench/cases/ through the whole engine -- natural
    failure rate, runs to the first failing schedule against natural reruns, replay k/10, the cause
    named against the expected one, the fix and the tiers it passed, wall time.
+0b. The real-bugs corpus (bench/realbugs.py): every case in bench/realbugs/, buggy and fixed, through
+   investigate and replay: cause kind, resource and await against the expected ones, the fix and its
+   tiers, and issue 20's acceptance totals (bench/realbugs_results.json).
 1. Isolated runs per second of a trivial async pytest test through the engine (one fork per run),
    next to `python -m pytest` re-invoked once per run on the same test (sequentially, and two at a
    time on two cores), and next to the engine with its workers' memory on 4 KB pages.
@@ -18,9 +21,10 @@
    suites from their PyPI sdists, plain, with the plugin inactive and under --affidavit-explore=30:
    tests explored, not explored (why), red by verdict, wall time as ratios to plain.
 
-Writes bench/results.json (with the machine it ran on) and bench/corpus_results.json. Nothing
-here asserts: goals are compared and printed, not enforced. `--skip-corpus`, `--skip-peers`
-and `--skip-suites` leave those parts out (their keys then say so).
+Writes bench/results.json (with the machine it ran on), bench/corpus_results.json and
+bench/realbugs_results.json. Nothing here asserts: goals are compared and printed, not enforced.
+`--skip-corpus`, `--skip-realbugs`, `--skip-peers` and `--skip-suites` leave those parts out (their
+keys then say so).
 """
 
 from __future__ import annotations
@@ -194,6 +198,19 @@ def corpus() -> Dict[str, Any]:
             "results": "bench/corpus_results.json"}
 
 
+def realbugs() -> Dict[str, Any]:
+    """bench/realbugs.py (it prints its own table); the totals of bench/realbugs_results.json."""
+    t0 = time.perf_counter()
+    rc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "realbugs.py")], cwd=ROOT).returncode
+    try:
+        with open(os.path.join(ROOT, "bench", "realbugs_results.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return {"measured": False, "why": f"bench/realbugs.py exited {rc} and wrote no results"}
+    return {"measured": True, "exit_code": rc, "wall_s": time.perf_counter() - t0, "totals": doc.get("totals"),
+            "results": "bench/realbugs_results.json"}
+
+
 def peers() -> Dict[str, Any]:
     """bench/peers.py in the bench environment, or why it was not run."""
     env = subprocess.run(["bash", os.path.join(ROOT, "scripts", "bench-env.sh")], cwd=ROOT, capture_output=True,
@@ -226,12 +243,15 @@ def suites() -> Dict[str, Any]:
 
 def main() -> None:
     skip_corpus = "--skip-corpus" in sys.argv[1:]
+    skip_realbugs = "--skip-realbugs" in sys.argv[1:]
     skip_peers = "--skip-peers" in sys.argv[1:]
     skip_suites = "--skip-suites" in sys.argv[1:]
     t_start = time.perf_counter()
     where = machine()
     print("affidavit bench: corpus", file=sys.stderr)
     corp = {"skipped": True} if skip_corpus else corpus()
+    print("affidavit bench: real bugs", file=sys.stderr)
+    real = {"measured": False, "why": "--skip-realbugs"} if skip_realbugs else realbugs()
     print("affidavit bench: peers", file=sys.stderr)
     peer = {"peers_measured": False, "why": "--skip-peers"} if skip_peers else peers()
     suite = {"measured": False, "why": "--skip-suites"} if skip_suites else suites()
@@ -254,6 +274,7 @@ def main() -> None:
         "machine": where,
         "command": "make bench",
         "corpus": corp,
+        "realbugs": real,
         "peers": peer,
         "suites": suite,
         "engine": eng,
@@ -341,6 +362,7 @@ def headline(r: Dict[str, Any]) -> Dict[str, Any]:
         "corpus_matching": f"{r['corpus'].get('matching')}/{r['corpus'].get('cases')}" if "cases" in r["corpus"] else None,
         "corpus_median_natural_over_ours_runs_to_first_failure":
             r["corpus"].get("median_natural_over_ours_runs_to_first_failure"),
+        "realbugs_acceptance_met": (r["realbugs"].get("totals") or {}).get("acceptance_met"),
     }
     p = r["peers"]
     if p.get("peers_measured"):
