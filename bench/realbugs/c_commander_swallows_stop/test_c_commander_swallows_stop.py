@@ -38,3 +38,4 @@ async def test_stop_after_command(lib) -> None:
         run.result()
     finally:
         run.cancel()
+        await asyncio.wait({run}, timeout=0.05)

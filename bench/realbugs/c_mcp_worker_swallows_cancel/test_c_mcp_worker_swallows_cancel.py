@@ -42,3 +42,4 @@ async def test_cancelled_worker_stops(lib) -> None:
         worker.task.cancel()
         for task in clients:
             task.cancel()
+        await asyncio.wait({worker.task, *clients}, timeout=0.05)

@@ -41,3 +41,4 @@ async def test_cancelled_subscriber_stops(lib) -> None:
         assert task.cancelled()
     finally:
         task.cancel()
+        await asyncio.wait({task}, timeout=0.05)
