@@ -35,7 +35,5 @@ async def test_request_without_timeout_completes(lib) -> None:
         await asyncio.sleep(random.uniform(0, 0.002))
         return await session.get("/upload")
 
-    results = await asyncio.wait_for(
-        asyncio.gather(upload(), *(hasty(i) for i in range(6))), timeout=0.2
-    )
+    results = await asyncio.gather(upload(), *(hasty(i) for i in range(6)))
     assert results[0] == "200 /upload"

@@ -32,4 +32,4 @@ async def test_pool_serves_after_timeouts(lib) -> None:
             pass  # the client retries later
 
     await asyncio.gather(*(client(i) for i in range(3)))
-    assert await asyncio.wait_for(pool.request("/health"), timeout=0.1) == "200 /health"
+    assert await pool.request("/health") == "200 /health"

@@ -26,17 +26,17 @@ async def test_cancelled_subscriber_stops(lib) -> None:
     task = asyncio.create_task(subscriber.run())
 
     async def publish() -> None:
-        for message in range(6):
+        for message in range(2):
             await asyncio.sleep(random.uniform(0, 0.002))
             subscriber.inbox.put_nowait(message)
 
     async def shut_down() -> None:
-        await asyncio.sleep(random.uniform(0.001, 0.008))
+        await asyncio.sleep(random.uniform(0.001, 0.02))
         task.cancel()
 
     try:
         await asyncio.gather(publish(), shut_down())
-        done, _ = await asyncio.wait({task}, timeout=0.2)
+        done, _ = await asyncio.wait({task}, timeout=0.5)
         assert task in done, "the subscriber kept running after it was cancelled"
         assert task.cancelled()
     finally:
