@@ -186,7 +186,7 @@ static void read_op(rd *r, const json_t *o, const char *where, afd_cause_op *op)
             get_str(r, o, where, "file", 0, &op->file);
             op->line = get_u32(r, o, where, "line");
         }
-    } else if (op->access == AFD_CAUSE_ACCESS_BLOCK) {
+    } else if (afd_cause_access_has_site(op->access)) {
         get_str(r, o, where, "site", 0, &op->site);
     }
 }
