@@ -275,7 +275,8 @@ TEST(lost_wakeup)
 }
 
 /* Near misses: the cancelled waiter woke the next one (then the hang is not its doing); the
- * waiter took the lock and holds it (a plain deadlock on a held lock). */
+ * waiter took the lock and holds it (a plain deadlock on a held lock); it took it and nobody holds
+ * it at the end. */
 TEST(lost_wakeup_near_misses)
 {
     fixture x;
@@ -289,6 +290,14 @@ TEST(lost_wakeup_near_misses)
     fixture_init(&x);
     handoff_run(&x.tf, END_RESUMED, 1);
     deadlock_end(&x.tf, 1, WAITER);
+    decide(&x);
+    CHECK_EQ_INT(x.c.kind, AFD_CAUSE_DEADLOCK);
+    fixture_finish(&x);
+    /* it took what it was woken for (a queue's item: the queue has no holder), and the other waits
+     * for more: nothing was lost on the way */
+    fixture_init(&x);
+    handoff_run(&x.tf, END_RESUMED, 1);
+    deadlock_end(&x.tf, 1, 0);
     decide(&x);
     CHECK_EQ_INT(x.c.kind, AFD_CAUSE_DEADLOCK);
     fixture_finish(&x);
