@@ -18,7 +18,8 @@
 #include <stdint.h>
 
 /* One Task.cancel() call, with what became of it. Positions are the view's step positions
- * (AFD_NOPOS: none); string ids are the trace's (AFD_NOSTR: none). */
+ * (AFD_NOPOS: none; a position equal to the view's n_steps is the step the run ended inside, which
+ * the view does not hold); string ids are the trace's (AFD_NOSTR: none). */
 typedef struct afd_xcancel {
     uint32_t canceller;    /* the task of the step that called cancel() (0 outside any step) */
     uint32_t target;       /* the task cancelled */
