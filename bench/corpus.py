@@ -4,8 +4,9 @@ Each case is a small pytest file with one bug (or a control that has none), a mo
 whose first line says what it is, and a module-level
 
     EXPECTED = {"verdict": "reproduced" | "no_failure" | "abstained" | "deterministic",
-                "cause": "lost_update" | "order_violation" | "deadlock" | "lock_order"
-                         | "starvation" | "other" | None,
+                "cause": "lost_update" | "check_then_act" | "order_violation" | "deadlock"
+                         | "lock_order" | "starvation" | "cancelled_handoff" | "lost_wakeup"
+                         | "cancel_swallowed" | "cancel_ordering" | "other" | None,
                 "resource": "SETTINGS"}   # optional: a substring (or a list of alternatives)
                                           # the named cause's resource must contain
 
@@ -48,7 +49,8 @@ CASES = os.path.join(ROOT, "bench", "cases")
 RESULTS = os.path.join(ROOT, "bench", "corpus_results.json")
 
 VERDICTS = {"reproduced", "no_failure", "abstained", "deterministic"}
-KINDS = {"lost_update", "order_violation", "deadlock", "lock_order", "starvation", "other", None}
+KINDS = {"lost_update", "check_then_act", "order_violation", "deadlock", "lock_order", "starvation",
+         "cancelled_handoff", "lost_wakeup", "cancel_swallowed", "cancel_ordering", "other", None}
 
 NATURAL_N = 200  # sample size for the natural rate
 EXPLORE_N = 500  # controlled schedules explore may spend on a first failure

@@ -1,7 +1,8 @@
 /* cause.c -- the cause an investigation names, decided from the minimal failing run, its nearest
  * passing run and every run seen: its kind, its operations, its racing pairs, its evidence rows.
  *
- * The decision takes the first kind that holds, in a fixed order: a deadlock (the run hung), a
+ * The decision takes the first kind that holds, in a fixed order: the cancellation and hand-off
+ * kinds (cause_cancel.c: a wait-for cycle still makes a deadlock), a deadlock (the run hung), a
  * lost update, else a check-then-act, starvation (a blocking call), an order violation (the
  * conflicting pair inverted against the passing run that ranks highest by Ochiai), a lock-order
  * cycle, other. Main invariant: an afd_cause owns every string it holds (copied out of the views
@@ -10,6 +11,7 @@
  * views of at most AFD_EXPLAIN_MAX_ACCESSES accesses. */
 #include "cause.h"
 #include "afd.h"
+#include "cause_impl.h"
 #include "buf.h"
 #include "stats.h"
 #include "trace.h"
@@ -57,6 +59,11 @@ afd_cause_kind afd_cause_kind_parse(const char *name)
 const char *afd_cause_access_name(afd_cause_access a)
 {
     return (unsigned)a < AFD_CAUSE_ACCESS__COUNT ? accesses[a] : NULL;
+}
+
+int afd_cause_access_has_site(afd_cause_access a)
+{
+    return a == AFD_CAUSE_ACCESS_BLOCK || a == AFD_CAUSE_ACCESS_HANDOFF || a == AFD_CAUSE_ACCESS_CANCEL;
 }
 
 int afd_cause_access_parse(const char *name, afd_cause_access *out)
@@ -683,7 +690,13 @@ int afd_cause_decide(const afd_cause_input *in, afd_cause *out, afd_evidence *ev
     afd_buf_init(&d.resource);
     afd_buf_init(&d.await_site);
     int ev_err = ev->err; /* a row that failed before this decision is not its failure */
-    if (d.f->tr->flags & AFD_TRACE_DEADLOCK) {
+    int named = afd_cause_cancel_name(in, out, ev, &d.sentence, &d.resource, &d.await_site);
+    if (named < 0) {
+        d.err = named;
+    } else if (named) {
+        if (!(d.f->tr->flags & AFD_TRACE_DEADLOCK))
+            analyse(&d); /* the racing pairs, which the incident lists whatever the kind */
+    } else if (d.f->tr->flags & AFD_TRACE_DEADLOCK) {
         name_deadlock(&d);
     } else {
         analyse(&d);

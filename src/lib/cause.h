@@ -20,6 +20,10 @@
     X(DEADLOCK, "deadlock", "deadlock", "deadlock")                                                          \
     X(LOCK_ORDER, "lock_order", "lock order", "lock-order")                                                  \
     X(STARVATION, "starvation", "starvation", "starvation")                                                  \
+    X(CANCELLED_HANDOFF, "cancelled_handoff", "cancelled hand-off", "cancelled-handoff")                     \
+    X(LOST_WAKEUP, "lost_wakeup", "lost wake-up", "lost-wakeup")                                             \
+    X(CANCEL_SWALLOWED, "cancel_swallowed", "cancel swallowed", "cancel-swallowed")                          \
+    X(CANCEL_ORDERING, "cancel_ordering", "cancel ordering", "cancel-ordering")                              \
     X(OTHER, "other", "other", "other")
 
 typedef enum afd_cause_kind {
@@ -41,7 +45,9 @@ afd_cause_kind afd_cause_kind_parse(const char *name); /* AFD_CAUSE_NONE when un
     X(WRITE, "write")                                                                                        \
     X(WAIT, "wait")                                                                                          \
     X(BLOCK, "block")                                                                                        \
-    X(LOCK, "lock")
+    X(LOCK, "lock")                                                                                          \
+    X(HANDOFF, "handoff")                                                                                    \
+    X(CANCEL, "cancel")
 
 typedef enum afd_cause_access {
 #define AFD_CAUSE_ACCESS_ENUM_(e, name) AFD_CAUSE_ACCESS_##e,
@@ -53,12 +59,18 @@ typedef enum afd_cause_access {
 const char *afd_cause_access_name(afd_cause_access a); /* "read"; NULL when out of range */
 /* Returns 0 and sets *out, or AFD_EINVAL for an unknown or NULL name. */
 int afd_cause_access_parse(const char *name, afd_cause_access *out);
+/* Whether an operation of this access carries `site` (BLOCK, HANDOFF, CANCEL). */
+int afd_cause_access_has_site(afd_cause_access a);
 
 /* One operation the cause names. Which fields an access carries:
  *   READ, WRITE  a run's access to shared state: every field but site;
  *   WAIT         a deadlocked task waiting for a lock: task, operation, resource;
  *   BLOCK        a blocking call inside a coroutine: task, operation, resource, site;
- *   LOCK         one lock of a lock-order cycle: operation, resource.
+ *   LOCK         one lock of a lock-order cycle: operation, resource;
+ *   HANDOFF      a future's result handed to a waiting task, or the waiter resuming from it:
+ *                task, operation ("release", "set_result", "resume"), resource, site;
+ *   CANCEL       a cancellation asked for, delivered or caught: task, operation ("cancel",
+ *                "catch"), resource, site (the timeout's or the await's "file:line", or "").
  * A NULL string field is written out as "" where the access carries it. */
 typedef struct afd_cause_op {
     afd_cause_access access;
@@ -71,7 +83,7 @@ typedef struct afd_cause_op {
     int observed;              /* 0: inferred from the source */
     char *file;                /* Owned; NULL when the line is unknown */
     uint32_t line;
-    char *site; /* Owned: BLOCK's "file:line"; NULL when unknown */
+    char *site; /* Owned: BLOCK's, HANDOFF's or CANCEL's "file:line"; NULL when unknown */
 } afd_cause_op;
 
 typedef struct afd_cause_race {

@@ -241,7 +241,7 @@ static json_t *op_json(wr *w, const afd_cause_op *op)
             set(w, o, "file", text(op->file));
             set(w, o, "line", count(op->line));
         }
-    } else if (op->access == AFD_CAUSE_ACCESS_BLOCK) {
+    } else if (afd_cause_access_has_site(op->access)) {
         set(w, o, "site", text_or_empty(op->site));
     }
     return o;

@@ -215,7 +215,7 @@ static void read_op(rd *r, const json_t *o, const char *where, afd_cause_op *op)
         const json_t *st = json_object_get(o, "step");
         if (json_is_integer(st) && json_integer_value(st) >= 0 && json_integer_value(st) < UINT32_MAX)
             op->step = (uint32_t)json_integer_value(st);
-        if (op->access == AFD_CAUSE_ACCESS_BLOCK)
+        if (afd_cause_access_has_site(op->access))
             get_str(r, o, where, "site", 0, &op->site);
     }
 }

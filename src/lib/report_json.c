@@ -69,6 +69,12 @@ static const rule_info RULES[] = {
     {"deadlock", "Deadlock: every task waits for something no running task will provide"},
     {"lock_order", "Lock-order cycle: tasks acquire locks in opposite orders (a potential deadlock)"},
     {"starvation", "Starvation: a blocking call inside a coroutine stalls the event loop"},
+    {"cancelled_handoff", "Cancelled hand-off: a task handed a result or a resource is cancelled before it "
+                          "resumes, and what it was handed is lost"},
+    {"lost_wakeup", "Lost wake-up: a task woken for a resource never takes it, and the others wait forever"},
+    {"cancel_swallowed", "Cancel swallowed: a cancellation is caught or lost and never takes effect"},
+    {"cancel_ordering",
+     "Cancel ordering: a task goes on before the task it cancelled has finished its cleanup"},
     {"race", "Race: conflicting accesses to shared state that happens-before does not order"},
 };
 

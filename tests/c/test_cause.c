@@ -524,8 +524,10 @@ TEST(none)
 
 TEST(kind_and_access_names_round_trip)
 {
-    static const char *const names[] = {
-        "lost_update", "check_then_act", "order_violation", "deadlock", "lock_order", "starvation", "other"};
+    static const char *const names[] = {"lost_update",       "check_then_act", "order_violation",
+                                        "deadlock",          "lock_order",     "starvation",
+                                        "cancelled_handoff", "lost_wakeup",    "cancel_swallowed",
+                                        "cancel_ordering",   "other"};
     CHECK_EQ_INT(sizeof names / sizeof names[0], AFD_CAUSE__COUNT - 1);
     for (int k = AFD_CAUSE_NONE + 1; k < AFD_CAUSE__COUNT; k++) {
         CHECK_EQ_STR(afd_cause_kind_name((afd_cause_kind)k), names[k - 1]);
@@ -535,7 +537,13 @@ TEST(kind_and_access_names_round_trip)
     }
     CHECK_EQ_STR(afd_cause_kind_words(AFD_CAUSE_CHECK_THEN_ACT), "check then act");
     CHECK_EQ_STR(afd_cause_kind_css(AFD_CAUSE_LOST_UPDATE), "lost-update");
-    static const char *const accesses[] = {"read", "write", "wait", "block", "lock"};
+    CHECK_EQ_STR(afd_cause_kind_words(AFD_CAUSE_LOST_WAKEUP), "lost wake-up");
+    CHECK_EQ_STR(afd_cause_kind_css(AFD_CAUSE_CANCELLED_HANDOFF), "cancelled-handoff");
+    CHECK(afd_cause_access_has_site(AFD_CAUSE_ACCESS_BLOCK) &&
+          afd_cause_access_has_site(AFD_CAUSE_ACCESS_CANCEL) &&
+          afd_cause_access_has_site(AFD_CAUSE_ACCESS_HANDOFF) &&
+          !afd_cause_access_has_site(AFD_CAUSE_ACCESS_WAIT));
+    static const char *const accesses[] = {"read", "write", "wait", "block", "lock", "handoff", "cancel"};
     for (int a = 0; a < AFD_CAUSE_ACCESS__COUNT; a++) {
         afd_cause_access got = AFD_CAUSE_ACCESS__COUNT;
         CHECK_EQ_STR(afd_cause_access_name((afd_cause_access)a), accesses[a]);
