@@ -838,98 +838,6 @@ TEST(format_event_lines)
     afd_trace_finish(&t);
 }
 
-/* Each cancellation and hand-off event, as its line reads with every optional part present, then
- * with each absent: a line never names a message, a place or a step the event does not carry. */
-TEST(format_cancel_lines)
-{
-    afd_trace t;
-    sample(&t);
-    check_line(&t, &t.events[19],
-               "wait_for timeout expired at t=8.000ms (deadline #1) armed at test_x.py:14: cancels task "
-               "finalize_report#0");
-    check_line(&t, &t.events[20],
-               "cancel of task finalize_report#0 by test_x#0 at t=8.000ms, message \"finalize\" (a timeout "
-               "expired) (its wake-up was already scheduled)");
-    check_line(&t, &t.events[21],
-               "CancelledError thrown into task finalize_report#0 at test_x.py:14 (cancelled "
-               "in step 4)");
-    check_line(
-        &t, &t.events[22],
-        "uncancel of task finalize_report#0 by finalize_report#0 at test_x.py:14 (0 cancel requests left)");
-    check_line(&t, &t.events[23],
-               "task finalize_report#0 caught CancelledError (cancelled in step 4) and "
-               "suspended at test_x.py:14, calling uncancel()");
-    check_line(&t, &t.events[24],
-               "hand-off of report.status to task finalize_report#0 by test_x#0 (an exception)");
-    check_line(&t, &t.events[25],
-               "task finalize_report#0 resumed into CancelledError instead of the hand-off of "
-               "report.status (handed in step 6)");
-
-    afd_event ev = tb_event_timed(AFD_EV_CANCEL, AFD_CANCEL_DONE, 0, 2, AFD_NOSTR, 0, 0, 0);
-    check_line(&t, &ev,
-               "cancel of task finalize_report#0 by code outside any step at t=0.000ms (it had already "
-               "finished)");
-    ev = tb_event_timed(AFD_EV_CANCEL_DELIVERED, 0, 1, 0, AFD_NOSTR, 0, 0, 0);
-    check_line(&t, &ev, "CancelledError thrown into task test_x#0 at an unknown await");
-    ev = tb_event_timed(AFD_EV_CANCEL_CAUGHT, 1, 1, 0, AFD_NOSTR, 0, 0, 0);
-    check_line(&t, &ev, "task test_x#0 caught CancelledError and returned");
-    ev = tb_event_timed(AFD_EV_CANCEL_CAUGHT, 0, 1, 3, AFD_NOSTR, 0, 0, 0);
-    check_line(&t, &ev,
-               "task test_x#0 caught CancelledError (cancelled in step 2) and finished with another "
-               "exception");
-    ev = tb_event_timed(AFD_EV_UNCANCEL, 0, 0, 1, AFD_NOSTR, 0, 2, 0);
-    check_line(&t, &ev, "uncancel of task test_x#0 by code outside any step (2 cancel requests left)");
-    ev = tb_event_timed(AFD_EV_TIMEOUT, AFD_TIMEOUT_CONTEXT, 1, 0, AFD_NOSTR, 0, 0, 0);
-    check_line(&t, &ev, "asyncio.timeout expired at t=0.000ms armed at ?: cancels task test_x#0");
-    ev = tb_event_timed(AFD_EV_TIMEOUT, 0, 1, 3, S_SITE, 0, 0, 0);
-    check_line(&t, &ev,
-               "timeout expired at t=0.000ms (deadline #3) armed at test_x.py:14: cancels task test_x#0");
-    ev = tb_event_timed(AFD_EV_HANDOFF, AFD_HANDOFF_CANCELLED, 0, 1, AFD_NOSTR, 0, 0, 0);
-    check_line(&t, &ev,
-               "hand-off of a future to task test_x#0 by code outside any step (the future was cancelled)");
-    ev = tb_event_timed(AFD_EV_RESUME, 0, 1, 0, S_RESOURCE, 0, 0, 0);
-    check_line(&t, &ev, "task test_x#0 resumed with the hand-off of report.status");
-    afd_trace_finish(&t);
-}
-
-/* The codec refuses a cancellation or hand-off event whose flags hold bits the contract does not
- * define, or whose string is outside the table, as it does for every other kind. */
-TEST(cancel_events_checked)
-{
-    static const struct {
-        uint8_t kind, bad_flags;
-    } cases[] = {
-        {AFD_EV_CANCEL, 1u << 3}, {AFD_EV_CANCEL_DELIVERED, 1}, {AFD_EV_CANCEL_CAUGHT, 1u << 2},
-        {AFD_EV_UNCANCEL, 1},     {AFD_EV_TIMEOUT, 1u << 2},    {AFD_EV_HANDOFF, 1u << 2},
-        {AFD_EV_RESUME, 1u << 1},
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        afd_trace t;
-        sample(&t);
-        afd_event ok = tb_event_timed(cases[i].kind, 0, 1, 2, S_SITE, 0, 0, 0);
-        CHECK_EQ_INT(afd_trace_add_events(&t, &ok, 1), 0);
-        afd_buf b;
-        afd_buf_init(&b);
-        CHECK_EQ_INT(afd_trace_encode(&t, &b), 0);
-        afd_trace d;
-        CHECK_EQ_INT(afd_trace_decode(&d, b.data, b.len), 0);
-        CHECK_EQ_INT(d.events[d.n_events - 1].kind, cases[i].kind);
-        afd_trace_finish(&d);
-        afd_buf_finish(&b);
-
-        t.events[t.n_events - 1].flags = cases[i].bad_flags;
-        afd_buf_init(&b);
-        CHECK_EQ_INT(afd_trace_encode(&t, &b), AFD_EINVAL);
-        afd_buf_finish(&b);
-        t.events[t.n_events - 1].flags = 0;
-        t.events[t.n_events - 1].b = S__COUNT; /* one past the table */
-        afd_buf_init(&b);
-        CHECK_EQ_INT(afd_trace_encode(&t, &b), AFD_EINVAL);
-        afd_buf_finish(&b);
-        afd_trace_finish(&t);
-    }
-}
-
 int main(void)
 {
     RUN_TESTS("trace", T(init_finish), T(roundtrip_every_kind), T(roundtrip_empty_and_appended),
@@ -938,6 +846,5 @@ int main(void)
               T(digest_sees_every_other_field), T(decode_bad_magic_and_version),
               T(decode_flipped_byte_anywhere), T(decode_truncated_at_every_length),
               T(decode_huge_counts_without_allocating), T(decode_string_bounds), T(failure_keeps_nul_bytes),
-              T(decode_refuses_bad_fields), T(mutation_robustness), T(format_event_lines),
-              T(format_cancel_lines), T(cancel_events_checked));
+              T(decode_refuses_bad_fields), T(mutation_robustness), T(format_event_lines));
 }
