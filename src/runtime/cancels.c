@@ -60,6 +60,7 @@ static PyObject *on_timeout_fn;               /* Owned or NULL: asyncio.timeouts
 static PyObject *release_waiter_fn;           /* Owned or NULL: asyncio.tasks._release_waiter. */
 static PyObject *cancel_and_wait_code;        /* Owned or NULL: asyncio.tasks._cancel_and_wait's code. */
 static PyObject *wait_for_code;               /* Owned or NULL: asyncio.tasks.wait_for's code. */
+static PyObject *py_wakeup_fn;                /* Owned or NULL: asyncio.tasks._PyTask's __wakeup. */
 #define MAX_WAKE_CODES 8
 static PyObject *wake_codes[MAX_WAKE_CODES]; /* Owned: the primitives' methods that complete waiters. */
 static size_t n_wake_codes;
@@ -175,9 +176,12 @@ static int recording(void)
 
 /* The task whose wake-up callback cb is (borrowed), or NULL. The C Task's wake-up is a builtin
  * method named task_wakeup bound to the task in every Python from 3.10 to 3.13; its method table
- * entry is remembered on first sight, after which the test is one pointer comparison. */
+ * entry is remembered on first sight, after which the test is one pointer comparison. A Python
+ * Task's is its bound __wakeup method (pytest-asyncio runs a test's own task as one on 3.10). */
 static PyObject *wakeup_task(afd_rt_state *st, PyObject *cb)
 {
+    if (PyMethod_Check(cb)) /* a Task written in Python (asyncio's _PyTask and its subclasses) */
+        return py_wakeup_fn && PyMethod_GET_FUNCTION(cb) == py_wakeup_fn ? PyMethod_GET_SELF(cb) : NULL;
     if (!PyCFunction_Check(cb))
         return NULL;
     PyMethodDef *ml = ((PyCFunctionObject *)cb)->m_ml;
@@ -606,6 +610,7 @@ int afd_cancel_install(afd_rt_state *st)
     release_waiter_fn = lookup("asyncio.tasks", "_release_waiter");
     cancel_and_wait_code = code_of("asyncio.tasks", "_cancel_and_wait");
     wait_for_code = code_of("asyncio.tasks", "wait_for");
+    py_wakeup_fn = lookup("asyncio.tasks", "_PyTask._Task__wakeup");
     static const char *const wakers[][2] = {
         {"asyncio.locks", "Lock._wake_up_first"},
         {"asyncio.locks", "Semaphore._wake_up_next"},
