@@ -380,8 +380,8 @@ void afd_cancel_step_begin(afd_rt_state *st, afd_handle *h, uint32_t id)
     if (!pending && !handed)
         return;
     PyObject *exc = PyErr_Occurred() ? afd_take_exception() : NULL;
-    PyObject *task = task_object(id);
     int thrown = (hx->handoff_flags & 2) != 0;
+    PyObject *task = pending || thrown ? task_object(id) : NULL;
     if (task && pending && !thrown) {
         /* Task.cancel() either cancelled the future the task awaits (its wake-up carries it) or,
          * when there was none to cancel, set _must_cancel for the task's next step. */
