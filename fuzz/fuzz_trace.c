@@ -119,6 +119,22 @@ static int model_body_ok(const uint8_t *body, size_t len)
         case AFD_EV_WAITFOR:
             ok = 1;
             break;
+        /* cancellation and hand-offs: b names a string, flags hold only the bits trace.h defines */
+        case AFD_EV_CANCEL:
+            ok = flags < 8 && ref_ok(b, n_strings);
+            break;
+        case AFD_EV_CANCEL_DELIVERED:
+        case AFD_EV_UNCANCEL:
+            ok = flags == 0 && ref_ok(b, n_strings);
+            break;
+        case AFD_EV_CANCEL_CAUGHT:
+        case AFD_EV_TIMEOUT:
+        case AFD_EV_HANDOFF:
+            ok = flags < 4 && ref_ok(b, n_strings);
+            break;
+        case AFD_EV_RESUME:
+            ok = flags < 2 && ref_ok(b, n_strings);
+            break;
         default:
             ok = 0;
         }
@@ -305,6 +321,13 @@ static const fuzz_token DICT[] = {
     FUZZ_TOK("\x0e\x00\x00\x00"),
     FUZZ_TOK("\x0f\x00\x00\x00"),
     FUZZ_TOK("\x10\x00\x00\x00"),
+    FUZZ_TOK("\x12\x06\x00\x00"),
+    FUZZ_TOK("\x13\x00\x00\x00"),
+    FUZZ_TOK("\x14\x03\x00\x00"),
+    FUZZ_TOK("\x15\x00\x00\x00"),
+    FUZZ_TOK("\x16\x02\x00\x00"),
+    FUZZ_TOK("\x17\x01\x00\x00"),
+    FUZZ_TOK("\x18\x01\x00\x00"),
     FUZZ_TOK("\x00"),
 };
 

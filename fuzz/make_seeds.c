@@ -260,6 +260,32 @@ static void traces(afd_buf *keep)
     full_trace(&t);
     seed_trace("every-kind", &t, keep);
 
+    /* A waiter handed a lock and cancelled before it resumes, then a timeout caught and uncancelled:
+     * every cancellation and hand-off kind, in the order a run records them. */
+    new_trace(&t, AFD_MODE_CONTROLLED, AFD_OUT_FAIL);
+    t.steps = 3;
+    uint32_t ht = str_id(&t, "test_handoff#0"), hw = str_id(&t, "waiter#0"),
+             hl = str_id(&t, "Lock@test_h.py:4"), hs = str_id(&t, "test_h.py:9"), hm = str_id(&t, "shutdown");
+    add(&t, ev(AFD_EV_TASK, 0, 1, 0, ht, 0, 0));
+    add(&t, ev(AFD_EV_TASK, 0, 2, 1, hw, 0, 0));
+    add(&t, ev(AFD_EV_WAKE, 0, 1, 0, 1, 0, 0));
+    add(&t, ev(AFD_EV_SYNC, AFD_SYNC_LOCK_RELEASE, 1, 1, hl, 0, 0));
+    add(&t, ev(AFD_EV_HANDOFF, 0, 1, 2, hl, 0, 1));
+    add(&t, ev(AFD_EV_CANCEL, AFD_CANCEL_WOKEN, 1, 2, hm, 0, 0));
+    add(&t, ev(AFD_EV_STEP, 0, 1, 0, hs, 0, 1000));
+    add(&t, ev(AFD_EV_WAKE, 0, 2, 1, 2, 1000, 0));
+    add(&t, ev(AFD_EV_RESUME, AFD_RESUME_CANCELLED, 2, 1, hl, 1000, 0));
+    add(&t, ev(AFD_EV_CANCEL_DELIVERED, 0, 2, 1, hs, 1000, 0));
+    add(&t, ev(AFD_EV_STEP, 0, 2, 0, AFD_NOSTR, 1000, 1000));
+    add(&t, ev(AFD_EV_TIMEOUT, AFD_TIMEOUT_CONTEXT, 1, 1, hs, 2000, 0));
+    add(&t, ev(AFD_EV_CANCEL, AFD_CANCEL_TIMEOUT, 0, 1, AFD_NOSTR, 2000, 0));
+    add(&t, ev(AFD_EV_WAKE, 0, 1, 0, 3, 2000, 0));
+    add(&t, ev(AFD_EV_CANCEL_DELIVERED, 0, 1, 0, hs, 2000, 0));
+    add(&t, ev(AFD_EV_UNCANCEL, 0, 1, 1, hs, 2000, 0));
+    add(&t, ev(AFD_EV_CANCEL_CAUGHT, 3, 1, 0, AFD_NOSTR, 2000, 0));
+    add(&t, ev(AFD_EV_STEP, 0, 1, 1, AFD_NOSTR, 2000, 1000));
+    seed_trace("cancel-kinds", &t, NULL);
+
     new_trace(&t, AFD_MODE_CONTROLLED, AFD_OUT_PASS);
     t.flags = AFD_TRACE_TRUNCATED;
     t.steps = 100000;

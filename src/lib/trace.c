@@ -203,6 +203,17 @@ static bool event_ok(const afd_trace *self, const afd_event *ev)
     case AFD_EV_LINE:
     case AFD_EV_LOCAL:
         return str_ref_ok(self, ev->a) && (ev->cost == AFD_NOSTR || ev->cost < self->n_strings);
+    case AFD_EV_CANCEL:
+        return ev->flags < 1u << 3 && str_ref_ok(self, ev->b);
+    case AFD_EV_CANCEL_DELIVERED:
+    case AFD_EV_UNCANCEL:
+        return ev->flags == 0 && str_ref_ok(self, ev->b);
+    case AFD_EV_CANCEL_CAUGHT:
+    case AFD_EV_TIMEOUT:
+    case AFD_EV_HANDOFF:
+        return ev->flags < 1u << 2 && str_ref_ok(self, ev->b);
+    case AFD_EV_RESUME:
+        return ev->flags < 1u << 1 && str_ref_ok(self, ev->b);
     default:
         return false;
     }
@@ -548,6 +559,109 @@ const char *afd_sync_kind_name(int kind)
     return kind >= 0 && kind < AFD_SYNC__COUNT ? names[kind] : "?";
 }
 
+/* The place or label a cancellation event names in b, or `fallback` when it has none. */
+static const char *known_or(const afd_trace *self, uint32_t id, const char *fallback)
+{
+    const char *s = afd_trace_known(self, id);
+    return s ? s : fallback;
+}
+
+/* The lines of the cancellation and hand-off events (kinds CANCEL to RESUME). A step is named by
+ * its index, as WAKE events number them (a field holding 1 + that index, 0 for none). */
+static void format_cancel_event(const afd_trace *self, const afd_event *ev, afd_buf *out)
+{
+    switch (ev->kind) {
+    case AFD_EV_CANCEL:
+        afd_buf_printf(out, "cancel of task ");
+        put_task(out, self, ev->a);
+        afd_buf_printf(out, " by ");
+        if (ev->task)
+            put_task(out, self, ev->task);
+        else
+            afd_buf_printf(out, "code outside any step");
+        afd_buf_printf(out, " at t=");
+        put_ms(out, ev->vtime);
+        if (afd_trace_known(self, ev->b))
+            afd_buf_printf(out, ", message \"%s\"", afd_trace_string(self, ev->b));
+        if (ev->flags & AFD_CANCEL_TIMEOUT)
+            afd_buf_printf(out, " (a timeout expired)");
+        if (ev->flags & AFD_CANCEL_WOKEN)
+            afd_buf_printf(out, " (its wake-up was already scheduled)");
+        if (ev->flags & AFD_CANCEL_DONE)
+            afd_buf_printf(out, " (it had already finished)");
+        break;
+    case AFD_EV_CANCEL_DELIVERED:
+        afd_buf_printf(out, "CancelledError thrown into task ");
+        put_task(out, self, ev->task);
+        afd_buf_printf(out, " at %s", known_or(self, ev->b, "an unknown await"));
+        if (ev->a)
+            afd_buf_printf(out, " (cancelled in step %" PRIu32 ")", ev->a - 1);
+        break;
+    case AFD_EV_CANCEL_CAUGHT:
+        afd_buf_printf(out, "task ");
+        put_task(out, self, ev->task);
+        afd_buf_printf(out, " caught CancelledError");
+        if (ev->a)
+            afd_buf_printf(out, " (cancelled in step %" PRIu32 ")", ev->a - 1);
+        if (ev->flags & 1)
+            afd_buf_printf(out, " and returned");
+        else if (afd_trace_known(self, ev->b))
+            afd_buf_printf(out, " and suspended at %s", afd_trace_string(self, ev->b));
+        else
+            afd_buf_printf(out, " and finished with another exception");
+        if (ev->flags & 2)
+            afd_buf_printf(out, ", calling uncancel()");
+        break;
+    case AFD_EV_UNCANCEL:
+        afd_buf_printf(out, "uncancel of task ");
+        put_task(out, self, ev->a);
+        afd_buf_printf(out, " by ");
+        if (ev->task)
+            put_task(out, self, ev->task);
+        else
+            afd_buf_printf(out, "code outside any step");
+        if (afd_trace_known(self, ev->b))
+            afd_buf_printf(out, " at %s", afd_trace_string(self, ev->b));
+        afd_buf_printf(out, " (%" PRIu64 " cancel requests left)", ev->cost);
+        break;
+    case AFD_EV_TIMEOUT:
+        afd_buf_printf(out, "%s expired at t=",
+                       (ev->flags & AFD_TIMEOUT_WAIT_FOR)  ? "wait_for timeout"
+                       : (ev->flags & AFD_TIMEOUT_CONTEXT) ? "asyncio.timeout"
+                                                           : "timeout");
+        put_ms(out, ev->vtime);
+        if (ev->a)
+            afd_buf_printf(out, " (deadline #%" PRIu32 ")", ev->a);
+        afd_buf_printf(out, " armed at %s: cancels task ", known_or(self, ev->b, "?"));
+        put_task(out, self, ev->task);
+        break;
+    case AFD_EV_HANDOFF:
+        afd_buf_printf(out, "hand-off of %s to task ", known_or(self, ev->b, "a future"));
+        put_task(out, self, ev->a);
+        afd_buf_printf(out, " by ");
+        if (ev->task)
+            put_task(out, self, ev->task);
+        else
+            afd_buf_printf(out, "code outside any step");
+        if (ev->flags & AFD_HANDOFF_CANCELLED)
+            afd_buf_printf(out, " (the future was cancelled)");
+        else if (ev->flags & AFD_HANDOFF_EXCEPTION)
+            afd_buf_printf(out, " (an exception)");
+        break;
+    default: /* AFD_EV_RESUME */
+        afd_buf_printf(out, "task ");
+        put_task(out, self, ev->task);
+        if (ev->flags & AFD_RESUME_CANCELLED)
+            afd_buf_printf(out, " resumed into CancelledError instead of the hand-off of %s",
+                           known_or(self, ev->b, "a future"));
+        else
+            afd_buf_printf(out, " resumed with the hand-off of %s", known_or(self, ev->b, "a future"));
+        if (ev->a)
+            afd_buf_printf(out, " (handed in step %" PRIu32 ")", ev->a - 1);
+        break;
+    }
+}
+
 /* The header asks for "one line"; it is read as one line without a trailing newline, so callers
  * can put the text inside a larger line or a table cell. */
 void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf *out)
@@ -677,6 +791,15 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
             afd_buf_printf(out, " held by task ");
             put_task(out, self, ev->b);
         }
+        break;
+    case AFD_EV_CANCEL:
+    case AFD_EV_CANCEL_DELIVERED:
+    case AFD_EV_CANCEL_CAUGHT:
+    case AFD_EV_UNCANCEL:
+    case AFD_EV_TIMEOUT:
+    case AFD_EV_HANDOFF:
+    case AFD_EV_RESUME:
+        format_cancel_event(self, ev, out);
         break;
     default:
         afd_buf_printf(out, "event of unknown kind %u", (unsigned)ev->kind);

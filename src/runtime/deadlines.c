@@ -81,6 +81,11 @@ void afd_deadline_reset(void)
     n_deadlines = 0;
 }
 
+uint32_t afd_deadline_site(uint32_t number)
+{
+    return number && number <= n_deadlines ? deadlines[number - 1].site : AFD_NOSTR;
+}
+
 void afd_deadline_note(afd_rt_state *st, afd_handle *h, double now)
 {
     afd_handle_ext *x = afd_handle_ext_of(h);

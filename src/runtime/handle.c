@@ -57,6 +57,11 @@ PyObject *afd_handle_callback(afd_handle *h)
     return *slot((PyObject *)h, afd_hl.callback);
 }
 
+PyObject *afd_handle_args(afd_handle *h)
+{
+    return *slot((PyObject *)h, afd_hl.args);
+}
+
 int afd_handle_cancelled(afd_handle *h)
 {
     return *slot((PyObject *)h, afd_hl.cancelled) == Py_True;
@@ -118,6 +123,9 @@ afd_handle *afd_handle_new(afd_rt_state *st, PyObject *callback, PyObject *args,
     x->when = when;
     x->seq = 0;
     x->deadline = 0;
+    x->handoff = 0;
+    x->handoff_label = AFD_NOSTR;
+    x->handoff_flags = 0;
     x->creator = afd_rec_current;
     x->origin = afd_rec_step_no;
     x->is_timer = (uint8_t)is_timer;

@@ -158,7 +158,7 @@ static PyType_Spec attr_hook_spec = {
 enum { QH_INIT, QH_EMPTY, QH_QSIZE, QH__COUNT };
 static PyObject *queue_orig[QH__COUNT]; /* Owned: the original functions. */
 
-static PyObject *call_with_self(PyObject *fn, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+PyObject *afd_rt_call_with_self(PyObject *fn, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                 PyObject *kwnames)
 {
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
@@ -178,7 +178,7 @@ static PyObject *call_with_self(PyObject *fn, PyObject *self, PyObject *const *a
 static PyObject *queue_call(int which, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                             PyObject *kwnames)
 {
-    PyObject *r = call_with_self(queue_orig[which], self, args, nargs, kwnames);
+    PyObject *r = afd_rt_call_with_self(queue_orig[which], self, args, nargs, kwnames);
     if (r && which == QH_INIT && afd_rec_active())
         afd_rec_sync(hooks_state, self, AFD_SYNC_CREATE);
     return r;
@@ -209,7 +209,7 @@ static PyObject *storage_call(int which, PyObject *self, PyObject *const *args, 
 {
     int is_put = which == QS_PUT_APPEND || which == QS_PUT_HEAP;
     if (kwnames || nargs != (is_put ? 1 : 0))
-        return call_with_self(storage_orig[which], self, args, nargs, kwnames);
+        return afd_rt_call_with_self(storage_orig[which], self, args, nargs, kwnames);
     PyObject *q = queue_storage(self);
     if (!q) {
         if (!PyErr_Occurred())
@@ -472,7 +472,7 @@ PyObject *afd_rt_install_hooks(PyObject *module, PyObject *unused)
     if (set_attr_hook(module, "asyncio.locks", "Lock", "_locked", HOOK_LOCK) < 0 ||
         set_attr_hook(module, "asyncio.locks", "Event", "_value", HOOK_EVENT) < 0 ||
         set_attr_hook(module, "asyncio.locks", "Semaphore", "_value", HOOK_SEM) < 0 ||
-        set_queue_hooks() < 0 || afd_loop_install_running() < 0)
+        set_queue_hooks() < 0 || afd_loop_install_running() < 0 || afd_cancel_install(st) < 0)
         return NULL;
     PyObject *time = PyImport_ImportModule("time");
     PyObject *orig = time ? PyObject_GetAttrString(time, "sleep") : NULL;

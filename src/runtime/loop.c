@@ -233,6 +233,8 @@ static PyObject *schedule_soon(afd_loop *self, PyObject *cb, PyObject *cbargs, P
      * runs, gives tasks their ids in creation order, the order all_tasks() is replayed in. */
     if (!cbargs && afd_rec_active() && !afd_rec_identify(st, cb, afd_rec_current))
         PyErr_Clear();
+    if (cbargs) /* a completed future wakes a task with call_soon(wakeup, future) */
+        afd_cancel_wakeup_scheduled(st, h, cb, cbargs);
     Py_INCREF(h);
     if (ready_push(self, (PyObject *)h) < 0) {
         Py_DECREF(h);
@@ -619,6 +621,7 @@ static PyObject *run_once(afd_loop *self)
         afd_rec_step_no = (uint32_t)(step_index + 1);
         afd_rec_extra_cost = 0;
         afd_rec_event(AFD_EV_WAKE, hx && hx->is_timer, id, hx ? hx->origin : 0, afd_rec_step_no, vstart, 0);
+        afd_cancel_step_begin(st, h, id);
         if (afd_rt_config.trace_lines)
             afd_tracer_step_begin(st);
         int rc = h ? afd_handle_run(st, h) : run_generic(st, obj);
@@ -650,6 +653,7 @@ static PyObject *run_once(afd_loop *self)
         /* The recorder may call into Python; an exception from the step (SystemExit, say) must
          * survive it untouched. */
         PyObject *exc = rc < 0 ? afd_take_exception() : NULL;
+        afd_cancel_step_end(st, id);
         afd_rec_step(st, id, ordinal, vstart, cost, wall);
         if (rc < 0)
             afd_restore_exception(exc);

@@ -447,6 +447,14 @@ static int rt_exec(PyObject *m)
         PyModule_AddIntConstant(m, "TRACE_LINES", AFD_TRACE_LINES) < 0 ||
         PyModule_AddIntConstant(m, "EV_LINE", AFD_EV_LINE) < 0 ||
         PyModule_AddIntConstant(m, "EV_LOCAL", AFD_EV_LOCAL) < 0 ||
+        PyModule_AddIntConstant(m, "EV_DEADLINE", AFD_EV_DEADLINE) < 0 ||
+        PyModule_AddIntConstant(m, "EV_CANCEL", AFD_EV_CANCEL) < 0 ||
+        PyModule_AddIntConstant(m, "EV_CANCEL_DELIVERED", AFD_EV_CANCEL_DELIVERED) < 0 ||
+        PyModule_AddIntConstant(m, "EV_CANCEL_CAUGHT", AFD_EV_CANCEL_CAUGHT) < 0 ||
+        PyModule_AddIntConstant(m, "EV_UNCANCEL", AFD_EV_UNCANCEL) < 0 ||
+        PyModule_AddIntConstant(m, "EV_TIMEOUT", AFD_EV_TIMEOUT) < 0 ||
+        PyModule_AddIntConstant(m, "EV_HANDOFF", AFD_EV_HANDOFF) < 0 ||
+        PyModule_AddIntConstant(m, "EV_RESUME", AFD_EV_RESUME) < 0 ||
         PyModule_AddIntConstant(m, "TRACE_THREADS", AFD_TRACE_THREADS) < 0 ||
         PyModule_AddIntConstant(m, "TRACE_REAL_IO", AFD_TRACE_REAL_IO) < 0)
         return -1;

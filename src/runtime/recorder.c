@@ -110,6 +110,7 @@ int afd_rec_begin(void *mem, size_t size, int prefault)
     afd_rec_step_no = 0;
     afd_rec_extra_cost = 0;
     afd_deadline_reset();
+    afd_cancel_reset();
     if (!rec->interned || !rec->qual_counts || !rec->keep)
         return -1;
     return 0;

@@ -184,6 +184,13 @@ static uint32_t sync_number_slow(afd_rt_state *st, PyObject *obj)
     return number;
 }
 
+uint32_t afd_rec_sync_number(afd_rt_state *st, PyObject *obj)
+{
+    uint32_t number = rec->hdr ? sync_number(st, obj) : 0;
+    PyErr_Clear();
+    return number;
+}
+
 void afd_rec_sync(afd_rt_state *st, PyObject *obj, int kind)
 {
     if (!rec->hdr)

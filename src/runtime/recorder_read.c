@@ -58,7 +58,8 @@ int afd_rec_to_trace(const void *mem, size_t size, afd_trace *out)
         }
         if (e.kind == AFD_EV_TASK || e.kind == AFD_EV_STEP || e.kind == AFD_EV_ASSERT_BEGIN ||
             e.kind == AFD_EV_ASSERT_END || e.kind == AFD_EV_OP_BEGIN || e.kind == AFD_EV_OP_END ||
-            e.kind == AFD_EV_SYNC || e.kind == AFD_EV_BLOCK) {
+            e.kind == AFD_EV_SYNC || e.kind == AFD_EV_BLOCK ||
+            (e.kind >= AFD_EV_CANCEL && e.kind <= AFD_EV_RESUME)) {
             if (e.b != AFD_NOSTR && e.b >= n_strings)
                 e.b = AFD_NOSTR;
         }
@@ -146,8 +147,13 @@ static PyObject *event_row(const afd_trace *tr, const afd_event *e)
     int b_is_str = e->kind == AFD_EV_TASK || e->kind == AFD_EV_STEP || e->kind == AFD_EV_OP_BEGIN ||
                    e->kind == AFD_EV_OP_END || e->kind == AFD_EV_ASSERT_BEGIN ||
                    e->kind == AFD_EV_ASSERT_END || e->kind == AFD_EV_SYNC || e->kind == AFD_EV_BLOCK;
-    PyObject *a = a_is_str ? str_or_empty(tr, e->a) : PyLong_FromUnsignedLong(e->a);
-    PyObject *b = b_is_str ? str_or_empty(tr, e->b) : PyLong_FromUnsignedLong(e->b);
+    int cancel_kind = e->kind >= AFD_EV_CANCEL && e->kind <= AFD_EV_RESUME;
+    /* the task a cancellation or a hand-off is aimed at, by its label */
+    int a_is_task = e->kind == AFD_EV_CANCEL || e->kind == AFD_EV_UNCANCEL || e->kind == AFD_EV_HANDOFF;
+    PyObject *a = a_is_str    ? str_or_empty(tr, e->a)
+                  : a_is_task ? PyUnicode_FromString(task_label_of(e->a))
+                              : PyLong_FromUnsignedLong(e->a);
+    PyObject *b = b_is_str || cancel_kind ? str_or_empty(tr, e->b) : PyLong_FromUnsignedLong(e->b);
     PyObject *t = (a && b) ? Py_BuildValue("(isOOiK)", e->kind, task_label_of(e->task), a, b, e->flags,
                                            (unsigned long long)e->vtime)
                            : NULL;
@@ -165,7 +171,8 @@ static PyObject *step_row(const afd_trace *tr, const afd_event *e)
 }
 
 /* events(): every recorded event as (kind, task label, a, b, flags, vtime) with string fields
- * resolved (a is an int for kinds whose `a` is not a string). For tests and in-process use. */
+ * resolved (a is an int for kinds whose `a` is not a string, the target task's label for CANCEL,
+ * UNCANCEL and HANDOFF). For tests and in-process use. */
 PyObject *afd_rt_events(PyObject *self, PyObject *unused)
 {
     return recorded_rows(event_row);

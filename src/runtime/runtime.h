@@ -69,11 +69,15 @@ typedef struct afd_handle {
 
 /* The loop's own fields of a handle, stored after asyncio's slots. */
 typedef struct afd_handle_ext {
-    double when;       /* Timers: the deadline in loop time (the _when slot holds the same float). */
-    uint64_t seq;      /* Timers: creation order, the tie-breaker of equal deadlines. */
-    uint32_t creator;  /* The recorder's id of the task whose step created this handle (0 none). */
-    uint32_t origin;   /* 1 + the index of the step that created this handle (0 none). */
-    uint32_t deadline; /* Timers: the deadline's number in the run (deadlines.c), 0 if not one. */
+    double when;            /* Timers: the deadline in loop time (the _when slot holds the same float). */
+    uint64_t seq;           /* Timers: creation order, the tie-breaker of equal deadlines. */
+    uint32_t creator;       /* The recorder's id of the task whose step created this handle (0 none). */
+    uint32_t origin;        /* 1 + the index of the step that created this handle (0 none). */
+    uint32_t deadline;      /* Timers: the deadline's number in the run (deadlines.c), 0 if not one. */
+    uint32_t handoff;       /* A task's wake-up scheduled by a hand-off (cancels.c): the HANDOFF's step,
+                               as 1 + its index (0: outside any step). */
+    uint32_t handoff_label; /* that HANDOFF's b */
+    uint8_t handoff_flags;  /* bit 0: a HANDOFF scheduled this wake-up; bit 1: its future was cancelled */
     uint8_t is_timer;
 } afd_handle_ext;
 
@@ -96,6 +100,8 @@ static inline afd_handle_ext *afd_handle_ext_of(afd_handle *h)
 /* Borrowed; None once cancelled. */
 PyObject *afd_handle_callback(afd_handle *h);
 int afd_handle_cancelled(afd_handle *h);
+/* Borrowed: the callback's arguments (a tuple). */
+PyObject *afd_handle_args(afd_handle *h);
 int afd_handle_scheduled(afd_handle *h);
 void afd_handle_set_scheduled(afd_handle *h, int scheduled);
 
@@ -137,6 +143,26 @@ void afd_deadline_step_end(uint32_t task, uint64_t vstart, uint64_t cost, const 
 uint64_t afd_deadline_cap_lateness(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late);
 /* Forgets the deadlines numbered so far: a new recording numbers its own from 1. */
 void afd_deadline_reset(void);
+/* The site string id that armed deadline `number`, or AFD_NOSTR. */
+uint32_t afd_deadline_site(uint32_t number);
+
+/* ---- Cancellation and hand-offs (cancels.c) --------------------------------------------- */
+
+/* Puts the recording Task.cancel and Task.uncancel in place and learns asyncio's timeout and
+ * primitive functions (idempotent). Returns 0, or -1 with an exception set. */
+int afd_cancel_install(afd_rt_state *st);
+/* Forgets every task's cancellation state: a new recording starts. */
+void afd_cancel_reset(void);
+/* Called by call_soon with the handle it made: when the callback is a task's wake-up carrying the
+ * future that completed, records the hand-off (AFD_EV_HANDOFF) and marks the handle. Keeps any
+ * pending exception. */
+void afd_cancel_wakeup_scheduled(afd_rt_state *st, afd_handle *h, PyObject *cb, PyObject *cbargs);
+/* Around one step of task id run from handle h (NULL: a handle of another kind): begin records,
+ * right after the step's WAKE, a timeout expiring, the waiter of a hand-off resuming and a
+ * cancellation delivered; end, before the step's STEP, whether the delivered CancelledError was
+ * caught. Both keep any pending exception. */
+void afd_cancel_step_begin(afd_rt_state *st, afd_handle *h, uint32_t id);
+void afd_cancel_step_end(afd_rt_state *st, uint32_t id);
 
 /* ---- Recorder (recorder.c) -------------------------------------------------------------- */
 
@@ -203,6 +229,9 @@ int afd_rec_active(void);
 void afd_rec_sync(afd_rt_state *st, PyObject *obj, int kind);
 afd_sync_obj *afd_rec_sync_obj(uint32_t number);
 uint32_t afd_rec_sync_count(void);
+/* The number of a synchronization object (numbering it, as a SYNC event would, on first sight),
+ * 0 when it has none. Keeps no exception. */
+uint32_t afd_rec_sync_number(afd_rt_state *st, PyObject *obj);
 /* The string id of the innermost user frame's "file:line", or AFD_NOSTR. */
 uint32_t afd_rec_caller_site(afd_rt_state *st);
 /* The recorder's id of a task object (registering it), 0 on failure (no exception left). */
@@ -303,6 +332,10 @@ void afd_tracer_step_end(void);
 
 /* ---- Hooks on asyncio's primitives and blocking calls (hooks.c) ------------------------ */
 PyObject *afd_rt_install_hooks(PyObject *self, PyObject *unused);
+/* fn(self, *args) for a vectorcall with self in front (a new reference, or NULL with an
+ * exception): how a hook calls the original method it replaced. */
+PyObject *afd_rt_call_with_self(PyObject *fn, PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames);
 /* Called by the controlled loop when no task can ever run again: records the wait-for edges of
  * the blocked tasks and flags the run as a deadlock. Returns 0 or -1 with an exception. */
 int afd_hooks_record_deadlock(afd_rt_state *st, PyObject *loop);

@@ -49,6 +49,13 @@ static void sample(afd_trace *t)
         tb_event_timed(AFD_EV_LOCAL, 0, 2, S_OPNAME, 14, 4, S_RESOURCE, 27),
         tb_event_timed(AFD_EV_DEADLINE, 0, 2, 1, S_SITE, 7000000, 100000000, 28),
         tb_event_timed(AFD_EV_DEADLINE_LATE, 0, 2, 1, AFD_NOSTR, 8000000, 100000000, 29),
+        tb_event_timed(AFD_EV_TIMEOUT, AFD_TIMEOUT_WAIT_FOR, 2, 1, S_SITE, 8000000, 0, 30),
+        tb_event_timed(AFD_EV_CANCEL, AFD_CANCEL_TIMEOUT | AFD_CANCEL_WOKEN, 1, 2, S_OPNAME, 8000000, 0, 31),
+        tb_event_timed(AFD_EV_CANCEL_DELIVERED, 0, 2, 5, S_SITE, 8100000, 0, 32),
+        tb_event_timed(AFD_EV_UNCANCEL, 0, 2, 2, S_SITE, 8100000, 0, 33),
+        tb_event_timed(AFD_EV_CANCEL_CAUGHT, 2, 2, 5, S_SITE, 8100000, 0, 34),
+        tb_event_timed(AFD_EV_HANDOFF, AFD_HANDOFF_EXCEPTION, 1, 2, S_RESOURCE, 8200000, 1, 35),
+        tb_event_timed(AFD_EV_RESUME, AFD_RESUME_CANCELLED, 2, 7, S_RESOURCE, 8300000, 0, 36),
     };
     CHECK_EQ_INT(afd_trace_add_events(t, evs, (uint32_t)(sizeof evs / sizeof evs[0])), 0);
 }
@@ -152,6 +159,8 @@ TEST(roundtrip_every_kind)
     CHECK(d.flags & AFD_TRACE_TRUNCATED);
     CHECK_EQ_U64(d.dropped, 17);
     for (int k = AFD_EV_TASK; k < AFD_EV__COUNT; k++) {
+        if (k == AFD_EV_CHAIN) /* its rules and its sample live with the await-chain recording */
+            continue;
         int seen = 0;
         for (uint32_t i = 0; i < d.n_events; i++)
             seen |= d.events[i].kind == k;
