@@ -17,8 +17,9 @@ value by value, except where a value depends on the machine's timing rather than
   seen, or every natural run, so they vary with the natural runs.
 
 Two captures of the same code, a minute apart, differed in exactly these paths and no others.
-Keys added since the capture (`schema`, `stages`) are allowed; a key removed or a value changed
-anywhere else fails the test.
+Keys added since the capture (`schema`, `stages`) are allowed, and so are the rows of gate checks
+added since (ADDED_CHECKS) when they passed (a failing one is a difference); a key removed or a
+value changed anywhere else fails the test.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ VOLATILE = re.compile(
     r"|fix\.tiers\.overhead\.median_ms_(before|after)|stages.*)$"
 )
 ADDED = {".schema", ".stages"}
+ADDED_CHECKS = {"no_cancel_swallow", "no_shield", "no_uncancel"}
 OCHIAI = re.compile(r"^Ochiai [0-9.]+ \(\d+ failing, \d+ passing (natural )?runs\)$")
 
 
@@ -61,6 +63,10 @@ def flatten(doc: Any, prefix: str = "") -> Dict[str, Any]:
 def _masked(doc: Dict[str, Any]) -> Dict[str, Any]:
     doc = json.loads(json.dumps(doc))
     doc.pop("_stderr", None)
+    fix = doc.get("fix")
+    if isinstance(fix, dict) and isinstance(fix.get("gate"), list):
+        fix["gate"] = [row for row in fix["gate"]
+                       if not (isinstance(row, dict) and row.get("check") in ADDED_CHECKS and row.get("passed") is True)]
     doc["evidence"] = [row for row in doc.get("evidence") or []
                        if not (isinstance(row, dict) and str(row.get("claim", "")).startswith("slow step: "))]
     for row in doc["evidence"]:

@@ -322,7 +322,7 @@ def test_fix_proposes_a_gated_verified_fix_and_leaves_the_file_alone(nodeid: str
     assert cands == sorted(cands, key=lambda c: c["changed_lines"]), cands
     assert next(c for c in cands if c["verified"])["kind"] == kind, cands
     gate = {g["check"]: g for g in fix["gate"]}
-    assert len(gate) == 13 and all(g["passed"] for g in gate.values()), gate
+    assert len(gate) == 16 and all(g["passed"] for g in gate.values()), gate
     # verified in a mirror of the project: the token passes, exploration and natural runs are clean
     tiers = fix["tiers"]
     assert fix["verified"] is True and fix["applied"] is False, tiers

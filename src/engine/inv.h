@@ -217,6 +217,9 @@ int inv_minimize(inv *v, outcome *o);
 
 /* inv_explain.c: the minimal runs replayed and compared */
 int inv_explain(inv *v, outcome *o);
+/* A failure every schedule shows: the starvation rule alone over view (Borrowed: one traced run of
+ * the failing schedule) and every run seen, naming the blocking call in o->c when it holds. */
+int inv_explain_deterministic(inv *v, outcome *o, const afd_view *view);
 
 /* inv_repair.c: --fix's candidates */
 void inv_candidates_finish(outcome *o); /* Accepts NULL. */

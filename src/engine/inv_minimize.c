@@ -267,23 +267,27 @@ static int every_schedule_fails(inv *v, outcome *o)
     size_t n_lost = 0;
     int stale_every_time = 0;
     afd_view dv;
-    if (v->keep.have_trace && afd_view_build_src(&dv, &v->keep.tr, v->srcs) == 0) {
+    int have_dv = v->keep.have_trace && afd_view_build_src(&dv, &v->keep.tr, v->srcs) == 0;
+    if (have_dv) {
         afd_xatom tmp[1];
         afd_view_lost_updates(&dv, tmp, 1, &n_lost);
         if (!n_lost) { /* a check every task passes before any acts on it fails every time too */
             afd_view_stale_checks(&dv, tmp, 1, &n_lost);
             stale_every_time = n_lost > 0;
         }
-        afd_view_finish(&dv);
     }
-    inv_kept_finish(&v->keep);
     if (!n_lost) {
         o->verdict = "deterministic";
         afd_evidence_add(&o->ev, "it fails under every schedule tried: the failure does not depend on timing",
                          buf, "observed");
         v->exit = AFD_EXIT_FAILURE;
-        return INV_STOP;
+        rc = have_dv ? inv_explain_deterministic(v, o, &dv) : 0;
     }
+    if (have_dv)
+        afd_view_finish(&dv);
+    inv_kept_finish(&v->keep);
+    if (!n_lost)
+        return rc < 0 ? rc : INV_STOP;
     afd_evidence_add(&o->ev,
                      stale_every_time
                          ? "it fails under every schedule tried, and its tasks act on checks another task "

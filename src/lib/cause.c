@@ -420,6 +420,51 @@ static void name_deadlock(decision *d)
     }
 }
 
+/* What the starvation rule reads: the failing run's longest blocking call, and how strongly a
+ * blocking call or a slow step goes with failure over the natural runs. */
+static void analyse_blocking(decision *d)
+{
+    const afd_view *f = d->f;
+    d->b_ochiai = blocking_ochiai(&d->in->hist, &d->bfw, &d->bpw);
+    d->block_site = AFD_NOSTR;
+    for (uint32_t i = 0; i < f->n_steps; i++)
+        if (f->steps[i].blocked_ns > d->block_ns) {
+            d->block_ns = f->steps[i].blocked_ns;
+            d->block_site = f->steps[i].block_site;
+            d->block_step = &f->steps[i];
+        }
+}
+
+/* The starvation rule: a blocking call of 1 ms or more in the minimal failing run, or one (or a
+ * slow step) in the failing natural runs and strongly associated with failure there. */
+static int starvation_shown(const decision *d)
+{
+    return (d->block_site != AFD_NOSTR && d->block_ns >= 1000000u) ||
+           (d->in->hist.block_site && d->b_ochiai >= 0.8);
+}
+
+/* Names the starvation the rule found: the blocking task, how long it blocked, its line. */
+static void name_starvation(decision *d)
+{
+    const afd_trace *tr = d->f->tr;
+    const afd_cause_history *h = &d->in->hist;
+    afd_cause *c = d->c;
+    int here = d->block_site != AFD_NOSTR;
+    const char *site = here ? afd_trace_known(tr, d->block_site) : h->block_site[0] ? h->block_site : NULL;
+    const char *task = here ? afd_trace_task_label(tr, d->block_step->task) : h->block_task;
+    double ms = (double)(here ? d->block_ns : h->block_ns) / 1e6;
+    c->kind = AFD_CAUSE_STARVATION;
+    afd_buf_printf(&d->resource, "event loop");
+    afd_buf_printf(&d->await_site, "%s", site ? site : "");
+    afd_buf_printf(&d->sentence,
+                   "starvation: %s blocks the event loop for %.1f ms%s%s (a blocking call inside "
+                   "a coroutine: every other task waits)",
+                   task, ms, site ? " at " : "", site ? site : "");
+    afd_cause_op *op = add_other(c, AFD_CAUSE_ACCESS_BLOCK, task, "blocking call", "event loop", &d->err);
+    if (op)
+        op->site = dup_str(site, &d->err);
+}
+
 /* The analyses of the failing run (against the passing one) the kinds and the evidence read. */
 static void analyse(decision *d)
 {
@@ -442,14 +487,7 @@ static void analyse(decision *d)
         op_fill(&race->ops[0], f, &f->acc[d->races[i].x], "failing", &d->err);
         op_fill(&race->ops[1], f, &f->acc[d->races[i].y], "failing", &d->err);
     }
-    d->b_ochiai = blocking_ochiai(&d->in->hist, &d->bfw, &d->bpw);
-    d->block_site = AFD_NOSTR;
-    for (uint32_t i = 0; i < f->n_steps; i++)
-        if (f->steps[i].blocked_ns > d->block_ns) {
-            d->block_ns = f->steps[i].blocked_ns;
-            d->block_site = f->steps[i].block_site;
-            d->block_step = &f->steps[i];
-        }
+    analyse_blocking(d);
 }
 
 /* A lock-order cycle in the failing run, else in the passing one; else no kind the runs show. */
@@ -513,7 +551,6 @@ static void name_kind(decision *d)
 {
     const afd_view *f = d->f, *p = d->p;
     const afd_trace *tr = f->tr;
-    const afd_cause_history *h = &d->in->hist;
     afd_cause *c = d->c;
     if (d->n_atoms || d->n_stale) { /* a lost update, else a check-then-act: the same three accesses */
         int lost = d->n_atoms > 0;
@@ -530,26 +567,8 @@ static void name_kind(decision *d)
         add_access(c, f, r, "failing", &d->err);
         add_access(c, f, u, "failing", &d->err);
         add_access(c, f, w, "failing", &d->err);
-    } else if ((d->block_site != AFD_NOSTR && d->block_ns >= 1000000u) ||
-               (h->block_site && d->b_ochiai >= 0.8)) {
-        /* a blocking call in the minimal failing run, or in the failing natural runs and strongly
-         * associated with failure there */
-        int here = d->block_site != AFD_NOSTR;
-        const char *site = here               ? afd_trace_known(tr, d->block_site)
-                           : h->block_site[0] ? h->block_site
-                                              : NULL;
-        const char *task = here ? afd_trace_task_label(tr, d->block_step->task) : h->block_task;
-        double ms = (double)(here ? d->block_ns : h->block_ns) / 1e6;
-        c->kind = AFD_CAUSE_STARVATION;
-        afd_buf_printf(&d->resource, "event loop");
-        afd_buf_printf(&d->await_site, "%s", site ? site : "");
-        afd_buf_printf(&d->sentence,
-                       "starvation: %s blocks the event loop for %.1f ms%s%s (a blocking call inside "
-                       "a coroutine: every other task waits)",
-                       task, ms, site ? " at " : "", site ? site : "");
-        afd_cause_op *op = add_other(c, AFD_CAUSE_ACCESS_BLOCK, task, "blocking call", "event loop", &d->err);
-        if (op)
-            op->site = dup_str(site, &d->err);
+    } else if (starvation_shown(d)) {
+        name_starvation(d);
     } else if (d->n_inv) {
         const afd_xpair *pair = &d->inv_pairs[0];
         const afd_xaccess *x = &f->acc[pair->x], *y = pair_y(f, p, pair);
@@ -609,12 +628,47 @@ static void pair_evidence(decision *d, afd_buf *m)
     afd_evidence_add(d->ev, "the order is suspicious over every run seen", buf, "observed");
 }
 
-/* The evidence rows beside the kind, in their fixed order. */
-static void add_evidence(decision *d)
+/* The rows about blocking: the failing run's blocking call, the natural runs' one and its
+ * association with failure, the failing run's first slow step. m is scratch. */
+static void blocking_evidence(decision *d, afd_buf *m)
 {
     const afd_view *f = d->f;
     const afd_trace *tr = f->tr;
     const afd_cause_history *h = &d->in->hist;
+    afd_evidence *ev = d->ev;
+    char buf[512];
+    if (d->block_site != AFD_NOSTR) {
+        const char *at = afd_trace_known(tr, d->block_site);
+        snprintf(buf, sizeof buf, "%.1f ms%s%.300s", (double)d->block_ns / 1e6, at ? " at " : "",
+                 at ? at : "");
+        afd_evidence_add(ev, "blocking call (time.sleep) inside a coroutine, in the minimal failing run", buf,
+                         "observed");
+    }
+    if (h->block_site) {
+        snprintf(buf, sizeof buf, "%.1f ms%s%.300s", (double)h->block_ns / 1e6,
+                 h->block_site[0] ? " at " : "", h->block_site);
+        afd_evidence_add(ev, "a blocking call or slow step in a failing natural run", buf, "observed");
+        snprintf(buf, sizeof buf, "Ochiai %.2f (%" PRIu64 " failing, %" PRIu64 " passing natural runs)",
+                 d->b_ochiai, d->bfw, d->bpw);
+        afd_evidence_add(ev, "natural runs with a blocking call (1 ms or more) or a slow step fail", buf,
+                         "observed");
+    }
+    uint64_t slow = (uint64_t)(h->slow_step_ms * 1e6);
+    for (uint32_t i = 0; i < f->n_steps; i++)
+        if (f->steps[i].wall >= slow) {
+            snprintf(buf, sizeof buf, "%.1f ms wall", (double)f->steps[i].wall / 1e6);
+            m->len = 0;
+            afd_buf_printf(m, "slow step: %s step %" PRIu32 " (over --slow-step)",
+                           afd_trace_task_label(tr, f->steps[i].task), f->steps[i].ordinal);
+            afd_evidence_add(ev, (const char *)m->data, buf, "observed");
+            break;
+        }
+}
+
+/* The evidence rows beside the kind, in their fixed order. */
+static void add_evidence(decision *d)
+{
+    const afd_view *f = d->f;
     afd_evidence *ev = d->ev;
     char buf[512];
     afd_buf m;
@@ -645,32 +699,7 @@ static void add_evidence(decision *d)
                           : "conflicting accesses unordered by happens-before exist",
             (snprintf(buf, sizeof buf, "%zu racing pair%s", d->n_races, d->n_races == 1 ? "" : "s"), buf),
             "observed");
-    if (d->block_site != AFD_NOSTR) {
-        const char *at = afd_trace_known(tr, d->block_site);
-        snprintf(buf, sizeof buf, "%.1f ms%s%.300s", (double)d->block_ns / 1e6, at ? " at " : "",
-                 at ? at : "");
-        afd_evidence_add(ev, "blocking call (time.sleep) inside a coroutine, in the minimal failing run", buf,
-                         "observed");
-    }
-    if (h->block_site) {
-        snprintf(buf, sizeof buf, "%.1f ms%s%.300s", (double)h->block_ns / 1e6,
-                 h->block_site[0] ? " at " : "", h->block_site);
-        afd_evidence_add(ev, "a blocking call or slow step in a failing natural run", buf, "observed");
-        snprintf(buf, sizeof buf, "Ochiai %.2f (%" PRIu64 " failing, %" PRIu64 " passing natural runs)",
-                 d->b_ochiai, d->bfw, d->bpw);
-        afd_evidence_add(ev, "natural runs with a blocking call (1 ms or more) or a slow step fail", buf,
-                         "observed");
-    }
-    uint64_t slow = (uint64_t)(h->slow_step_ms * 1e6);
-    for (uint32_t i = 0; i < f->n_steps; i++)
-        if (f->steps[i].wall >= slow) {
-            snprintf(buf, sizeof buf, "%.1f ms wall", (double)f->steps[i].wall / 1e6);
-            m.len = 0;
-            afd_buf_printf(&m, "slow step: %s step %" PRIu32 " (over --slow-step)",
-                           afd_trace_task_label(tr, f->steps[i].task), f->steps[i].ordinal);
-            afd_evidence_add(ev, (const char *)m.data, buf, "observed");
-            break;
-        }
+    blocking_evidence(d, &m);
     if (d->c->kind != AFD_CAUSE_LOCK_ORDER) {
         uint32_t locks[16], labels[16];
         size_t len = 0;
@@ -702,6 +731,29 @@ int afd_cause_decide(const afd_cause_input *in, afd_cause *out, afd_evidence *ev
         analyse(&d);
         name_kind(&d);
         add_evidence(&d);
+    }
+    out->summary = buf_take(&d.sentence, &d.err);
+    out->resource = buf_take(&d.resource, &d.err);
+    out->await_site = buf_take(&d.await_site, &d.err);
+    return d.err ? d.err : !ev_err && ev->err ? ev->err : 0;
+}
+
+int afd_cause_decide_starvation(const afd_cause_input *in, afd_cause *out, afd_evidence *ev)
+{
+    decision d = {.in = in, .f = in->fail, .p = NULL, .c = out, .ev = ev};
+    afd_buf_init(&d.sentence);
+    afd_buf_init(&d.resource);
+    afd_buf_init(&d.await_site);
+    int ev_err = ev->err;
+    analyse_blocking(&d);
+    if (starvation_shown(&d)) {
+        afd_buf m;
+        afd_buf_init(&m);
+        name_starvation(&d);
+        blocking_evidence(&d, &m);
+        if (m.err)
+            d.err = m.err;
+        afd_buf_finish(&m);
     }
     out->summary = buf_take(&d.sentence, &d.err);
     out->resource = buf_take(&d.resource, &d.err);

@@ -165,5 +165,11 @@ typedef struct afd_cause_input {
  * views. Returns 0, or AFD_ENOMEM when a string or row could not be kept (out is then partial
  * but safe to finish). */
 int afd_cause_decide(const afd_cause_input *in, afd_cause *out, afd_evidence *ev);
+/* afd_cause_decide's starvation rule alone, for a failure every schedule shows (the verdict
+ * "deterministic": no passing run to compare, in->pass is not read). When in->fail or the failing
+ * natural runs show a blocking call or a slow step as that rule reads them, out names kind
+ * starvation (the blocking task, how long, its line) and ev gets the rows about blocking; else out
+ * stays as afd_cause_init left it and ev gets nothing. Returns 0 or AFD_ENOMEM. */
+int afd_cause_decide_starvation(const afd_cause_input *in, afd_cause *out, afd_evidence *ev);
 
 #endif

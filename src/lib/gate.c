@@ -160,6 +160,9 @@ static const struct {
     [AFD_GATE_NO_WEAKER_ASSERT] = {"no_weaker_assert", "refused shortcut"},
     [AFD_GATE_NO_SWALLOW] = {"no_swallow", "refused shortcut"},
     [AFD_GATE_NO_SKIP] = {"no_skip", "refused shortcut"},
+    [AFD_GATE_NO_CANCEL_SWALLOW] = {"no_cancel_swallow", "refused shortcut"},
+    [AFD_GATE_NO_SHIELD] = {"no_shield", "refused shortcut"},
+    [AFD_GATE_NO_UNCANCEL] = {"no_uncancel", "refused shortcut"},
     [AFD_GATE_SYNC_PRIMITIVE] = {"sync_primitive", "required substance"},
     [AFD_GATE_PRIMITIVE_USED_TWICE] = {"primitive_used_twice", "required substance"},
     [AFD_GATE_NOT_NOOP] = {"not_noop", "required substance"},
@@ -585,6 +588,13 @@ int afd_gate_run(const afd_gate_file *files, size_t n, int allow_src, afd_gate_c
             if (cnt)
                 set_fail(ck, "the test %s in %s is no longer collected (renamed or removed)", first, f->path);
         }
+        /* hiding cancellation: the caught CancelledError, the shielded await, the uncancelled task */
+        if ((rc = refuse(&out[AFD_GATE_NO_CANCEL_SWALLOW], b, a, C_CANCEL_SWALLOW,
+                         "a handler that catches cancellation and does not re-raise it", f->path)) < 0 ||
+            (rc = refuse(&out[AFD_GATE_NO_SHIELD], b, a, C_SHIELD, "a shield from cancellation", f->path)) <
+                0 ||
+            (rc = refuse(&out[AFD_GATE_NO_UNCANCEL], b, a, C_UNCANCEL, "an uncancel", f->path)) < 0)
+            break;
     }
     if (rc == 0) {
         if (noop)
@@ -602,6 +612,10 @@ int afd_gate_run(const afd_gate_file *files, size_t n, int allow_src, afd_gate_c
             [AFD_GATE_NO_WEAKER_ASSERT] = "keeps every assert and adds no pytest.approx",
             [AFD_GATE_NO_SWALLOW] = "adds no swallowing handler or suppress",
             [AFD_GATE_NO_SKIP] = "adds no skip or xfail and keeps every test collected",
+            [AFD_GATE_NO_CANCEL_SWALLOW] =
+                "adds no handler that catches cancellation without re-raising it, and no suppress of it",
+            [AFD_GATE_NO_SHIELD] = "adds no asyncio.shield",
+            [AFD_GATE_NO_UNCANCEL] = "adds no uncancel()",
             [AFD_GATE_NOT_NOOP] = "the token streams differ",
             [AFD_GATE_NO_LOCK_CYCLE] = "lock acquisitions added keep one order",
             [AFD_GATE_SRC_ALLOWED] = "changes only test files, or source edits are allowed",

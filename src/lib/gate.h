@@ -8,6 +8,9 @@
  * their normalized text (whitespace runs collapsed, comments dropped), so swapping one sleep for
  * another, or an assert for a weaker one, is an addition too.
  *
+ * Hiding a cancellation is a shortcut too: catching CancelledError without re-raising it, shielding
+ * the awaited call, uncancelling the task (gate_cancel.c states what counts as re-raising).
+ *
  * Every check is syntactic: names are matched as written, through import aliases
  * (`from asyncio import sleep as nap`), not through data flow. Whether a fix really orders the
  * racing steps is decided later, by verification under the controlled scheduler. */
@@ -36,6 +39,10 @@ enum afd_gate_check_id {
     AFD_GATE_NO_WEAKER_ASSERT, /* "no_weaker_assert" */
     AFD_GATE_NO_SWALLOW,       /* "no_swallow" */
     AFD_GATE_NO_SKIP,          /* "no_skip" */
+    /* refused shortcuts that hide cancellation (see gate_cancel.c for what counts as re-raising) */
+    AFD_GATE_NO_CANCEL_SWALLOW, /* "no_cancel_swallow": catching CancelledError without re-raising */
+    AFD_GATE_NO_SHIELD,         /* "no_shield": asyncio.shield(...) */
+    AFD_GATE_NO_UNCANCEL,       /* "no_uncancel": .uncancel() */
     /* required substance */
     AFD_GATE_SYNC_PRIMITIVE,       /* "sync_primitive" */
     AFD_GATE_PRIMITIVE_USED_TWICE, /* "primitive_used_twice" */

@@ -52,6 +52,9 @@ enum {
     C_EDGE,       /* nested acquisition "outer\x1finner" */
     C_UNSORTED,   /* an `async with a, b` whose locks are not in text order */
     C_OFFLOAD,    /* a call moved off the event loop: asyncio.to_thread(F, ...), run_in_executor(x, F, ...) */
+    C_CANCEL_SWALLOW, /* a handler catching cancellation that does not re-raise it, or a suppress of it */
+    C_SHIELD,         /* an asyncio.shield call: "asyncio.shield" + its arguments */
+    C_UNCANCEL,       /* a .uncancel() call */
     C__COUNT
 };
 
@@ -155,5 +158,9 @@ TSNode afd_gate_block_child(const ctx *c, TSNode n);
 void afd_gate_visit_import(ctx *c, TSNode n, int from);
 int afd_gate_analyse(ctx *c, const char *src, size_t len, facts *out);
 int afd_gate_walk(ctx *c, TSNode root, int imports_only);
+/* gate_cancel.c: the facts of fixes that hide cancellation, from an except clause and from a call
+ * (q: its resolved dotted name, "" when none; meth: the attribute called, NULL when none). */
+void afd_gate_visit_cancel_except(ctx *c, TSNode n);
+void afd_gate_visit_cancel_call(ctx *c, TSNode n, const char *q, const char *meth);
 
 #endif

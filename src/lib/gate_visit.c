@@ -161,6 +161,7 @@ static void visit_call(ctx *c, TSNode n)
             meth = methbuf;
         }
     }
+    afd_gate_visit_cancel_call(c, n, q, meth);
     if (afd_gate_in_list(q, SLEEPS) ||
         (meth && (strcmp(meth, "call_later") == 0 || strcmp(meth, "call_at") == 0))) {
         visit_sleep(c, q[0] ? q : meth, args);
@@ -501,6 +502,7 @@ static int visit(ctx *c, TSNode n)
         break;
     case K_EXCEPT:
         visit_except(c, n);
+        afd_gate_visit_cancel_except(c, n);
         break;
     case K_ASSERT:
         afd_gate_norm(c, n, &c->tmp2);
