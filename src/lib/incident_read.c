@@ -204,6 +204,29 @@ static void read_ops(rd *r, const json_t *o, const char *where, afd_cause_op **o
         read_op(r, json_array_get(a, i), where, &(*ops)[i]);
 }
 
+/* cause.await_chain: absent in incidents written before chains were recorded (read as none). */
+static void read_await_chain(rd *r, const json_t *o, afd_cause *c)
+{
+    if (!json_object_get(o, "await_chain"))
+        return;
+    const json_t *a = get_arr(r, o, "cause", "await_chain");
+    for (size_t i = 0; a && i < json_array_size(a) && !r->bad; i++) {
+        const json_t *x = json_array_get(a, i);
+        if (!json_is_object(x)) {
+            refuse(r, "cause", "await_chain", "holds an item that is not an object");
+            return;
+        }
+        char *file = NULL, *function = NULL;
+        get_str(r, x, "cause.await_chain", "file", 0, &file);
+        uint32_t line = get_u32(r, x, "cause.await_chain", "line");
+        get_str(r, x, "cause.await_chain", "function", 0, &function);
+        if (!r->bad && afd_cause_add_frame(c, file, line, function) < 0)
+            refuse(r, "cause", "await_chain", "out of memory");
+        free(file);
+        free(function);
+    }
+}
+
 static void read_cause(rd *r, const json_t *doc, afd_cause *c)
 {
     const json_t *o = get_obj(r, doc, "", "cause", 1);
@@ -218,6 +241,7 @@ static void read_cause(rd *r, const json_t *doc, afd_cause *c)
         get_str(r, o, "cause", "await_site", 1, &c->await_site);
         get_str(r, o, "cause", "summary", 0, &c->summary);
         read_ops(r, o, "cause", &c->ops, &c->n_ops);
+        read_await_chain(r, o, c);
     }
     const json_t *races = get_arr(r, doc, "", "races");
     if (!races || r->bad)
