@@ -269,6 +269,61 @@ TEST(chains_that_do_not_meet_change_nothing)
     decided_finish(&d);
 }
 
+/* reader#0 awaits load() (which awaits io()), then reads X; writer#0 writes X. Failing: the read
+ * comes first; passing: the write does. */
+static void order_run(afd_trace *t, int failing)
+{
+    CHECK_EQ_INT(afd_trace_init(t), 0);
+    uint32_t x = tb_str(t, "X");
+    tb_task(t, 1, 0, tb_str(t, "reader#0"));
+    tb_task(t, 2, 0, tb_str(t, "writer#0"));
+    tb_wake(t, 1, 0, 1);
+    tb_step(t, 1, 0, tb_str(t, "util.py:8"));
+    tb_ev(t, AFD_EV_CHAIN, 0, 1, tb_str(t, "r.py:5 reader\nr.py:9 load\nutil.py:8 io"), 3);
+    if (!failing) {
+        tb_wake(t, 2, 0, 2);
+        tb_op(t, 2, AFD_NOSTR, x, 1);
+        tb_step(t, 2, 0, AFD_NOSTR);
+    }
+    tb_wake(t, 1, 1, 3);
+    tb_op(t, 1, AFD_NOSTR, x, 0);
+    tb_step(t, 1, 1, AFD_NOSTR);
+    if (failing) {
+        tb_wake(t, 2, 0, 4);
+        tb_op(t, 2, AFD_NOSTR, x, 1);
+        tb_step(t, 2, 0, AFD_NOSTR);
+    }
+}
+
+/* An order violation names the await in the reader's own frame (`await load()`), load() and io()
+ * beneath it. */
+TEST(order_violation_names_the_readers_own_await)
+{
+    decided d;
+    afd_trace tp;
+    afd_view vp;
+    order_run(&d.t, 1);
+    order_run(&tp, 0);
+    tb_view(&d.v, &d.t);
+    tb_view(&vp, &tp);
+    afd_cause_input in = {.fail = &d.v, .pass = &vp, .k_fail = 10, .n_fail = 10, .k_pass = 10, .n_pass = 10};
+    in.hist.slow_step_ms = 1e9;
+    afd_cause_init(&d.c);
+    afd_evidence_init(&d.ev);
+    CHECK_EQ_INT(afd_cause_decide(&in, &d.c, &d.ev), 0);
+    CHECK_EQ_INT(d.c.kind, AFD_CAUSE_ORDER_VIOLATION);
+    CHECK_EQ_STR(d.c.await_site, "r.py:5");
+    CHECK_EQ_INT(d.c.n_await_chain, 2);
+    check_frame(&d.c.await_chain[0], "r.py", 9, "load");
+    check_frame(&d.c.await_chain[1], "util.py", 8, "io");
+    CHECK_EQ_STR(d.c.summary,
+                 "order violation on X: reader#0 reads X before writer#0 writes X; reader#0 resumed "
+                 "too early from the await at r.py:5, via load() at r.py:9, io() at util.py:8");
+    afd_view_finish(&vp);
+    afd_trace_finish(&tp);
+    decided_finish(&d);
+}
+
 int main(void)
 {
     RUN_TESTS("chain", T(chain_strings_parse_outermost_first), T(view_attaches_chains_to_steps_and_accesses),
@@ -277,5 +332,5 @@ int main(void)
               T(lost_update_without_a_chain_is_unchanged), T(lost_update_in_the_innermost_frame_is_unchanged),
               T(lost_update_names_the_lowest_common_frame), T(check_in_a_helper_is_paired_through_the_caller),
               T(two_activations_of_one_helper_meet_in_their_caller),
-              T(chains_that_do_not_meet_change_nothing));
+              T(chains_that_do_not_meet_change_nothing), T(order_violation_names_the_readers_own_await));
 }
