@@ -17,9 +17,10 @@ value by value, except where a value depends on the machine's timing rather than
   seen, or every natural run, so they vary with the natural runs.
 
 Two captures of the same code, a minute apart, differed in exactly these paths and no others.
-Keys added since the capture (`schema`, `stages`) are allowed, and so are the rows of gate checks
-added since (ADDED_CHECKS) when they passed (a failing one is a difference); a key removed or a
-value changed anywhere else fails the test.
+Keys added since the capture (`schema`, `stages`; `cause.await_chain` when empty where a golden
+lacks it) are allowed, and so are the rows of gate checks added since (ADDED_CHECKS) when they
+passed (a failing one is a difference); a key removed or a value changed anywhere else fails the
+test.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ VOLATILE = re.compile(
 )
 ADDED = {".schema", ".stages"}
 ADDED_CHECKS = {"no_cancel_swallow", "no_shield", "no_uncancel"}
+# Keys added since the capture that a golden holds only where its value had to change: where a
+# golden lacks one, the document must hold it empty (an await chain named where none was before
+# is a change the golden must show).
+ADDED_EMPTY = {".cause.await_chain"}
 OCHIAI = re.compile(r"^Ochiai [0-9.]+ \(\d+ failing, \d+ passing (natural )?runs\)$")
 
 
@@ -81,6 +86,8 @@ def differences(now: Dict[str, Any], before: Dict[str, Any]) -> List[str]:
     out = []
     for key in sorted(set(a) | set(b)):
         if any(key == p or key.startswith(p + ".") or key.startswith(p + "[") for p in ADDED):
+            continue
+        if key in ADDED_EMPTY and key not in b and a.get(key) == []:
             continue
         if a.get(key, "<missing>") != b.get(key, "<missing>"):
             out.append(f"{key}: now {a.get(key, '<missing>')!r}, before {b.get(key, '<missing>')!r}")

@@ -307,6 +307,15 @@ static void text_document(const afd_incident *inc, afd_buf *b)
         afd_buf_printf(b, "  cause:    %s\n", inc->cause.summary ? inc->cause.summary : "");
         if (inc->cause.await_site && *inc->cause.await_site)
             afd_buf_printf(b, "  await:    %s\n", inc->cause.await_site);
+        /* the frames beneath the await named, down to the innermost user await */
+        for (size_t i = 0; i < inc->cause.n_await_chain; i++) {
+            const afd_cause_frame *f = &inc->cause.await_chain[i];
+            afd_buf_printf(b, "  %s", i ? "          " : "via:      ");
+            afd_term_strn(b, f->function, strlen(f->function));
+            afd_buf_printf(b, "() at ");
+            afd_term_strn(b, f->file, strlen(f->file));
+            afd_buf_printf(b, ":%" PRIu32 "\n", f->line);
+        }
     }
     if (inc->has_window)
         text_window(&inc->window, b);

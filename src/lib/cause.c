@@ -148,6 +148,11 @@ void afd_cause_finish(afd_cause *self)
         op_finish(&self->races[i].ops[1]);
     }
     free(self->races);
+    for (size_t i = 0; i < self->n_await_chain; i++) {
+        free(self->await_chain[i].file);
+        free(self->await_chain[i].function);
+    }
+    free(self->await_chain);
     afd_cause_init(self);
 }
 
@@ -253,14 +258,37 @@ static afd_cause_op *add_other(afd_cause *c, afd_cause_access access, const char
     return op;
 }
 
+/* The previous step of the task of access x (the one whose suspension x resumed from), or NULL. */
+static const afd_xstep *step_before(const afd_view *v, const afd_xaccess *x)
+{
+    for (uint32_t i = x->step; i-- > 0;)
+        if (v->steps[i].task == x->task)
+            return &v->steps[i];
+    return NULL;
+}
+
 /* The await the task of access x resumed from just before x: the suspension site of its
  * previous step. */
 static uint32_t await_before(const afd_view *v, const afd_xaccess *x)
 {
-    for (uint32_t i = x->step; i-- > 0;)
-        if (v->steps[i].task == x->task)
-            return v->steps[i].site;
-    return AFD_NOSTR;
+    const afd_xstep *s = step_before(v, x);
+    return s ? s->site : AFD_NOSTR;
+}
+
+/* The await named for access x resumed from step s, when its chain explains it better than the
+ * innermost frame (afd_cause_chain_await): 1 with the site and its text written, else 0. */
+static int chain_named(afd_cause *c, const afd_view *v, const afd_xaccess *x, const afd_xstep *s,
+                       afd_buf *await_site, afd_buf *text, int *err)
+{
+    afd_cause_await aw;
+    int named = s ? afd_cause_chain_await(c, v, x, x, s, &aw) : 0;
+    if (named < 0)
+        *err = named;
+    if (named <= 0)
+        return 0;
+    afd_buf_printf(await_site, "%s", aw.site);
+    afd_cause_await_text(text, c, &aw);
+    return 1;
 }
 
 /* Whether x's task ran a step before the one that made access x. */
@@ -277,17 +305,30 @@ static int stepped_before(const afd_view *v, const afd_xaccess *x)
  * belongs to); else what x is, since there is no await to name: a loop callback, a task in its
  * first step, or a task suspended only inside library code. The site named, if any, becomes the
  * cause's await site. */
-static void order_await(afd_buf *sentence, afd_buf *await_site, const afd_view *f, const afd_view *yv,
-                        const afd_xaccess *x, const afd_xaccess *y)
+static void order_await(afd_cause *c, afd_buf *sentence, afd_buf *await_site, const afd_view *f,
+                        const afd_view *yv, const afd_xaccess *x, const afd_xaccess *y, int *err)
 {
     const char *xs = afd_trace_known(f->tr, await_before(f, x));
     const char *ys = xs ? NULL : afd_trace_known(yv->tr, await_before(yv, y));
-    if (xs || ys)
-        afd_buf_printf(await_site, "%s", xs ? xs : ys);
+    afd_buf at; /* the await named, with the chain beneath it when one explains it better */
+    afd_buf_init(&at);
+    if (xs || ys) {
+        const afd_view *sv = xs ? f : yv;
+        const afd_xaccess *sa = xs ? x : y;
+        if (!chain_named(c, sv, sa, step_before(sv, sa), await_site, &at, err)) {
+            afd_buf_printf(await_site, "%s", xs ? xs : ys);
+            afd_buf_printf(&at, "%s", xs ? xs : ys);
+        }
+        if (at.err)
+            *err = at.err;
+    }
+    const char *at_text = at.len ? (const char *)at.data : "";
     if (xs)
-        afd_buf_printf(sentence, "; %s resumed too early from the await at %s", x->label, xs);
+        afd_buf_printf(sentence, "; %s resumed too early from the await at %.*s", x->label, (int)at.len,
+                       at_text);
     else if (ys)
-        afd_buf_printf(sentence, "; %s had not yet resumed from the await at %s", y->label, ys);
+        afd_buf_printf(sentence, "; %s had not yet resumed from the await at %.*s", y->label, (int)at.len,
+                       at_text);
     else if (afd_trace_task_is_callback(f->tr, x->task))
         afd_buf_printf(sentence,
                        "; %s is a loop callback (call_soon or call_later), not a task: no await of "
@@ -297,6 +338,7 @@ static void order_await(afd_buf *sentence, afd_buf *await_site, const afd_view *
         afd_buf_printf(sentence, "; %s ran it in its first step, before any await", x->label);
     else
         afd_buf_printf(sentence, "; %s resumed too early from an await inside library code", x->label);
+    afd_buf_finish(&at);
 }
 
 static const afd_xaccess *pair_y(const afd_view *fail, const afd_view *pass, const afd_xpair *p)
@@ -558,12 +600,27 @@ static void name_kind(decision *d)
         const afd_xaccess *r = &f->acc[a->r], *u = &f->acc[a->u], *w = &f->acc[a->w];
         c->kind = lost ? AFD_CAUSE_LOST_UPDATE : AFD_CAUSE_CHECK_THEN_ACT;
         afd_buf_printf(&d->resource, "%s", r->resource);
-        const char *yield_at = afd_trace_known(tr, a->await_site); /* NULL: outside the user's code */
+        afd_cause_await aw;
+        int named = afd_cause_chain_await(c, f, r, w, &f->steps[r->step], &aw);
+        if (named < 0)
+            d->err = named;
+        const char *yield_at = named > 0 ? aw.site : afd_trace_known(tr, a->await_site); /* NULL: outside */
         afd_buf_printf(&d->await_site, "%s", yield_at ? yield_at : "");
-        afd_buf_printf(&d->sentence, "%s on %s: %s reads it, yields%s%s, %s writes it, then %s %s",
-                       lost ? "lost update" : "check-then-act", r->resource, r->label, yield_at ? " at " : "",
-                       yield_at ? yield_at : "", u->label, w->label,
+        afd_buf_printf(&d->sentence, "%s on %s: %s reads it", lost ? "lost update" : "check-then-act",
+                       r->resource, r->label);
+        if (named > 0 && aw.read_in[0])
+            afd_buf_printf(&d->sentence, " (in %s)", aw.read_in);
+        afd_buf_printf(&d->sentence, ", yields");
+        if (named > 0) {
+            afd_buf_printf(&d->sentence, " at ");
+            afd_cause_await_text(&d->sentence, c, &aw);
+        } else if (yield_at) {
+            afd_buf_printf(&d->sentence, " at %s", yield_at);
+        }
+        afd_buf_printf(&d->sentence, ", %s writes it, then %s %s", u->label, w->label,
                        lost ? "writes back the stale value" : "acts on what it read and writes it");
+        if (named > 0 && aw.write_in[0])
+            afd_buf_printf(&d->sentence, " (in %s)", aw.write_in);
         add_access(c, f, r, "failing", &d->err);
         add_access(c, f, u, "failing", &d->err);
         add_access(c, f, w, "failing", &d->err);
@@ -591,7 +648,7 @@ static void name_kind(decision *d)
         acc_text(&d->sentence, y);
         if (pair->y_pass)
             afd_buf_printf(&d->sentence, " (which then never ran)");
-        order_await(&d->sentence, &d->await_site, f, pair->y_pass ? p : f, x, y);
+        order_await(c, &d->sentence, &d->await_site, f, pair->y_pass ? p : f, x, y, &d->err);
         add_access(c, f, x, "failing", &d->err);
         add_access(c, pair->y_pass ? p : f, y, pair->y_pass ? "passing" : "failing", &d->err);
     } else {

@@ -107,10 +107,23 @@ void afd_evidence_finish(afd_evidence *self); /* accepts NULL */
 /* Appends a row, copying the three strings (NULL is kept as ""). Returns 0 or AFD_ENOMEM. */
 int afd_evidence_add(afd_evidence *self, const char *claim, const char *measured, const char *strength);
 
+/* One user frame beneath the await a cause names (an await chain's frame). */
+typedef struct afd_cause_frame {
+    char *file; /* Owned */
+    uint32_t line;
+    char *function; /* Owned; "" when unknown */
+} afd_cause_frame;
+
 typedef struct afd_cause {
     afd_cause_kind kind;
-    char *resource;    /* Owned; NULL or "" when none */
-    char *await_site;  /* Owned; NULL when none (never "") */
+    char *resource;   /* Owned; NULL or "" when none */
+    char *await_site; /* Owned; NULL when none (never ""): the await in the outermost user frame
+                         that explains the cause (see afd_cause_chain_await) */
+    /* Owned array: the user frames beneath await_site, from the callee it awaits down to the
+     * innermost user await, outermost first; NULL (n_await_chain 0) when await_site is itself
+     * the innermost user frame or no chain was recorded. */
+    afd_cause_frame *await_chain;
+    size_t n_await_chain;
     char *summary;     /* Owned: the sentence; NULL only for AFD_CAUSE_NONE */
     afd_cause_op *ops; /* Owned array */
     size_t n_ops;
@@ -135,6 +148,35 @@ void afd_cause_finish(afd_cause *self); /* accepts NULL; leaves self as afd_caus
  * stays valid until the next append. */
 afd_cause_op *afd_cause_add_op(afd_cause *self);
 afd_cause_race *afd_cause_add_race(afd_cause *self);
+
+/* Appends a frame (copies of file and function, NULL kept as ""). Returns 0 or AFD_ENOMEM. */
+int afd_cause_add_frame(afd_cause *self, const char *file, uint32_t line, const char *function);
+
+/* What afd_cause_chain_await found: the await to name and the words around it. */
+typedef struct afd_cause_await {
+    char site[600];    /* "file:line" of the await named, "" when the innermost frame stays named */
+    char source[128];  /* the await's source line, trimmed ("await self.save()"), "" when unread */
+    char common[128];  /* the function holding the accesses and the await, "" when unknown */
+    char read_in[700]; /* "has_room() at c.py:5" when the first access is in a callee of common */
+    char write_in[700];
+} afd_cause_await;
+
+/* The await that explains why task T's access a and its later access b (another step; b may be
+ * a itself, for an order violation's single access) were split, when chains were recorded: the
+ * suspension `s` of a's step (for an order violation: the step x resumed from) ran through
+ * several user frames, and the frame named is the lowest one common to that suspension and the
+ * accesses' chains -- the function that performs both the read and the write and holds the await
+ * -- rather than the innermost user await (a latency helper three frames down). Frames are
+ * aligned from the outermost: a chain of one frame (no CHAIN event) is its task's outermost user
+ * frame. Returns 1 with out filled and the frames beneath appended to c->await_chain; 0 when the
+ * innermost frame is already that frame or nothing is known (out->site ""); AFD_ENOMEM. */
+int afd_cause_chain_await(afd_cause *c, const afd_view *v, const afd_xaccess *a, const afd_xaccess *b,
+                          const afd_xstep *s, afd_cause_await *out);
+
+/* Writes the await named and the chain beneath it: "conn.py:41 `await self._trace_hook()`, via
+ * io() at util.py:8". */
+struct afd_buf;
+void afd_cause_await_text(struct afd_buf *b, const afd_cause *c, const afd_cause_await *aw);
 
 /* Every run the investigation saw (Borrowed arrays of n entries), for Ochiai and the blocking
  * predicate; and the longest blocking call of a failing natural run. */

@@ -136,6 +136,7 @@ static int add_access(afd_view *v, ctab *occ, const char **labels, uint32_t n_la
     a->root_name = NULL;
     a->occurrence = n;
     a->key = afd_mix64(h ^ ((uint64_t)n * 0x9e3779b97f4a7c15ULL));
+    a->chain = AFD_NOSTR;
     return 0;
 }
 
@@ -365,7 +366,18 @@ typedef struct builder {
     ctab occ;                    /* occurrences of (task, name, resource), for the access keys */
     uint64_t bound;              /* afd_trace_id_bound of the trace */
     uint32_t line_file, line_no; /* the step's last traced line of user code */
+    uint32_t op_chain;           /* the chain of the step's last OP_BEGIN, for its OP_END */
 } builder;
+
+/* The chain of user frames beneath event i: the CHAIN event right after it, of the same task. */
+static uint32_t chain_after(const afd_trace *tr, uint32_t i)
+{
+    if (i + 1 >= tr->n_events)
+        return AFD_NOSTR;
+    const afd_event *c = &tr->events[i + 1];
+    return c->kind == AFD_EV_CHAIN && c->task == tr->events[i].task && c->a < tr->n_strings ? c->a
+                                                                                            : AFD_NOSTR;
+}
 
 /* The accesses the source says the traced line at event i makes. */
 static int infer_line(builder *bd, uint32_t i)
@@ -385,7 +397,10 @@ static int infer_line(builder *bd, uint32_t i)
         if (pa->root == AFD_ROOT_LOCAL) {
             /* the object the variable held, from the LOCAL events right after the line */
             const char *holder = NULL;
-            for (uint32_t j = i + 1; j < tr->n_events && tr->events[j].kind == AFD_EV_LOCAL; j++)
+            uint32_t j = i + 1;
+            if (j < tr->n_events && tr->events[j].kind == AFD_EV_CHAIN)
+                j++; /* the line's chain comes before its LOCAL events */
+            for (; j < tr->n_events && tr->events[j].kind == AFD_EV_LOCAL; j++)
                 if (tr->events[j].b == e->b && strcmp(afd_trace_string(tr, tr->events[j].a), pa->name) == 0 &&
                     tr->events[j].cost != AFD_NOSTR)
                     holder = afd_trace_string(tr, (uint32_t)tr->events[j].cost);
@@ -407,6 +422,7 @@ static int infer_line(builder *bd, uint32_t i)
             xa->line = e->b;
             xa->file = afd_trace_string(tr, e->a);
             xa->root_name = root_name_of(v, pa);
+            xa->chain = chain_after(tr, i);
             if (!xa->root_name)
                 rc = AFD_ENOMEM;
         }
@@ -415,8 +431,9 @@ static int infer_line(builder *bd, uint32_t i)
 }
 
 /* A SYNC event: the happens-before edge and the access an asyncio primitive's operation makes. */
-static int sync_event(builder *bd, const afd_event *e)
+static int sync_event(builder *bd, uint32_t i)
 {
+    const afd_event *e = &bd->v->tr->events[i];
     afd_view *v = bd->v;
     const afd_trace *tr = v->tr;
     if (e->a > bd->bound)
@@ -483,8 +500,10 @@ static int sync_event(builder *bd, const afd_event *e)
     default:
         break;
     }
-    if (rc == 0 && v->n_acc > n_before)
+    if (rc == 0 && v->n_acc > n_before) {
+        v->acc[v->n_acc - 1].chain = chain_after(tr, i);
         rc = place_at_line(v, bd->src, tr, bd->line_file, bd->line_no);
+    }
     if (rc == AFD_EFULL) /* the accesses are bounded; the steps and edges go on */
         rc = 0;
     return rc;
@@ -495,7 +514,8 @@ int afd_view_build_src(afd_view *v, const afd_trace *tr, afd_srcmap *src)
     memset(v, 0, sizeof *v);
     v->tr = tr;
     uint32_t max_task = 0, max_index = 0, n_steps = 0, n_acc = 0;
-    builder bd = {.v = v, .src = src, .bound = afd_trace_id_bound(tr), .line_file = AFD_NOSTR};
+    builder bd = {
+        .v = v, .src = src, .bound = afd_trace_id_bound(tr), .line_file = AFD_NOSTR, .op_chain = AFD_NOSTR};
     for (uint32_t i = 0; i < tr->n_events; i++) {
         const afd_event *e = &tr->events[i];
         if (e->kind == AFD_EV_TASK && e->task > max_task && e->task <= bd.bound)
@@ -536,6 +556,10 @@ int afd_view_build_src(afd_view *v, const afd_trace *tr, afd_srcmap *src)
             block_site = AFD_NOSTR;
             bd.line_file = AFD_NOSTR;
             bd.line_no = 0;
+            bd.op_chain = AFD_NOSTR;
+            break;
+        case AFD_EV_OP_BEGIN:
+            bd.op_chain = chain_after(tr, i);
             break;
         case AFD_EV_BLOCK:
             if (block_site == AFD_NOSTR)
@@ -553,17 +577,21 @@ int afd_view_build_src(afd_view *v, const afd_trace *tr, afd_srcmap *src)
                             e->a == AFD_NOSTR ? ((e->flags & 1) ? "write" : "read")
                                               : afd_trace_string(tr, e->a),
                             afd_trace_string(tr, e->b), e->flags & 1, 0);
-            if (rc == 0)
+            if (rc == 0) {
+                v->acc[v->n_acc - 1].chain = bd.op_chain;
                 rc = place_at_line(v, src, tr, bd.line_file, bd.line_no);
+            }
+            bd.op_chain = AFD_NOSTR;
             break;
         case AFD_EV_SYNC:
-            rc = sync_event(&bd, e);
+            rc = sync_event(&bd, i);
             break;
         case AFD_EV_STEP: {
             afd_xstep *s = &v->steps[v->n_steps++];
             s->task = e->task;
             s->ordinal = e->a;
             s->site = e->b;
+            s->chain = chain_after(tr, i);
             s->origin = origin;
             s->vstart = e->vtime;
             s->cost = e->cost;

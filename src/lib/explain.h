@@ -33,6 +33,8 @@ typedef struct afd_xstep {
     uint32_t ordinal; /* the task's step number */
     uint32_t origin;  /* position of the step that scheduled this one, or AFD_NOPOS */
     uint32_t site;    /* string id of the await the task suspended at after this step, or AFD_NOSTR */
+    uint32_t chain;   /* string id of the chain of user frames of that suspension (the CHAIN event
+                         after the STEP), or AFD_NOSTR when it had one user frame (site) */
     uint64_t vstart, cost, wall;
     uint64_t blocked_ns; /* time spent in blocking calls (time.sleep) during the step */
     uint32_t block_site; /* string id of the first blocking call's line, or AFD_NOSTR */
@@ -53,6 +55,8 @@ typedef struct afd_xaccess {
     const char *root_name; /* inferred: "BALANCE" for a global, the attribute ("sessions") for self */
     uint32_t occurrence;
     uint64_t key;
+    uint32_t chain; /* string id of the chain of user frames that made it (the CHAIN event after
+                       its SYNC, LINE or operation's OP_BEGIN), or AFD_NOSTR: one user frame */
 } afd_xaccess;
 
 typedef struct afd_view {
@@ -66,6 +70,19 @@ typedef struct afd_view {
     char **names; /* Owned: the resource names of inferred accesses (each stored once). */
     uint32_t n_names, cap_names;
 } afd_view;
+
+/* One user frame of an await chain, as a CHAIN event's string lists it. */
+#define AFD_CHAIN_MAX_FRAMES 16
+typedef struct afd_xframe {
+    char file[512];
+    uint32_t line;      /* the line of the await or call in progress in the frame */
+    char function[128]; /* the code's name ("io"), "" when unknown */
+} afd_xframe;
+
+/* The frames of the chain with string id `chain` (outermost first) into out[0..cap); returns
+ * their number, 0 for AFD_NOSTR or a string that is not a chain. A malformed frame line (no
+ * "file:line function" shape) ends the chain there. */
+size_t afd_view_chain(const afd_trace *tr, uint32_t chain, afd_xframe *out, size_t cap);
 
 /* Sources of the files a traced run ran, each scanned once (pyscan) and kept. */
 typedef struct afd_srcmap afd_srcmap;

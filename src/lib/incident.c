@@ -266,6 +266,15 @@ static json_t *cause_json(wr *w, const afd_cause *c)
     set(w, o, "await_site", c->await_site && *c->await_site ? text(c->await_site) : json_null());
     set(w, o, "summary", text_or_empty(c->summary));
     set(w, o, "operations", ops_json(w, c->ops, c->n_ops));
+    json_t *chain = json_array();
+    for (size_t i = 0; i < c->n_await_chain; i++) {
+        json_t *f = json_object();
+        set(w, f, "file", text_or_empty(c->await_chain[i].file));
+        set(w, f, "line", count(c->await_chain[i].line));
+        set(w, f, "function", text_or_empty(c->await_chain[i].function));
+        push(w, chain, f);
+    }
+    set(w, o, "await_chain", chain);
     return o;
 }
 

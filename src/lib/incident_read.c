@@ -233,6 +233,30 @@ static void read_ops(rd *r, const json_t *o, const char *where, afd_cause_op **o
         read_op(r, json_array_get(a, i), where, &(*ops)[i]);
 }
 
+/* cause.await_chain: absent in incidents written before chains were recorded (read as none). */
+static void read_await_chain(rd *r, const json_t *o, afd_cause *c)
+{
+    if (!json_object_get(o, "await_chain"))
+        return;
+    const json_t *a = get_arr(r, o, "cause", "await_chain");
+    for (size_t i = 0; a && i < json_array_size(a) && !r->oom; i++) {
+        const json_t *x = json_array_get(a, i);
+        if (!json_is_object(x)) {
+            refuse(r, "cause", "await_chain", "holds an item that is not an object");
+            return;
+        }
+        char *file = NULL, *function = NULL;
+        int noted = r->bad; /* a frame with a bad key is left out (and noted); the others are read */
+        get_str(r, x, "cause.await_chain", "file", 0, &file);
+        uint32_t line = get_u32(r, x, "cause.await_chain", "line");
+        get_str(r, x, "cause.await_chain", "function", 0, &function);
+        if (r->bad == noted && afd_cause_add_frame(c, file, line, function) < 0)
+            out_of_memory(r);
+        free(file);
+        free(function);
+    }
+}
+
 static void read_races(rd *r, const json_t *doc, afd_incident *self)
 {
     afd_cause *c = &self->cause;
@@ -283,6 +307,7 @@ static void read_cause(rd *r, const json_t *doc, afd_incident *self)
         get_str(r, o, "cause", "await_site", 1, &c->await_site);
         get_str(r, o, "cause", "summary", 0, &c->summary);
         read_ops(r, o, "cause", &c->ops, &c->n_ops);
+        read_await_chain(r, o, c);
     }
     read_races(r, doc, self);
 }

@@ -214,6 +214,8 @@ static bool event_ok(const afd_trace *self, const afd_event *ev)
         return ev->flags < 1u << 2 && str_ref_ok(self, ev->b);
     case AFD_EV_RESUME:
         return ev->flags < 1u << 1 && str_ref_ok(self, ev->b);
+    case AFD_EV_CHAIN:
+        return ev->a < self->n_strings;
     default:
         return false;
     }
@@ -781,6 +783,17 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
             afd_buf_printf(out, ", armed at %s)", ev->b == AFD_NOSTR ? "?" : afd_trace_string(self, ev->b));
         }
         break;
+    case AFD_EV_CHAIN: {
+        afd_buf_printf(out, "await chain of task ");
+        put_task(out, self, ev->task);
+        afd_buf_printf(out, " (%" PRIu32 " frames): ", ev->b);
+        /* one frame per line in the string; written on one line here, outermost first */
+        const char *c = afd_trace_string(self, ev->a);
+        for (const char *nl; (nl = strchr(c, '\n')); c = nl + 1)
+            afd_buf_printf(out, "%.*s -> ", (int)(nl - c), c);
+        afd_buf_printf(out, "%s", c);
+        break;
+    }
     case AFD_EV_WAITFOR:
         afd_buf_printf(out, "deadlock: task ");
         put_task(out, self, ev->task);

@@ -415,6 +415,7 @@ static PyObject *sleep_hook(PyObject *self, PyObject *arg)
                       !afd_hooks_other_threads();
         afd_rec_event(AFD_EV_BLOCK, virtual ? AFD_BLOCK_VIRTUAL : 0, afd_rec_current, AFD_BLOCK_SLEEP,
                       afd_rec_caller_site(hooks_state), afd_rec_now, ns);
+        afd_rec_chain_stack(hooks_state, NULL);
         if (virtual) {
             afd_rec_extra_cost += ns;
             Py_RETURN_NONE;

@@ -64,6 +64,7 @@ static void drop_tables(void)
     rec->codes = NULL;
     rec->n_codes = rec->cap_codes = 0;
     pmap_clear(&rec->code_map);
+    afd_rec_chains_reset();
     Py_CLEAR(rec->interned);
     Py_CLEAR(rec->qual_counts);
     Py_CLEAR(rec->keep);
@@ -522,45 +523,6 @@ uint32_t afd_rec_site_string(afd_rt_state *st, PyCodeObject *code, PyFrameObject
     return id;
 }
 
-/* The innermost user-code await of a suspended coroutine chain ("file:line"), or AFD_NOSTR.
- * The walk stops at the first library frame below a user frame: what a library awaits is not
- * where the user's code yielded. */
-static uint32_t suspension_site(afd_rt_state *st, PyObject *coro)
-{
-    uint32_t best = AFD_NOSTR;
-    PyObject *obj = Py_NewRef(coro);
-    for (int depth = 0; depth < 12 && obj; depth++) {
-        /* Only coroutines have an await chain to follow; a Future ends it. Checking the type
-         * first avoids raising (and clearing) an AttributeError on every step. */
-        if (!PyCoro_CheckExact(obj))
-            break;
-        PyObject *frame = PyObject_GetAttr(obj, st->str_cr_frame);
-        if (!frame || frame == Py_None || !PyFrame_Check(frame)) {
-            Py_XDECREF(frame);
-            break;
-        }
-        PyCodeObject *code = PyFrame_GetCode((PyFrameObject *)frame);
-        int user = afd_rec_code_is_user(st, code);
-        if (user) {
-            uint32_t s = afd_rec_site_string(st, code, (PyFrameObject *)frame);
-            if (s != AFD_NOSTR)
-                best = s;
-        }
-        Py_DECREF(code);
-        Py_DECREF(frame);
-        if (!user && best != AFD_NOSTR)
-            break;
-        PyObject *next = PyObject_GetAttr(obj, st->str_cr_await);
-        Py_DECREF(obj);
-        obj = (next && next != Py_None) ? next : NULL;
-        if (next == Py_None)
-            Py_DECREF(next);
-    }
-    Py_XDECREF(obj);
-    PyErr_Clear();
-    return best;
-}
-
 void afd_rec_step(afd_rt_state *st, uint32_t id, uint32_t ordinal, uint64_t vstart, uint64_t cost,
                   uint64_t wall)
 {
@@ -574,9 +536,9 @@ void afd_rec_step(afd_rt_state *st, uint32_t id, uint32_t ordinal, uint64_t vsta
         return;
     }
     afd_task_info *t = afd_rec_task(id);
-    uint32_t site = AFD_NOSTR;
+    uint32_t site = AFD_NOSTR, chain = AFD_NOSTR, n_frames = 0;
     if (t && t->coro)
-        site = suspension_site(st, t->coro);
+        site = afd_rec_suspension(st, t->coro, &chain, &n_frames);
     afd_event *e = &rec->events[h->n_events];
     e->kind = AFD_EV_STEP;
     e->flags = 0;
@@ -588,6 +550,8 @@ void afd_rec_step(afd_rt_state *st, uint32_t id, uint32_t ordinal, uint64_t vsta
     e->cost = cost;
     e->wall = wall;
     h->n_events++;
+    if (chain != AFD_NOSTR)
+        afd_rec_event(AFD_EV_CHAIN, 0, id, chain, n_frames, vstart, 0);
 }
 
 void afd_rec_result(uint32_t outcome, const char *failure, size_t len)

@@ -116,5 +116,12 @@ int afd_rec_code_is_user(afd_rt_state *st, PyCodeObject *code);
 PyObject *afd_rec_site_text(PyCodeObject *code, PyFrameObject *frame);
 /* The "file:line" string id of a user frame, interned once per (code, instruction). */
 uint32_t afd_rec_site_string(afd_rt_state *st, PyCodeObject *code, PyFrameObject *frame);
+/* The innermost user-code await of a suspended coroutine chain ("file:line" string id), or
+ * AFD_NOSTR; when the await chain runs through two or more user coroutines, *chain receives the
+ * interned chain's string id and *n_frames its length (else AFD_NOSTR and 0). The walk stops at
+ * the first library frame below a user frame (chains.c). */
+uint32_t afd_rec_suspension(afd_rt_state *st, PyObject *coro, uint32_t *chain, uint32_t *n_frames);
+/* Forgets the interned chains (a new recording starts). */
+void afd_rec_chains_reset(void);
 
 #endif

@@ -203,8 +203,10 @@ void afd_rec_sync(afd_rt_state *st, PyObject *obj, int kind)
             o->owner = afd_rec_current;
         else if (kind == AFD_SYNC_LOCK_RELEASE)
             o->owner = 0;
-        if (kind != AFD_SYNC_CREATE)
+        if (kind != AFD_SYNC_CREATE) {
             afd_rec_event(AFD_EV_SYNC, (uint8_t)kind, afd_rec_current, number, o->label, afd_rec_now, 0);
+            afd_rec_chain_stack(st, NULL);
+        }
     }
     PyErr_Clear();
     if (exc)

@@ -50,6 +50,8 @@ int afd_rec_to_trace(const void *mem, size_t size, afd_trace *out)
         e.pad = 0;
         if (e.kind == AFD_EV_SYNC && e.flags >= AFD_SYNC__COUNT)
             continue;
+        if (e.kind == AFD_EV_CHAIN && e.a != AFD_NOSTR && e.a >= n_strings)
+            continue; /* a chain whose text was cut from the string table names nothing */
         if (e.kind == AFD_EV_LINE || e.kind == AFD_EV_LOCAL) {
             if (e.a != AFD_NOSTR && e.a >= n_strings)
                 e.a = AFD_NOSTR;
@@ -93,6 +95,8 @@ PyObject *afd_rt_op_event(PyObject *self, PyObject *const *args, Py_ssize_t narg
     uint32_t a = args[1] == Py_None ? AFD_NOSTR : afd_rec_intern(args[1], NULL);
     uint32_t b = args[2] == Py_None ? AFD_NOSTR : afd_rec_intern(args[2], NULL);
     afd_rec_event((uint8_t)kind, (uint8_t)flags, afd_rec_current, a, b, afd_rec_now, 0);
+    if (kind == AFD_EV_OP_BEGIN)
+        afd_rec_chain_stack((afd_rt_state *)PyModule_GetState(self), NULL); /* self: the module */
     Py_RETURN_NONE;
 }
 
@@ -143,7 +147,7 @@ static PyObject *str_or_empty(const afd_trace *tr, uint32_t id)
 static PyObject *event_row(const afd_trace *tr, const afd_event *e)
 {
     int a_is_str = e->kind == AFD_EV_OP_BEGIN || e->kind == AFD_EV_OP_END || e->kind == AFD_EV_LINE ||
-                   e->kind == AFD_EV_LOCAL;
+                   e->kind == AFD_EV_LOCAL || e->kind == AFD_EV_CHAIN;
     int b_is_str = e->kind == AFD_EV_TASK || e->kind == AFD_EV_STEP || e->kind == AFD_EV_OP_BEGIN ||
                    e->kind == AFD_EV_OP_END || e->kind == AFD_EV_ASSERT_BEGIN ||
                    e->kind == AFD_EV_ASSERT_END || e->kind == AFD_EV_SYNC || e->kind == AFD_EV_BLOCK;

@@ -22,6 +22,7 @@ typedef struct frame_info {
     uint32_t file;          /* string id of the code's path */
     uint32_t recv;          /* receiver object number, 0 none */
     uint32_t label;         /* receiver label string id, AFD_NOSTR none */
+    uint32_t n_user;        /* user frames on the traced stack up to and including this one */
 } frame_info;
 
 static struct {
@@ -116,12 +117,14 @@ static int trace_fn(PyObject *unused, PyFrameObject *frame, int what, PyObject *
         fi->user = 0;
         fi->recv = 0;
         fi->label = AFD_NOSTR;
+        fi->n_user = d > 0 ? tracer.f[d - 1].n_user : 0;
         PyCodeObject *code = PyFrame_GetCode(frame);
         const afd_code_info *ci = afd_rec_code_info(tracer_state, code);
         Py_DECREF(code);
         if (!ci || !ci->user)
             return 0;
         fi->user = 1;
+        fi->n_user++;
         fi->file = ci->file;
         fi->scan = ci->scan;
         if (ci->receiver) {
@@ -145,6 +148,9 @@ static int trace_fn(PyObject *unused, PyFrameObject *frame, int what, PyObject *
         int line = PyFrame_GetLineNumber(frame);
         afd_rec_event(AFD_EV_LINE, 0, afd_rec_current, fi->file, (uint32_t)(line > 0 ? line : 0), fi->recv,
                       fi->label);
+        /* a lone user frame is the line's own site: only a deeper stack has a chain to walk */
+        if (fi->n_user >= 2)
+            afd_rec_chain_stack(tracer_state, frame);
         if (fi->scan && line > 0)
             record_locals(frame, fi->scan, (uint32_t)line);
         return 0;
