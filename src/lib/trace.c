@@ -568,6 +568,18 @@ static const char *known_or(const afd_trace *self, uint32_t id, const char *fall
     return s ? s : fallback;
 }
 
+/* An await chain: one frame per line in its string, written on one line here, outermost first. */
+static void format_chain_event(const afd_trace *self, const afd_event *ev, afd_buf *out)
+{
+    afd_buf_printf(out, "await chain of task ");
+    put_task(out, self, ev->task);
+    afd_buf_printf(out, " (%" PRIu32 " frames): ", ev->b);
+    const char *c = afd_trace_string(self, ev->a);
+    for (const char *nl; (nl = strchr(c, '\n')); c = nl + 1)
+        afd_buf_printf(out, "%.*s -> ", (int)(nl - c), c);
+    afd_buf_printf(out, "%s", c);
+}
+
 /* The lines of the cancellation and hand-off events (kinds CANCEL to RESUME). A step is named by
  * its index, as WAKE events number them (a field holding 1 + that index, 0 for none). */
 static void format_cancel_event(const afd_trace *self, const afd_event *ev, afd_buf *out)
@@ -783,17 +795,9 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
             afd_buf_printf(out, ", armed at %s)", ev->b == AFD_NOSTR ? "?" : afd_trace_string(self, ev->b));
         }
         break;
-    case AFD_EV_CHAIN: {
-        afd_buf_printf(out, "await chain of task ");
-        put_task(out, self, ev->task);
-        afd_buf_printf(out, " (%" PRIu32 " frames): ", ev->b);
-        /* one frame per line in the string; written on one line here, outermost first */
-        const char *c = afd_trace_string(self, ev->a);
-        for (const char *nl; (nl = strchr(c, '\n')); c = nl + 1)
-            afd_buf_printf(out, "%.*s -> ", (int)(nl - c), c);
-        afd_buf_printf(out, "%s", c);
+    case AFD_EV_CHAIN:
+        format_chain_event(self, ev, out);
         break;
-    }
     case AFD_EV_WAITFOR:
         afd_buf_printf(out, "deadlock: task ");
         put_task(out, self, ev->task);

@@ -229,16 +229,15 @@ static PyFrameObject *suspended_frame(afd_rt_state *st, PyObject *coro, PyCodeOb
     return best;
 }
 
-/* The "file:line" string id of the await task id is suspended at, or AFD_NOSTR. */
-static uint32_t suspension_site(afd_rt_state *st, uint32_t id)
+/* The "file:line" string id of the await task id is suspended at, or AFD_NOSTR, as the recorder's
+ * STEP events name it; with_chain: its await chain follows as a CHAIN event when it runs through
+ * two or more user frames (the event just recorded is the one the chain belongs to). */
+static uint32_t suspension_site(afd_rt_state *st, uint32_t id, uint32_t *chain, uint32_t *n_frames)
 {
     afd_task_info *t = afd_rec_task(id);
-    PyCodeObject *code = NULL;
-    PyFrameObject *f = t && t->coro ? suspended_frame(st, t->coro, &code) : NULL;
-    uint32_t site = f ? afd_rec_site_string(st, code, f) : AFD_NOSTR;
-    Py_XDECREF(code);
-    Py_XDECREF(f);
-    return site;
+    *chain = AFD_NOSTR;
+    *n_frames = 0;
+    return t && t->coro ? afd_rec_suspension(st, t->coro, chain, n_frames) : AFD_NOSTR;
 }
 
 /* The first argument of a running method's frame, `self` (a new reference), or NULL. */
@@ -396,8 +395,11 @@ void afd_cancel_step_begin(afd_rt_state *st, afd_handle *h, uint32_t id)
     if (thrown && task) {
         cur.delivering = 1;
         cur.cancel_step = pending ? ct->cancel_step : 0;
-        afd_rec_event(AFD_EV_CANCEL_DELIVERED, 0, id, cur.cancel_step, suspension_site(st, id), afd_rec_now,
-                      0);
+        uint32_t chain, n_frames;
+        uint32_t site = suspension_site(st, id, &chain, &n_frames);
+        afd_rec_event(AFD_EV_CANCEL_DELIVERED, 0, id, cur.cancel_step, site, afd_rec_now, 0);
+        if (chain != AFD_NOSTR)
+            afd_rec_event(AFD_EV_CHAIN, 0, id, chain, n_frames, afd_rec_now, 0);
     }
     if (ct)
         ct->pending = 0;
@@ -428,7 +430,8 @@ void afd_cancel_step_end(afd_rt_state *st, uint32_t id)
         Py_XDECREF(e);
         PyErr_Clear();
     } else if (done == 0) {
-        where = suspension_site(st, id);
+        uint32_t chain, n_frames;
+        where = suspension_site(st, id, &chain, &n_frames);
     }
     if (done >= 0 && cancelled == 0)
         afd_rec_event(AFD_EV_CANCEL_CAUGHT, flags, id, cur.cancel_step, where, afd_rec_now, 0);
