@@ -35,7 +35,7 @@ def incident(kind: str, operations: List[Dict[str, Any]]) -> Dict[str, Any]:
             "replay": {"runs": 10, "failed": 10, "identical_traces": True}, "passing_token": None,
             "passing_replay": {"runs": 0, "passed": 0}, "window_us": None, "window": None,
             "cause": {"kind": kind, "resource": "Future@pool.py:28", "await_site": "pool.py:30",
-                      "summary": f"{kind} on Future@pool.py:28", "operations": operations},
+                      "summary": f"{kind} on Future@pool.py:28", "operations": operations, "await_chain": []},
             "evidence": [{"claim": "lock_waiter#1 was handed it and cancelled before it resumed",
                           "measured": "in the minimal failing run", "strength": "observed"}],
             "races": [], "failure": "",
