@@ -217,12 +217,25 @@ static void text_fix(const afd_incident *inc, afd_buf *b)
         afd_buf_printf(b, "  fix:      none proposed: %s\n", f->why_none ? f->why_none : "");
     if (!f->kind)
         return;
-    afd_buf_printf(b, "  fix:      %s proposed; policy gate %s; %s; %s\n", f->kind,
-                   afd_incident_gate_passed(inc) ? "passed" : "FAILED",
-                   !f->tiers_ran ? "verification not attempted"
-                   : f->verified ? "VERIFIED"
-                                 : "NOT verified",
-                   f->apply ? f->apply : "not applied (--apply writes it, with a backup)");
+    /* Only a verified fix is proposed: a candidate the gate refused or verification failed is
+     * reported as such, with what ran, so that nobody reads it as a fix. */
+    if (!afd_incident_gate_passed(inc)) {
+        int src = 0;
+        for (size_t i = 0; i < f->n_gate; i++)
+            src |= !f->gate[i].passed && f->gate[i].check && !strcmp(f->gate[i].check, "src_allowed");
+        afd_buf_printf(
+            b, "  fix:      %s candidate refused by the policy gate: not verified, not proposed%s\n", f->kind,
+            src ? " (it edits code that is not a test file; --allow-src lets a fix do that)" : "");
+    } else if (!f->tiers_ran)
+        afd_buf_printf(
+            b, "  fix:      %s candidate; policy gate passed; verification not attempted: not proposed\n",
+            f->kind);
+    else if (!f->verified)
+        afd_buf_printf(b, "  fix:      %s candidate; policy gate passed; verification FAILED: not proposed\n",
+                       f->kind);
+    else
+        afd_buf_printf(b, "  fix:      %s proposed; policy gate passed; VERIFIED; %s\n", f->kind,
+                       f->apply ? f->apply : "not applied (--apply writes it, with a backup)");
     if (f->tiers_ran) {
         afd_buf_printf(b,
                        "    replay   the failing token: %" PRIu64 "/%" PRIu64 " failed before, %" PRIu64
