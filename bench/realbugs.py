@@ -16,7 +16,7 @@ fix's shape, one API) and `test_<case>.py`, whose tests run against both variant
 written before the tool was run on the case. For every case, sequentially (an engine call already
 uses every core):
 
-1. `affidavit investigate NODEID[buggy] --fix --json --natural 50` and the same on `[fixed]`;
+1. `affidavit investigate NODEID[buggy] --fix --allow-src --json --natural 50 (the bugs live in library modules, not in test files, so a fix must be allowed to edit them)` and the same on `[fixed]`;
 2. `affidavit replay TOKEN NODEID[buggy] -n 10 --json` on the token investigate found.
 
 Prints one table (case, variant, verdict, cause kind, resource, await named, fix kind, verification
@@ -155,7 +155,7 @@ def run_variant(afd: str, case: Dict[str, Any], variant: str) -> Dict[str, Any]:
     node = row["nodeid"]
     errors = row["errors"]
     t0 = time.perf_counter()
-    inv, inv_wall, inv_rc, inv_err = engine(afd, ["investigate", node, "--fix", "--natural", "50"])
+    inv, inv_wall, inv_rc, inv_err = engine(afd, ["investigate", node, "--fix", "--allow-src", "--natural", "50"])
     if inv is None:
         errors.append(f"investigate: exit {inv_rc}: {inv_err}")
         inv = {}
@@ -374,7 +374,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "engine": afd,
         "python": sys.version.split()[0],
         "cpus": os.cpu_count(),
-        "settings": {"investigate": "--fix --natural 50", "replays": REPLAY_N},
+        "settings": {"investigate": "--fix --allow-src --natural 50", "replays": REPLAY_N},
         "last_invocation": {"only": args.only, "cases": [c["name"] for c in cases], "wall_s": round(wall, 3)},
         "totals": tot,
         "rows": all_rows,
