@@ -580,6 +580,16 @@ static void format_chain_event(const afd_trace *self, const afd_event *ev, afd_b
     afd_buf_printf(out, "%s", c);
 }
 
+/* " by <the step's task>" of an event a task's step made (CANCEL, UNCANCEL, HANDOFF). */
+static void put_caller(const afd_trace *self, const afd_event *ev, afd_buf *out)
+{
+    afd_buf_printf(out, " by ");
+    if (ev->task)
+        put_task(out, self, ev->task);
+    else
+        afd_buf_printf(out, "code outside any step");
+}
+
 /* The lines of the cancellation and hand-off events (kinds CANCEL to RESUME). A step is named by
  * its index, as WAKE events number them (a field holding 1 + that index, 0 for none). */
 static void format_cancel_event(const afd_trace *self, const afd_event *ev, afd_buf *out)
@@ -588,11 +598,7 @@ static void format_cancel_event(const afd_trace *self, const afd_event *ev, afd_
     case AFD_EV_CANCEL:
         afd_buf_printf(out, "cancel of task ");
         put_task(out, self, ev->a);
-        afd_buf_printf(out, " by ");
-        if (ev->task)
-            put_task(out, self, ev->task);
-        else
-            afd_buf_printf(out, "code outside any step");
+        put_caller(self, ev, out);
         afd_buf_printf(out, " at t=");
         put_ms(out, ev->vtime);
         if (afd_trace_known(self, ev->b))
@@ -629,11 +635,7 @@ static void format_cancel_event(const afd_trace *self, const afd_event *ev, afd_
     case AFD_EV_UNCANCEL:
         afd_buf_printf(out, "uncancel of task ");
         put_task(out, self, ev->a);
-        afd_buf_printf(out, " by ");
-        if (ev->task)
-            put_task(out, self, ev->task);
-        else
-            afd_buf_printf(out, "code outside any step");
+        put_caller(self, ev, out);
         if (afd_trace_known(self, ev->b))
             afd_buf_printf(out, " at %s", afd_trace_string(self, ev->b));
         afd_buf_printf(out, " (%" PRIu64 " cancel requests left)", ev->cost);
@@ -652,11 +654,7 @@ static void format_cancel_event(const afd_trace *self, const afd_event *ev, afd_
     case AFD_EV_HANDOFF:
         afd_buf_printf(out, "hand-off of %s to task ", known_or(self, ev->b, "a future"));
         put_task(out, self, ev->a);
-        afd_buf_printf(out, " by ");
-        if (ev->task)
-            put_task(out, self, ev->task);
-        else
-            afd_buf_printf(out, "code outside any step");
+        put_caller(self, ev, out);
         if (ev->flags & AFD_HANDOFF_CANCELLED)
             afd_buf_printf(out, " (the future was cancelled)");
         else if (ev->flags & AFD_HANDOFF_EXCEPTION)

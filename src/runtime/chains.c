@@ -58,15 +58,6 @@ void afd_rec_chains_reset(void)
     memset(&chains, 0, sizeof chains);
 }
 
-static int frame_lasti(PyFrameObject *frame)
-{
-#if PY_VERSION_HEX >= 0x030B0000
-    return PyFrame_GetLasti(frame);
-#else
-    return frame->f_lasti;
-#endif
-}
-
 static uint64_t chain_hash(const chain_frame *f, size_t n)
 {
     uint64_t h = AFD_FNV_INIT;
@@ -212,7 +203,7 @@ void afd_rec_chain_stack(afd_rt_state *st, PyFrameObject *start)
         if (user) {
             f[n].code = code;
             f[n].frame = fr;
-            f[n].lasti = (uint32_t)frame_lasti(fr) & 0x7fffffffu;
+            f[n].lasti = (uint32_t)afd_rec_frame_lasti(fr) & 0x7fffffffu;
             n++;
         } else {
             Py_DECREF(code);
@@ -257,7 +248,7 @@ uint32_t afd_rec_suspension(afd_rt_state *st, PyObject *coro, uint32_t *chain, u
         if (user) {
             f[n].code = code;
             f[n].frame = (PyFrameObject *)frame;
-            f[n].lasti = (uint32_t)frame_lasti((PyFrameObject *)frame) & 0x7fffffffu;
+            f[n].lasti = (uint32_t)afd_rec_frame_lasti((PyFrameObject *)frame) & 0x7fffffffu;
             n++;
         } else {
             Py_DECREF(code);

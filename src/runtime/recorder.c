@@ -464,7 +464,7 @@ int afd_rec_code_is_user(afd_rt_state *st, PyCodeObject *code)
     return user;
 }
 
-static int frame_lasti(PyFrameObject *frame)
+int afd_rec_frame_lasti(PyFrameObject *frame)
 {
 #if PY_VERSION_HEX >= 0x030B0000
     return PyFrame_GetLasti(frame);
@@ -501,7 +501,7 @@ PyObject *afd_rec_site_text(PyCodeObject *code, PyFrameObject *frame)
  * (code, lasti): the line table is consulted only the first time. */
 uint32_t afd_rec_site_string(afd_rt_state *st, PyCodeObject *code, PyFrameObject *frame)
 {
-    uint32_t lasti = (uint32_t)frame_lasti(frame) & 0x7fffffffu;
+    uint32_t lasti = (uint32_t)afd_rec_frame_lasti(frame) & 0x7fffffffu;
     pmap_entry *e = pmap_slot(&rec->site_map, code, lasti);
     if (!e)
         return AFD_NOSTR;

@@ -111,6 +111,8 @@ int afd_rec_ensure(void);
 /* Whether a code object belongs to the user's code, decided once per code object (which is then
  * kept alive for the run, so its address stays its own). */
 int afd_rec_code_is_user(afd_rt_state *st, PyCodeObject *code);
+/* The frame's last instruction (its offset in the code), on every supported Python. */
+int afd_rec_frame_lasti(PyFrameObject *frame);
 /* "path:line" of a frame, the path relative to the trace's base directory (a new reference, or
  * NULL with no exception set). */
 PyObject *afd_rec_site_text(PyCodeObject *code, PyFrameObject *frame);
