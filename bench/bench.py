@@ -3,6 +3,10 @@
 0. The corpus (bench/corpus.py): every case in bench/cases/ through the whole engine -- natural
    failure rate, runs to the first failing schedule against natural reruns, replay k/10, the cause
    named against the expected one, the fix and the tiers it passed, wall time.
+0a. Systematic search (bench/systematic.py): per example and corpus case, runs to the first failure
+   for natural reruns, the random portfolio and `explore --strategy systematic`, raw schedules vs
+   interleaving classes at K=1 and K=2; the two-window example under the portfolio's master seeds
+   1..10 vs systematic (bench/systematic_results.json).
 0b. The real-bugs corpus (bench/realbugs.py): every case in bench/realbugs/, buggy and fixed, through
    investigate and replay: cause kind, resource and await against the expected ones, the fix and its
    tiers, and issue 20's acceptance totals (bench/realbugs_results.json).
@@ -21,9 +25,9 @@
    suites from their PyPI sdists, plain, with the plugin inactive and under --affidavit-explore=30:
    tests explored, not explored (why), red by verdict, wall time as ratios to plain.
 
-Writes bench/results.json (with the machine it ran on), bench/corpus_results.json and
-bench/realbugs_results.json. Nothing here asserts: goals are compared and printed, not enforced.
-`--skip-corpus`, `--skip-realbugs`, `--skip-peers` and `--skip-suites` leave those parts out (their
+Writes bench/results.json (with the machine it ran on), bench/corpus_results.json,
+bench/systematic_results.json and bench/realbugs_results.json. Nothing here asserts: goals are compared and printed, not enforced.
+`--skip-corpus`, `--skip-systematic`, `--skip-realbugs`, `--skip-peers` and `--skip-suites` leave those parts out (their
 keys then say so).
 """
 
@@ -198,6 +202,27 @@ def corpus() -> Dict[str, Any]:
             "results": "bench/corpus_results.json"}
 
 
+def systematic() -> Dict[str, Any]:
+    """bench/systematic.py (it prints its own table); the summary of bench/systematic_results.json."""
+    t0 = time.perf_counter()
+    rc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "systematic.py")], cwd=ROOT).returncode
+    try:
+        with open(os.path.join(ROOT, "bench", "systematic_results.json"), encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return {"measured": False, "why": f"bench/systematic.py exited {rc} and wrote no results"}
+    rows = doc.get("targets", [])
+    tw = doc.get("two_windows") or {}
+    return {"measured": True, "exit_code": rc, "wall_s": time.perf_counter() - t0, "targets": len(rows),
+            "found_by_portfolio": sum(1 for r in rows if (r.get("portfolio") or {}).get("failing_run")),
+            "found_by_systematic": sum(1 for r in rows if (r.get("systematic") or {}).get("failing_run")),
+            "systematic_available": any((r.get("systematic") or {}).get("available") for r in rows),
+            "two_windows_portfolio_missed": f"{tw.get('portfolio_missed')}/{len(tw.get('portfolio') or [])}"
+            if tw else None,
+            "two_windows_systematic_failing_run": (tw.get("systematic") or {}).get("failing_run") if tw else None,
+            "frontrun": doc.get("frontrun"), "results": "bench/systematic_results.json"}
+
+
 def realbugs() -> Dict[str, Any]:
     """bench/realbugs.py (it prints its own table); the totals of bench/realbugs_results.json."""
     t0 = time.perf_counter()
@@ -243,6 +268,7 @@ def suites() -> Dict[str, Any]:
 
 def main() -> None:
     skip_corpus = "--skip-corpus" in sys.argv[1:]
+    skip_systematic = "--skip-systematic" in sys.argv[1:]
     skip_realbugs = "--skip-realbugs" in sys.argv[1:]
     skip_peers = "--skip-peers" in sys.argv[1:]
     skip_suites = "--skip-suites" in sys.argv[1:]
@@ -250,6 +276,8 @@ def main() -> None:
     where = machine()
     print("affidavit bench: corpus", file=sys.stderr)
     corp = {"skipped": True} if skip_corpus else corpus()
+    print("affidavit bench: systematic search", file=sys.stderr)
+    syst = {"measured": False, "why": "--skip-systematic"} if skip_systematic else systematic()
     print("affidavit bench: real bugs", file=sys.stderr)
     real = {"measured": False, "why": "--skip-realbugs"} if skip_realbugs else realbugs()
     print("affidavit bench: peers", file=sys.stderr)
@@ -274,6 +302,7 @@ def main() -> None:
         "machine": where,
         "command": "make bench",
         "corpus": corp,
+        "systematic": syst,
         "realbugs": real,
         "peers": peer,
         "suites": suite,
@@ -345,6 +374,7 @@ def main() -> None:
                      f"{row['runs']} runs, {row['kind'] or row['verdict']}"))
     rows.append(("investigate, median over the examples", f"{inv['median_of_medians_s']:.2f} s",
                  "goal <= 3 s on 2 cores"))
+    rows.extend(systematic_rows(syst))
     rows.extend(peer_rows(results))
     w = max(len(a) for a, _, _ in rows)
     for a, b, c in rows:
@@ -378,6 +408,20 @@ def headline(r: Dict[str, Any]) -> Dict[str, Any]:
             h["pytest_repeat_runs_per_s_median"] = sorted(rr)[len(rr) // 2]
             h["engine_over_pytest_repeat"] = r["engine"]["runs_per_s_steady"] / h["pytest_repeat_runs_per_s_median"]
     return h
+
+
+def systematic_rows(s: Dict[str, Any]) -> List[Tuple[str, str, str]]:
+    """bench/systematic.py's headline figures (its own table has the per-target rows)."""
+    if not s.get("measured"):
+        return [("systematic search", "not measured", str(s.get("why", "")))]
+    return [
+        ("targets failing under the portfolio / systematic", f"{s['found_by_portfolio']} / {s['found_by_systematic']}",
+         f"of {s['targets']} examples and cases" + ("" if s["systematic_available"] else "; systematic n/a")),
+        ("two-window example: portfolio seeds that missed", str(s["two_windows_portfolio_missed"]),
+         "within 1000 runs each; systematic: " + (f"found at run {s['two_windows_systematic_failing_run']}"
+                                                  if s["two_windows_systematic_failing_run"] else "did not find it")
+         + ("" if s["systematic_available"] else " (n/a)")),
+    ]
 
 
 def peer_rows(r: Dict[str, Any]) -> List[Tuple[str, str, str]]:

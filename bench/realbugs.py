@@ -55,6 +55,7 @@ FIX_KINDS = ("LOCK", "LOCK_CALLER", "RECHECK", "SINGLE_FLIGHT", "HANDOFF_AT_WAKE
              "AWAIT_TASK", "DRAIN_TASKS", "EVENT_GATE", "LOCK_ORDER")
 TAGS = ("cancellation", "check_then_act_across_functions", "lazy_init", "stampede", "handoff",
         "background_task", "call_chain")
+CANCEL_KINDS = ("cancelled_handoff", "lost_wakeup", "cancel_swallowed", "cancel_ordering")
 FIXED_VERDICTS = ("no_failure", "timing_sensitive")
 VARIANTS = ("buggy", "fixed")
 REQUIRED_KEYS = ("cause", "resource", "await", "fix", "tags")
@@ -170,6 +171,9 @@ def run_variant(afd: str, case: Dict[str, Any], variant: str) -> Dict[str, Any]:
                 "gate_failed": [g.get("check") for g in fix.get("gate") or [] if isinstance(g, dict) and not g.get("passed")]}
         if fix else None,
         "failure": inv.get("failure"),
+        # the forcing evidence of a cancellation cause: the cancel moved one step earlier / later
+        "forcing": [{k: e.get(k) for k in ("claim", "measured", "strength")} for e in inv.get("evidence") or []
+                    if isinstance(e, dict) and str(e.get("claim", "")).startswith("the cancel one step")],
     })
     if variant == "buggy" and inv.get("token"):
         rep, rep_wall, rep_rc, rep_err = engine(afd, ["replay", inv["token"], node, "-n", str(REPLAY_N)])
@@ -237,6 +241,13 @@ def totals(cases: List[Dict[str, Any]], rows: List[Dict[str, Any]]) -> Dict[str,
         "errors": sum(1 for r in rows if r.get("errors")),
         "tags": tags,
     }
+    # of the cases named with a cancellation kind: how many have a forcing row every replay confirmed
+    cancel = [r for r in buggy if (r.get("cause") or {}).get("kind") in CANCEL_KINDS]
+    t["cancel_kind_cases"] = len(cancel)
+    for d in ("earlier", "later"):
+        t[f"forcing_{d}_confirmed"] = sum(1 for r in cancel if any(
+            f["strength"] == "confirmed" and f["claim"].startswith(f"the cancel one step {d}")
+            for f in r.get("forcing") or []))
     unmet = []
     if len(cases) < MIN_CASES:
         unmet.append(f"cases {len(cases)} < {MIN_CASES}")
@@ -298,6 +309,9 @@ def print_table(rows: List[Dict[str, Any]], tot: Dict[str, Any], out: Any = sys.
           f"{MIN_VERIFIED_FIX_PCT:g}%; the expected fix kind {tot['fix_kind_as_expected_pct']}%); FIXED reported "
           f"as a race {tot['fixed_reported_as_race']} (need 0), FIXED not as expected {tot['fixed_not_as_expected']}",
           file=out)
+    print(f"forcing evidence (the cancel moved, every replay flips the outcome): one step earlier "
+          f"{tot['forcing_earlier_confirmed']}, one step later {tot['forcing_later_confirmed']} of the "
+          f"{tot['cancel_kind_cases']} cases named with a cancellation kind", file=out)
     print("tags: " + ", ".join(f"{k} {v}" for k, v in tags.items())
           + f" (need cases >= {MIN_CASES}, " + ", ".join(f"{k} >= {v}" for k, v in MIN_TAGS.items()) + ")", file=out)
     print("acceptance: " + ("met" if tot["acceptance_met"] else "NOT met: " + "; ".join(tot["acceptance_unmet"])),

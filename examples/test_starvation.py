@@ -18,7 +18,7 @@ async def heartbeat(beats: list) -> None:
 async def reload_cache() -> None:
     await asyncio.sleep(0.005)
     if random.random() < 0.3:  # the cache is cold
-        time.sleep(0.03)  # a synchronous reload: blocks every task on the loop
+        time.sleep(0.08)  # a synchronous reload: blocks every task on the loop
 
 
 @pytest.mark.asyncio
@@ -26,4 +26,4 @@ async def test_heartbeat_is_regular() -> None:
     beats: list = []
     await asyncio.gather(heartbeat(beats), reload_cache())
     gaps = [b - a for a, b in zip(beats, beats[1:])]
-    assert max(gaps) < 0.02, f"the loop stalled for {max(gaps) * 1000:.0f} ms"
+    assert max(gaps) < 0.04, f"the loop stalled for {max(gaps) * 1000:.0f} ms"

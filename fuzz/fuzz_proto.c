@@ -66,9 +66,9 @@ static span take_str(cur *c, uint32_t max)
     return s;
 }
 
-/* A message's fields as the model reads them: up to three integers and four strings. */
+/* A message's fields as the model reads them: up to six integers and four strings. */
 typedef struct model {
-    uint64_t u[4];
+    uint64_t u[6];
     span s[4];
 } model;
 
@@ -93,7 +93,10 @@ static int model_run(const uint8_t *p, size_t len, model *m)
     m->u[2] = take_le(&c, 4);
     m->u[3] = take_le(&c, 8);
     m->s[0] = take_str(&c, AFD_PROTO_MAX_FRAME);
-    return !c.bad && c.off == len && (m->u[1] & ~(uint64_t)AFD_MODE_TRACE_LINES) <= AFD_MODE_CONTROLLED;
+    m->u[4] = take_le(&c, 8); /* mark_lo */
+    m->u[5] = take_le(&c, 4); /* mark_n */
+    return !c.bad && c.off == len && (m->u[1] & ~(uint64_t)AFD_MODE_TRACE_LINES) <= AFD_MODE_CONTROLLED &&
+           m->u[5] <= AFD_PROTO_MAX_MARKS;
 }
 
 static int model_result(const uint8_t *p, size_t len, model *m)
@@ -203,11 +206,12 @@ static void check_run(const uint8_t *p, size_t len)
     if (rc != (ok ? 0 : AFD_EPROTO))
         FAIL("get_run returned %d, the model says %s", rc, ok ? "valid" : "invalid");
     if (rc) {
-        if (r.token || r.run_id || r.mode || r.timeout_ms || r.max_steps)
+        if (r.token || r.run_id || r.mode || r.timeout_ms || r.max_steps || r.mark_lo || r.mark_n)
             FAIL("run request not zeroed after an error");
         return;
     }
-    if (r.run_id != m.u[0] || r.mode != m.u[1] || r.timeout_ms != m.u[2] || r.max_steps != m.u[3])
+    if (r.run_id != m.u[0] || r.mode != m.u[1] || r.timeout_ms != m.u[2] || r.max_steps != m.u[3] ||
+        r.mark_lo != m.u[4] || r.mark_n != m.u[5])
         FAIL("run request integers differ");
     text_eq(r.token, m.s[0], "run token");
     afd_buf b, want;
@@ -216,12 +220,15 @@ static void check_run(const uint8_t *p, size_t len)
     afd_proto_put_run(&b, &r);
     const int widths[] = {8, 1, 4, 8};
     canonical(&want, widths, 4, &m, 1, 0);
+    afd_buf_put_u64(&want, m.u[4]); /* the mark fields follow the token */
+    afd_buf_put_u32(&want, (uint32_t)m.u[5]);
     check_frame(&b, AFD_MSG_RUN, &want, "run");
     afd_run_req r2;
     if (afd_proto_get_run(&r2, b.data + 5, b.len - 5) != 0)
         FAIL("re-encoded run request does not decode");
     if (r2.run_id != r.run_id || r2.mode != r.mode || r2.timeout_ms != r.timeout_ms ||
-        r2.max_steps != r.max_steps || strcmp(r2.token, r.token))
+        r2.max_steps != r.max_steps || r2.mark_lo != r.mark_lo || r2.mark_n != r.mark_n ||
+        strcmp(r2.token, r.token))
         FAIL("run request round trip differs");
     afd_run_req_finish(&r2);
     afd_run_req_finish(&r);

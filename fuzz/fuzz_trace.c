@@ -129,11 +129,19 @@ static int model_body_ok(const uint8_t *body, size_t len)
             break;
         case AFD_EV_CANCEL_CAUGHT:
         case AFD_EV_TIMEOUT:
-        case AFD_EV_HANDOFF:
             ok = flags < 4 && ref_ok(b, n_strings);
+            break;
+        case AFD_EV_HANDOFF:
+            ok = flags < 8 && ref_ok(b, n_strings);
             break;
         case AFD_EV_RESUME:
             ok = flags < 2 && ref_ok(b, n_strings);
+            break;
+        case AFD_EV_CHAIN: /* a names the chain's text: a string, never AFD_NOSTR */
+            ok = a < n_strings;
+            break;
+        case AFD_EV_SLOT: /* b is 1 + a step index */
+            ok = flags == 0 && b != 0;
             break;
         default:
             ok = 0;

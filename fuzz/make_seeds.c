@@ -249,6 +249,7 @@ static void full_trace(afd_trace *t)
     add(t, ev(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_THREADS, 0, 12130000, 0));
     add(t, ev(AFD_EV_ASSERT_BEGIN, 0, 1, 0, res, 12130000, 0));
     add(t, ev(AFD_EV_ASSERT_END, 0, 1, 0, res, 12130000, 0));
+    add(t, ev(AFD_EV_SLOT, 0, 2, 0, 2, 250, 499750));
 }
 
 static void traces(afd_buf *keep)
@@ -408,7 +409,9 @@ static void protos(const afd_buf *trace)
                       .mode = AFD_MODE_CONTROLLED | AFD_MODE_TRACE_LINES,
                       .timeout_ms = UINT32_MAX,
                       .max_steps = UINT64_MAX,
-                      .token = tok};
+                      .token = tok,
+                      .mark_lo = 3,
+                      .mark_n = 8};
     afd_proto_put_run(&b, &r);
     seed_frames("run-controlled", &b);
     afd_buf_put(&session, b.data, b.len);

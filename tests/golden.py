@@ -6,6 +6,8 @@ reshaping. `assert_matches_golden` compares a document printed now with that one
 value by value, except where a value depends on the machine's timing rather than on the code:
 
 - `seconds`, the `stages` timings, the fix's wall-time medians: measured durations;
+- `environment.platform`: the kernel of the machine that ran it (`uname`), which differs between
+  machines of one kind (6.18.44-fc-v669 at the capture, -v1045 on a later one);
 - `incident`, `report`: the incident's number and path in the store;
 - `natural.failed`, `natural.ci95`: natural runs are uncontrolled, so their count of failures varies
   (which is what they measure);
@@ -17,8 +19,8 @@ value by value, except where a value depends on the machine's timing rather than
   seen, or every natural run, so they vary with the natural runs.
 
 Two captures of the same code, a minute apart, differed in exactly these paths and no others.
-Keys added since the capture (`schema`, `stages`; `cause.await_chain` when empty where a golden
-lacks it) are allowed, and so are the rows of gate checks added since (ADDED_CHECKS) when they
+Keys added since the capture (`schema`, `stages`, `search`, `fix.tiers.systematic`;
+`cause.await_chain` when empty where a golden lacks it) are allowed, and so are the rows of gate checks added since (ADDED_CHECKS) when they
 passed (a failing one is a difference); a key removed or a value changed anywhere else fails the
 test.
 """
@@ -35,9 +37,11 @@ GOLDEN = Path(__file__).resolve().parent / "data" / "golden"
 # Paths (dotted, list indices as [i]) whose values depend on timing, not on the code.
 VOLATILE = re.compile(
     r"^\.(seconds|incident|report|runs|natural\.failed|natural\.ci95(\[\d+\])?"
-    r"|fix\.tiers\.overhead\.median_ms_(before|after)|stages.*)$"
+    r"|fix\.tiers\.overhead\.median_ms_(before|after)|stages.*|environment\.platform)$"
 )
-ADDED = {".schema", ".stages"}
+# `search` and `fix.tiers.systematic` (issue 21): how the search went and the systematic tier, whose
+# counts tests/test_systematic.py checks; the token, cause and fix they lead to are still compared.
+ADDED = {".schema", ".stages", ".search", ".fix.tiers.systematic"}
 ADDED_CHECKS = {"no_cancel_swallow", "no_shield", "no_uncancel"}
 # Keys added since the capture that a golden holds only where its value had to change: where a
 # golden lacks one, the document must hold it empty (an await chain named where none was before

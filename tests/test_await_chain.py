@@ -9,6 +9,7 @@ in tests/cases/case_chain_*.py, whose lines are found by their `# chain: NAME` m
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any, Dict, List
 
@@ -124,6 +125,50 @@ def test_a_traced_line_in_a_callee_records_its_chain() -> None:
     # a line of outer itself (one user frame) has no chain
     flat = [i for i, e in enumerate(events) if e[0] == _runtime.EV_LINE and e[3] == marker(me, "flat")]
     assert flat and all(events[i + 1][0] != EV_CHAIN for i in flat), events
+
+
+@contextlib.asynccontextmanager
+async def opened() -> Any:
+    check_here()  # chain: cm-access
+    await leaf()  # chain: cm-enter
+    yield 1
+
+
+async def with_opened() -> None:
+    async with opened():  # chain: with
+        await asyncio.sleep(0)  # chain: cm-body
+
+
+def test_an_asynccontextmanager_generator_is_part_of_the_chain() -> None:
+    """contextlib's __aenter__ (library code) drives the generator through an async_generator_asend
+    object: the suspension's chain goes through both into the generator's frames, and an access made
+    in the generator has the `async with` line of its caller above it."""
+    events = run(with_opened)
+    me = Path(__file__)
+    steps = [i for i, e in enumerate(events) if e[0] == EV_STEP and e[1].startswith("with_opened")]
+    assert len(steps) >= 2, events
+    first = steps[0]
+    assert events[first][3].endswith(f"{HERE}:{marker(me, 'leaf')}"), events[first]
+    chain = events[first + 1]
+    assert chain[0] == EV_CHAIN, events[first:first + 2]
+    assert chain_frames(chain[2]) == [
+        f"{HERE}:{marker(me, 'with')} with_opened",
+        f"{HERE}:{marker(me, 'cm-enter')} opened",
+        f"{HERE}:{marker(me, 'leaf')} leaf",
+    ]
+    begin = [i for i, e in enumerate(events) if e[0] == EV_OP_BEGIN and e[3] == "COUNTER"]
+    assert len(begin) == 1, events
+    access = events[begin[0] + 1]
+    assert access[0] == EV_CHAIN, events[begin[0]:begin[0] + 2]
+    assert chain_frames(access[2]) == [
+        f"{HERE}:{marker(me, 'with')} with_opened",
+        f"{HERE}:{marker(me, 'cm-access')} opened",
+        f"{HERE}:{marker(me, 'access')} check_here",
+    ]
+    # back in the body: one user frame, no chain
+    body = steps[1]
+    assert events[body][3].endswith(f"{HERE}:{marker(me, 'cm-body')}"), events[body]
+    assert body + 1 == len(events) or events[body + 1][0] != EV_CHAIN, events[body:body + 2]
 
 
 def cause_of(case: str, test: str) -> Dict[str, Any]:

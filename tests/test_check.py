@@ -97,9 +97,12 @@ def test_a_check_then_act_breaks_the_invariant_and_is_named_and_locked() -> None
     assert cause["kind"] == "check_then_act" and cause["resource"] == "Account#0.balance", cause
     assert "acts on what it read" in cause["summary"], cause
     fix = data["fix"]
-    assert fix["kind"] == "LOCK" and fix["verified"] is True, fix
-    assert "+        async with self._affidavit_lock_balance:" in fix["diff"]
-    assert "+            if self.balance >= amount:" in fix["diff"], fix["diff"]
+    # the smallest verified candidate: the check kept, then made again under the lock (RECHECK, one
+    # line smaller than a LOCK around the whole if)
+    assert fix["kind"] == "RECHECK" and fix["verified"] is True, fix
+    assert "+            async with self._affidavit_lock_balance:" in fix["diff"], fix["diff"]
+    assert "+                if self.balance >= amount:" in fix["diff"], fix["diff"]
+    assert "+                    self.balance -= amount" in fix["diff"], fix["diff"]
     assert "(check-then-act)" in fix["diff"]
 
 

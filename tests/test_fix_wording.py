@@ -17,12 +17,13 @@ def fix_line(out: str) -> str:
 
 
 def test_a_candidate_the_gate_refuses_is_not_called_proposed() -> None:
-    # The lock belongs in the library module, which is not a test file: without --allow-src the
-    # gate's src_allowed check refuses it, and nothing is verified.
+    # The fix (RECHECK, the smallest candidate, then LOCK) belongs in the library module, which is
+    # not a test file: without --allow-src the gate's src_allowed check refuses it, and nothing is
+    # verified.
     proc = engine("investigate", NODE, "--fix", timeout=300)
     out = proc.stdout
     assert proc.returncode == 1, proc.stderr
     line = fix_line(out)
-    assert re.match(r"  fix: +LOCK candidate refused by the policy gate: not verified, not proposed", line), line
+    assert re.match(r"  fix: +RECHECK candidate refused by the policy gate: not verified, not proposed", line), line
     assert "--allow-src" in line and "proposed;" not in line and "--apply writes it" not in line, line
     assert re.search(r"^ +FAIL src_allowed ", out, re.M), out

@@ -24,8 +24,9 @@ REPO = Path(__file__).resolve().parents[1]
 AFFIDAVIT = Path(sys.executable).parent / "affidavit"
 NODE = "examples/test_lost_update.py::test_concurrent_deposits"
 STAGES = ["sample", "search", "reproduce", "minimize", "explain", "repair", "verify", "report"]
-# the top-level keys of the investigate document before the stages were measured
-KEYS = ["incident", "report", "schema", "nodeid", "verdict", "timing", "natural", "token", "replay", "passing_token",
+# the top-level keys of the investigate document before the stages were measured (and "search", issue 21)
+KEYS = ["incident", "report", "schema", "nodeid", "verdict", "timing", "natural", "search", "token", "replay",
+        "passing_token",
         "passing_replay", "window_us", "window", "cause", "evidence", "races", "failure", "environment",
         "step_limit_runs", "truncated_traces", "runs", "seconds"]
 LINE = re.compile(r"^  \[(\d)/8\] (\w+) \.\.\. (?:(\d+\.\d\d) s \((\d+) runs?\)|skipped)$")

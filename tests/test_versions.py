@@ -1,6 +1,7 @@
 """Every Python from 3.10 to 3.13 that this machine has (pyenv's, or python3.X on PATH): affidavit
-built for it, its in-process suites run under it, and `pytest --affidavit` finds, explains and
-fixes a lost update with it. The venvs live in build/ and are reused; the build is incremental."""
+built for it, its in-process suites (and the await-chain recording tests) run under it, and
+`pytest --affidavit` finds, explains and fixes a lost update with it. The venvs live in build/ and
+are reused; the build is incremental."""
 
 from __future__ import annotations
 
@@ -73,6 +74,12 @@ def test_affidavit_under_every_python(minor: str, tmp_path: Path) -> None:
     p = subprocess.run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", *suites], cwd=REPO, capture_output=True,
                        text=True, env=env, timeout=600)
     assert p.returncode == 0, p.stdout[-4000:]
+    # the await chains the runtime records (its in-process tests: a suspension, an access and a
+    # traced line through several user frames), under this Python's frames and coroutines
+    chains = ["tests/test_await_chain.py", "-k", "records"]
+    p = subprocess.run([py, "-m", "pytest", "-q", "-p", "no:cacheprovider", *chains], cwd=REPO,
+                       capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0 and p.stdout.splitlines()[-1].startswith("3 passed"), p.stdout[-4000:]
     # the plugin on a project of its own, with this Python's pytest and engine
     (tmp_path / "test_always_loses.py").write_text(ALWAYS_LOSES)
     (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\nasyncio_default_fixture_loop_scope = '

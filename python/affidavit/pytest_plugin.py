@@ -10,6 +10,8 @@ it; it does nothing unless asked:
 - ``--affidavit-explore=N``: each async test that passed also runs under N controlled schedules;
   one that fails under any of them fails the test, with its token (a latent race, found before CI
   finds it). ``--affidavit-shard=K/N`` splits those schedules so N CI jobs explore disjoint sets.
+  ``--affidavit-explore=systematic`` (or the strategy ``systematic``) runs every schedule with at
+  most K delays instead (``affidavit_max_delays``, default 2), within SYSTEMATIC_RUNS runs a test.
 - ``@pytest.mark.affidavit_replay("afd1:...")`` and ``--affidavit-replay=TOKEN``: run the test
   under that schedule exactly.
 
@@ -40,11 +42,13 @@ import pytest
 from affidavit._verdicts import WORDS as VERDICT_WORDS
 
 DEFAULTS: Dict[str, str] = {"budget": "60", "explore": "0", "strategy": "portfolio", "slow_step": "100",
-                            "report_dir": ".affidavit"}
+                            "report_dir": ".affidavit", "max_delays": "2"}
+SYSTEMATIC_RUNS = 2000  # the run bound of --affidavit-explore=systematic
 INI_HELP = {
     "budget": "seconds per failed test for its investigation (default 60)",
     "explore": "controlled schedules to run each passing async test under (default 0: off)",
-    "strategy": "exploration strategy: portfolio, zero, jitter or pct",
+    "strategy": "exploration strategy: portfolio, zero, jitter, pct or systematic",
+    "max_delays": "the systematic strategy's bound: schedules with at most this many delays (default 2)",
     "slow_step": "a step this long (ms) is reported as slow",
     "report_dir": "where incidents and reports go (default .affidavit, beside the store)",
 }
@@ -60,8 +64,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="investigate every failed test after the session (cause, fix, report)")
     group.addoption("--affidavit-budget", type=float, default=None, metavar="SECONDS",
                     help="seconds per failed test for its investigation (default 60)")
-    group.addoption("--affidavit-explore", type=int, default=None, metavar="N",
-                    help="also run each passing async test under N controlled schedules")
+    group.addoption("--affidavit-explore", default=None, metavar="N|systematic",
+                    help="also run each passing async test under N controlled schedules, or (systematic) "
+                         "under every schedule with at most K delays")
     group.addoption("--affidavit-shard", default=None, metavar="K/N",
                     help="explore only the K-th of N disjoint shares of the schedules")
     group.addoption("--affidavit-replay", default=None, metavar="TOKEN",
@@ -89,6 +94,7 @@ class Settings:
     replay: Optional[str]
     strict: bool = False
     strict_timing: bool = False
+    max_delays: int = 2
 
 
 def _pyproject_table(config: pytest.Config) -> Dict[str, Any]:
@@ -105,6 +111,11 @@ def _pyproject_table(config: pytest.Config) -> Dict[str, Any]:
     with open(path, "rb") as f:
         table = tomllib.load(f).get("tool", {}).get("affidavit", {})
     return table if isinstance(table, dict) else {}
+
+
+def _explore_runs(value: str) -> int:
+    """--affidavit-explore's runs: a number, or `systematic` (its own bound, SYSTEMATIC_RUNS)."""
+    return SYSTEMATIC_RUNS if value == "systematic" else int(value)
 
 
 def _settings(config: pytest.Config) -> Settings:
@@ -125,9 +136,11 @@ def _settings(config: pytest.Config) -> Settings:
         s = Settings(
             investigate=bool(opt.affidavit),
             budget=float(pick("budget", opt.affidavit_budget)),
-            explore=int(pick("explore", opt.affidavit_explore)),
+            explore=_explore_runs(pick("explore", opt.affidavit_explore)),
             shard=opt.affidavit_shard,
-            strategy=pick("strategy", None),
+            strategy=("systematic" if pick("explore", opt.affidavit_explore) == "systematic"
+                      else pick("strategy", None)),
+            max_delays=int(pick("max_delays", None)),
             slow_step=float(pick("slow_step", None)),
             report_dir=pick("report_dir", None),
             replay=opt.affidavit_replay,
@@ -136,6 +149,11 @@ def _settings(config: pytest.Config) -> Settings:
         )
     except ValueError as exc:
         raise pytest.UsageError(f"affidavit: a setting is not a number: {exc}") from None
+    if s.strategy == "systematic" and s.shard:
+        raise pytest.UsageError("affidavit: --affidavit-shard splits the random portfolio; the systematic "
+                                "search is one ordered enumeration")
+    if not 0 <= s.max_delays <= 4:
+        raise pytest.UsageError("affidavit: max_delays must be between 0 and 4")
     if s.budget <= 0 or s.explore < 0:
         raise pytest.UsageError("affidavit: the budget must be positive and explore at least 0")
     if s.shard is not None:
@@ -448,6 +466,8 @@ class ExploreHooks:
                self.settings.strategy, "--json", *self._pytest_args()]
         if self.settings.shard:
             cmd += ["--shard", self.settings.shard]
+        if self.settings.strategy == "systematic":
+            cmd += ["--max-delays", str(self.settings.max_delays)]
         limit = max(60.0, self.settings.budget * 2)
         try:
             p = subprocess.run(cmd, cwd=str(self.config.rootpath), capture_output=True, text=True,

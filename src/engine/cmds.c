@@ -12,7 +12,9 @@
 #include "pool.h"
 #include "schedule.h"
 #include "shell.h"
+#include "iclass.h"
 #include "stats.h"
+#include "systematic.h"
 #include "token.h"
 #include "trace.h"
 
@@ -118,7 +120,48 @@ typedef struct explore_ctx {
     int cand_outcome;
     afd_timing timing; /* the candidate's deadline, then the check below it */
     char *last_error;
+    uint64_t offset;   /* added to a batch index to make it a run number (the runs of the systematic part
+                          come between the portfolio's first share and the rest) */
+    uint64_t sys_base; /* the runs made before the systematic part */
+    uint64_t *classes; /* Owned: the interleaving class of each run with a trace (iclass.h) */
+    uint64_t n_classes, cap_classes;
 } explore_ctx;
+
+/* Notes run's interleaving class (the portfolio's coverage, in the systematic search's terms). */
+static void note_class(explore_ctx *c, const afd_trace *tr)
+{
+    uint64_t fp;
+    uint32_t n;
+    if (!tr || afd_iclass_fingerprint(tr, &fp, &n) < 0)
+        return;
+    if (c->n_classes == c->cap_classes) {
+        uint64_t ncap = c->cap_classes ? c->cap_classes * 2 : 256;
+        uint64_t *nv = realloc(c->classes, ncap * sizeof *nv);
+        if (!nv)
+            return;
+        c->classes = nv;
+        c->cap_classes = ncap;
+    }
+    c->classes[c->n_classes++] = fp;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* How many distinct classes the noted runs fell into. */
+static uint64_t distinct_classes(explore_ctx *c)
+{
+    if (!c->n_classes)
+        return 0;
+    qsort(c->classes, c->n_classes, sizeof c->classes[0], cmp_u64);
+    uint64_t n = 1;
+    for (uint64_t i = 1; i < c->n_classes; i++)
+        n += c->classes[i] != c->classes[i - 1];
+    return n;
+}
 
 static int make_portfolio(void *vctx, uint64_t i, uint8_t *mode, char **token)
 {
@@ -153,8 +196,10 @@ static int take_explore(void *vctx, uint64_t i, afd_run_result *res, afd_trace *
     explore_ctx *c = vctx;
     if (i == 0 && tr)
         c->est_steps = tr->steps > 0 ? (uint32_t)(tr->steps > UINT32_MAX ? UINT32_MAX : tr->steps) : 1;
+    note_class(c, tr);
     if (!afd_runs_is_failure(res->outcome))
         return 0;
+    i += c->offset;
     afd_timing tm;
     afd_timing_from_trace(&tm, tr);
     if (tm.crossed) {
@@ -178,6 +223,130 @@ static void failing_lines(afd_buf *o, const explore_ctx *c, const char *nodeid)
     afd_buf_put_u8(o, '\n');
 }
 
+/* A systematic failure as the explore result: the earliest clean one, else one that outlasted a
+ * deadline (checked below it afterwards, as the portfolio's are). */
+static void adopt_systematic(explore_ctx *c, afd_sys_result *sr, uint64_t base)
+{
+    if (!sr->fail_run)
+        return;
+    uint64_t index = base + sr->fail_run - 1;
+    int crossed = sr->timing.crossed;
+    if (crossed && c->cand_index != UINT64_MAX)
+        return; /* the portfolio's earlier one stays the candidate */
+    free(crossed ? c->cand_token : c->best_token);
+    free(crossed ? c->cand_failure : c->best_failure);
+    if (crossed) {
+        c->cand_index = index;
+        c->cand_token = sr->fail_token;
+        c->cand_failure = sr->failure;
+        c->cand_failure_len = sr->failure_len;
+        c->cand_outcome = sr->fail_outcome;
+        c->timing = sr->timing;
+    } else {
+        c->best_index = index;
+        c->best_token = sr->fail_token;
+        c->best_failure = sr->failure;
+        c->best_failure_len = sr->failure_len;
+        c->best_outcome = sr->fail_outcome;
+    }
+    sr->fail_token = sr->failure = NULL;
+}
+
+/* The portfolio: run 0 alone first (the deterministic baseline, whose step count sets pct's range),
+ * then the random schedules. Unsharded and unrestricted, the random part takes half of the runs and,
+ * when it finds nothing, the systematic search takes the rest; runs it leaves (its bound exhausted)
+ * go back to the random portfolio. */
+static int explore_search(const afd_cli *cli, afd_pool *pool, explore_ctx *c, afd_progress *prog, tally *t,
+                          afd_sys_opts *so, afd_sys_result *sr, int *sys_ran)
+{
+    uint64_t start = afd_runs_now_ns();
+    int rc = afd_runs_batch(pool, 0, 1, 0, make_portfolio, take_explore, c, prog, t);
+    if (rc || c->best_index != UINT64_MAX || cli->n <= 1 || t->no_loop == t->runs)
+        return rc;
+    int with_sys = c->only == -1 && !cli->shard_n;
+    uint64_t random_n = with_sys ? (cli->n + 1) / 2 : cli->n;
+    rc = afd_runs_batch(pool, 1, random_n - 1, cli->seconds, make_portfolio, take_explore, c, prog, t);
+    if (rc || !with_sys || c->best_index != UINT64_MAX || t->runs < random_n)
+        return rc;
+    double left = 0;
+    if (cli->seconds > 0) {
+        left = cli->seconds - (double)(afd_runs_now_ns() - start) / 1e9;
+        if (left <= 0)
+            return 0;
+    }
+    *so = (afd_sys_opts){.max_delays = cli->max_delays_set ? cli->max_delays : AFD_SYS_DEFAULT_DELAYS,
+                         .prune_classes = cli->prune_classes,
+                         .seed = cli->seed,
+                         .max_runs = cli->n - t->runs,
+                         .seconds = left,
+                         .stop_on_failure = 1};
+    uint64_t base = c->sys_base = t->runs;
+    rc = afd_systematic(pool, so, prog, t, sr);
+    *sys_ran = 1;
+    if (rc)
+        return rc;
+    adopt_systematic(c, sr, base);
+    if (c->best_index != UINT64_MAX || t->runs >= cli->n)
+        return 0;
+    if (cli->seconds > 0) {
+        left = cli->seconds - (double)(afd_runs_now_ns() - start) / 1e9;
+        if (left <= 0)
+            return 0;
+    }
+    c->offset = t->runs - random_n;
+    return afd_runs_batch(pool, random_n, cli->n - t->runs, left, make_portfolio, take_explore, c, prog, t);
+}
+
+/* explore's JSON document (docs/schema/explore.schema.json). */
+static void explore_json(afd_buf *o, const afd_cli *cli, explore_ctx *c, const tally *t, const char *desc,
+                         int found, int sys_ran, const afd_sys_result *sr, const afd_sys_opts *so)
+{
+    afd_buf_printf(o, "{\"schema\": 1, \"nodeid\": ");
+    afd_json_str(o, cli->nodeid);
+    afd_buf_printf(o, ", \"found\": %s, \"token\": ", found ? "true" : "false");
+    if (found)
+        afd_json_str(o, c->best_token);
+    else
+        afd_buf_printf(o, "null");
+    afd_buf_printf(o, ", \"runs\": %" PRIu64 ", \"failure\": ", t->runs);
+    if (found)
+        afd_json_strn(o, c->best_failure, c->best_failure_len);
+    else
+        afd_buf_printf(o, "null");
+    afd_buf_printf(o, ", \"outcome\": ");
+    /* nothing failed: "pass" only when every run passed; a step-limit stop is not a pass */
+    afd_json_str(o, found                               ? afd_outcome_name(c->best_outcome)
+                    : t->by_outcome[AFD_OUT_STEP_LIMIT] ? afd_outcome_name(AFD_OUT_STEP_LIMIT)
+                    : t->by_outcome[AFD_OUT_PASS] < t->runs && t->by_outcome[AFD_OUT_SKIP] ? "skip"
+                                                                                           : "pass");
+    afd_buf_printf(o, ", \"schedule\": ");
+    afd_json_str(o, desc ? desc : "");
+    afd_buf_printf(o, ", \"failing_run\": ");
+    if (found)
+        afd_buf_printf(o, "%" PRIu64, c->best_index + 1);
+    else
+        afd_buf_printf(o, "null");
+    /* which of the portfolio's schedules this run explored (shards explore disjoint ones) */
+    afd_buf_printf(o, ", \"shard\": \"%" PRIu64 "/%" PRIu64 "\", \"schedules\": [", c->shard_k + 1,
+                   c->shard_n);
+    for (uint64_t k = 0; k < c->n_indices; k++)
+        afd_buf_printf(o, "%s%" PRIu64, k ? ", " : "", c->indices[k]);
+    afd_buf_printf(o, "], ");
+    afd_runs_json_outcomes(o, t);
+    afd_buf_printf(o, ", \"verdict\": \"%s\", \"timing\": ",
+                   !found                ? "no_failure"
+                   : c->timing.sensitive ? "timing_sensitive"
+                                         : "failure");
+    afd_timing_json(&c->timing, o);
+    /* the random portfolio's runs only: the systematic part counts its own */
+    afd_buf_printf(o, ", \"classes\": %" PRIu64 ", \"systematic\": ", distinct_classes(c));
+    if (sys_ran)
+        afd_sys_coverage_json(sr, so, o);
+    else
+        afd_buf_printf(o, "null");
+    afd_buf_printf(o, "}\n");
+}
+
 int afd_cmd_explore(const afd_cli *cli)
 {
     explore_ctx c = {.seed = cli->seed,
@@ -187,10 +356,12 @@ int afd_cmd_explore(const afd_cli *cli)
                      .cand_index = UINT64_MAX,
                      .shard_k = cli->shard_n ? cli->shard_k - 1 : 0,
                      .shard_n = cli->shard_n ? cli->shard_n : 1};
+    if (cli->strategy && !strcmp(cli->strategy, "systematic"))
+        return afd_cmd_explore_systematic(cli);
     if (cli->strategy && strcmp(cli->strategy, "portfolio") != 0) {
         c.only = afd_strategy_parse(cli->strategy);
         if (c.only < 0) {
-            afd_runs_error_line("unknown strategy '%s' (choose zero, jitter, pct or portfolio)%s",
+            afd_runs_error_line("unknown strategy '%s' (choose zero, jitter, pct, portfolio or systematic)%s",
                                 cli->strategy, "");
             return AFD_EXIT_USAGE;
         }
@@ -202,10 +373,10 @@ int afd_cmd_explore(const afd_cli *cli)
     tally t = {0};
     afd_progress prog;
     afd_progress_init(&prog, "explore");
-    /* Run 0 alone first: it is the deterministic baseline, and its step count sets pct's range. */
-    rc = afd_runs_batch(pool, 0, 1, 0, make_portfolio, take_explore, &c, &prog, &t);
-    if (rc == 0 && c.best_index == UINT64_MAX && cli->n > 1 && !(t.no_loop == t.runs))
-        rc = afd_runs_batch(pool, 1, cli->n - 1, cli->seconds, make_portfolio, take_explore, &c, &prog, &t);
+    afd_sys_result sr = {0};
+    afd_sys_opts so = {0};
+    int sys_ran = 0;
+    rc = explore_search(cli, pool, &c, &prog, &t, &so, &sr, &sys_ran);
     /* Only when nothing failed without outlasting a deadline is such a failure named, after the
      * same schedule has run below the deadline. */
     if (rc == 0 && c.best_index == UINT64_MAX && c.cand_index != UINT64_MAX && c.cand_token) {
@@ -246,44 +417,7 @@ int afd_cmd_explore(const afd_cli *cli)
         }
     }
     if (cli->json) {
-        afd_buf_printf(&o, "{\"schema\": 1, \"nodeid\": ");
-        afd_json_str(&o, cli->nodeid);
-        afd_buf_printf(&o, ", \"found\": %s, \"token\": ", found ? "true" : "false");
-        if (found)
-            afd_json_str(&o, c.best_token);
-        else
-            afd_buf_printf(&o, "null");
-        afd_buf_printf(&o, ", \"runs\": %" PRIu64 ", \"failure\": ", t.runs);
-        if (found)
-            afd_json_strn(&o, c.best_failure, c.best_failure_len);
-        else
-            afd_buf_printf(&o, "null");
-        afd_buf_printf(&o, ", \"outcome\": ");
-        /* nothing failed: "pass" only when every run passed; a step-limit stop is not a pass */
-        afd_json_str(&o, found                              ? afd_outcome_name(c.best_outcome)
-                         : t.by_outcome[AFD_OUT_STEP_LIMIT] ? afd_outcome_name(AFD_OUT_STEP_LIMIT)
-                         : t.by_outcome[AFD_OUT_PASS] < t.runs && t.by_outcome[AFD_OUT_SKIP] ? "skip"
-                                                                                             : "pass");
-        afd_buf_printf(&o, ", \"schedule\": ");
-        afd_json_str(&o, desc ? desc : "");
-        afd_buf_printf(&o, ", \"failing_run\": ");
-        if (found)
-            afd_buf_printf(&o, "%" PRIu64, c.best_index + 1);
-        else
-            afd_buf_printf(&o, "null");
-        /* which of the portfolio's schedules this run explored (shards explore disjoint ones) */
-        afd_buf_printf(&o, ", \"shard\": \"%" PRIu64 "/%" PRIu64 "\", \"schedules\": [", c.shard_k + 1,
-                       c.shard_n);
-        for (uint64_t k = 0; k < c.n_indices; k++)
-            afd_buf_printf(&o, "%s%" PRIu64, k ? ", " : "", c.indices[k]);
-        afd_buf_printf(&o, "], ");
-        afd_runs_json_outcomes(&o, &t);
-        afd_buf_printf(&o, ", \"verdict\": \"%s\", \"timing\": ",
-                       !found               ? "no_failure"
-                       : c.timing.sensitive ? "timing_sensitive"
-                                            : "failure");
-        afd_timing_json(&c.timing, &o);
-        afd_buf_printf(&o, "}\n");
+        explore_json(&o, cli, &c, &t, desc, found, sys_ran, &sr, &so);
     } else if (found && c.timing.sensitive) {
         afd_buf_printf(
             &o, "%s: timing-sensitive: a failing schedule found at run %" PRIu64 " of %" PRIu64 "%s%s%s\n",
@@ -303,6 +437,10 @@ int afd_cmd_explore(const afd_cli *cli)
     } else {
         afd_buf_printf(&o, "%s: no failing schedule in %" PRIu64 " runs\n", cli->nodeid, t.runs);
     }
+    if (!cli->json && sys_ran) {
+        afd_buf_printf(&o, "  after %" PRIu64 " random schedules, the systematic search:\n", c.sys_base);
+        afd_sys_coverage_text(&sr, &so, &o, "    ");
+    }
     if (!cli->json) {
         afd_runs_step_limit_line(&o, &t, cli->max_steps);
         afd_runs_truncated_line(&o, &t);
@@ -315,6 +453,8 @@ int afd_cmd_explore(const afd_cli *cli)
     free(desc);
     rc = found ? AFD_EXIT_FAILURE : AFD_EXIT_CLEAN;
 out:
+    afd_sys_result_finish(&sr);
+    free(c.classes);
     free(c.indices);
     free(c.best_token);
     free(c.best_failure);

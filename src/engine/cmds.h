@@ -22,6 +22,9 @@ typedef struct afd_cli {
     const char *token;
     const char *python;
     const char *strategy; /* NULL: portfolio */
+    uint32_t max_delays;  /* --max-delays K: the systematic search's bound (when max_delays_set) */
+    int max_delays_set;
+    int prune_classes; /* --prune classes: the systematic search's heuristic class pruning */
     int json;
     int workers;
     uint64_t n;       /* sample/replay runs, explore max runs */

@@ -19,11 +19,20 @@
 #include "runs.h"
 #include "schedule.h"
 #include "spans.h"
+#include "systematic.h"
 #include "timing.h"
 #include "trace.h"
 
 #include <stddef.h>
 #include <stdint.h>
+
+/* The random schedules investigate's search runs before the systematic search (at most half of --runs). */
+#define INV_RANDOM_FIRST 50
+/* The most random schedules the search runs in all (the first share and the rest after the
+ * systematic search): the rest of --runs is the systematic search's. */
+#define INV_RANDOM_MAX 1000
+/* The systematic verification tier's bound on each side (before and after the fix). */
+#define INV_VERIFY_SYS_RUNS 400
 
 typedef struct delay_set {
     afd_schedule base; /* strategy zero with the failing seed, no delays */
@@ -94,7 +103,8 @@ typedef struct inv {
     uint64_t seed;
     uint32_t est_steps;
     uint64_t found_index;
-    char *found_token; /* Owned: the first failing search schedule's token */
+    uint64_t index_offset; /* added to a search batch's index to make it the run's place in the search */
+    char *found_token;     /* Owned: the first failing search schedule's token */
     /* the lowest failing search run that outlasted a deadline, kept aside (timing.h) */
     uint64_t cand_index;
     char *cand_token;   /* Owned. */
@@ -151,8 +161,14 @@ typedef struct outcome {
     afd_timing timing;   /* set for timing_sensitive */
     tally natural;
     double lo, hi;
-    char *token;      /* Owned: the minimal failing token (or the searched one) */
-    char *pass_token; /* Owned: the nearest passing run's token, or NULL */
+    /* the search: runs of the random portfolio, and the systematic search when it ran */
+    uint64_t search_random_runs;
+    int sys_ran;
+    afd_sys_opts sys_opts;
+    afd_sys_result sys;     /* its fail_token and failure are moved out when adopted */
+    uint64_t sys_found_run; /* 1-based among the search's runs when the systematic search found it */
+    char *token;            /* Owned: the minimal failing token (or the searched one) */
+    char *pass_token;       /* Owned: the nearest passing run's token, or NULL */
     uint64_t replay_runs, replay_failed, pass_runs, pass_passed;
     window win;
     afd_cause c;
@@ -178,6 +194,11 @@ typedef struct outcome {
     int verified_ran;
     uint64_t v_replay_runs, v_replay_passed;
     uint64_t v_explore_n, v_explore_failed_before, v_explore_failed_after;
+    /* the systematic tier: the same bounded enumeration before the fix (every schedule run, failures
+     * counted) and after it (stopped at a failure) */
+    int v_sys_ran, v_sys_before_ran;
+    afd_sys_opts v_sys_opts;
+    afd_sys_result v_sys_before, v_sys_after;
     uint64_t v_natural_runs, v_natural_failed;
     double v_wall_before_ms, v_wall_after_ms;
     char v_error[256];
@@ -195,7 +216,7 @@ typedef struct outcome {
         afd_buf after;
         size_t changed; /* lines added or removed, the regression test not counted */
         int tried, gate_passed, verified;
-    } cand[4];
+    } cand[8];
     size_t n_cand;
 } outcome;
 
@@ -207,6 +228,7 @@ int inv_replay(inv *v, const char *token, uint64_t n, tally *t);
 int inv_run_schedule(inv *v, const afd_schedule *s, kept_run *keep);
 int inv_callback_task(const afd_trace *tr, uint32_t task);
 void inv_note_traces_differ(outcome *o, const tally *t, uint32_t flags);
+const char *inv_nondeterministic_reason(uint32_t flags);
 int inv_sample(inv *v, outcome *o);
 int inv_search(inv *v, outcome *o);
 int inv_reproduce(inv *v, outcome *o);
@@ -221,9 +243,34 @@ int inv_explain(inv *v, outcome *o);
  * the failing schedule) and every run seen, naming the blocking call in o->c when it holds. */
 int inv_explain_deterministic(inv *v, outcome *o, const afd_view *view);
 
+/* inv_force.c: for a cancellation cause (o->c, decided from v->fv), the cancel moved one step
+ * earlier and one step later by schedules that differ from o->token in one delay, each replayed
+ * cli->replays times, as two evidence rows in o->ev (or rows saying no such move was found).
+ * Returns 0 (nothing done for another kind), or a negative AFD_E* code. */
+int inv_force_cancel(inv *v, outcome *o);
+
 /* inv_repair.c: --fix's candidates */
 void inv_candidates_finish(outcome *o); /* Accepts NULL. */
 int inv_repair(inv *v, outcome *o);
+/* The file a fix edits (Owned by the caller), or NULL with the reason in o->fix_why. */
+char *inv_read_source(outcome *o, const char *file, size_t *len);
+/* Keeps a synthesized fix as a candidate: kind is a literal, the texts are copied; a candidate
+ * past the last slot is dropped. */
+void inv_add_candidate(outcome *o, const char *kind, const char *file, const char *before, size_t len,
+                       const afd_buf *after);
+
+/* The proposers beside LOCK, AWAIT_TASK, EVENT_GATE, LOCK_ORDER and OFFLOAD (inv_repair.c). Each
+ * reads the failing view f (and the passing one p, NULL when none) and o->c, adds its candidates
+ * with inv_add_candidate, and when it adds none and o->n_cand is 0 says why in o->fix_why.
+ * inv_repair_shape.c: LOCK_CALLER, RECHECK, SINGLE_FLIGHT for a lost update or a check-then-act
+ * (called before LOCK). */
+void inv_propose_lock_shapes(const afd_view *f, const afd_view *p, outcome *o, const afd_cli *cli);
+/* inv_repair_handoff.c: HANDOFF_AT_WAKEUP and HANDOFF_CLEANUP for a cancelled hand-off or a lost
+ * wake-up. */
+void inv_propose_handoff(const afd_view *f, const afd_view *p, outcome *o, const afd_cli *cli);
+/* inv_repair_drain.c: DRAIN_TASKS (await the background tasks the test does not hold) for an order
+ * violation (after AWAIT_TASK and EVENT_GATE), and the fixes for a cancel_ordering cause. */
+void inv_propose_drain(const afd_view *f, const afd_view *p, outcome *o, const afd_cli *cli);
 
 /* inv_verify.c: each candidate gated and verified; --apply */
 int inv_fix_verified(const outcome *o);

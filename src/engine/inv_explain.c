@@ -41,7 +41,9 @@ static int replay_minimal(inv *v, outcome *o)
         inv_note_traces_differ(o, &t, t.flags_union | v->failing_flags);
     if (t.failed != t.runs) {
         o->verdict = "abstained";
-        o->abstain_reason = "the minimized schedule does not replay deterministically";
+        /* The minimized schedule failed once and then not every time: the same uncontrolled
+         * source as an unreproduced first schedule, said in the same words. */
+        o->abstain_reason = inv_nondeterministic_reason(t.flags_union | v->failing_flags);
         v->exit = AFD_EXIT_ABSTAIN;
         afd_tally_finish(&t);
         return INV_STOP;
@@ -193,5 +195,6 @@ int inv_explain(inv *v, outcome *o)
             compare_runs(fv, pv, o);
     }
     window_evidence(o);
-    return 0;
+    /* After every row of the runs compared: the cancel moved, in runs of their own. */
+    return vrc == 0 ? inv_force_cancel(v, o) : 0;
 }

@@ -3,7 +3,7 @@
  *
  * LOCK for a lost update or a check-then-act, AWAIT_TASK and EVENT_GATE for an order violation,
  * LOCK_ORDER for a deadlock or a lock-order cycle, OFFLOAD for starvation. The user's files are
- * only read here; at most four candidates are kept. */
+ * only read here; at most eight candidates are kept (inv.h names the proposers beside these). */
 #include "afd.h"
 #include "explain.h"
 #include "fix.h"
@@ -23,7 +23,7 @@ char *afd_read_source_file(const char *path, size_t *len)
 }
 
 /* The file a fix edits, or NULL with the reason in o->fix_why. */
-static char *read_source(outcome *o, const char *file, size_t *len)
+char *inv_read_source(outcome *o, const char *file, size_t *len)
 {
     char *text = afd_read_source_file(file, len);
     if (!text)
@@ -31,9 +31,8 @@ static char *read_source(outcome *o, const char *file, size_t *len)
     return text;
 }
 
-/* Keeps a synthesized fix as a candidate (the file's text is copied). */
-static void add_candidate(outcome *o, const char *kind, const char *file, const char *before, size_t len,
-                          const afd_buf *after)
+void inv_add_candidate(outcome *o, const char *kind, const char *file, const char *before, size_t len,
+                       const afd_buf *after)
 {
     if (o->n_cand >= sizeof o->cand / sizeof o->cand[0])
         return;
@@ -107,7 +106,7 @@ static void propose_await_task(const afd_view *f, outcome *o, const afd_cli *cli
     const char *dot = strrchr(writer, '.');
     const char *name = dot ? dot + 1 : writer;
     size_t len = 0;
-    char *before = read_source(o, x->file, &len);
+    char *before = inv_read_source(o, x->file, &len);
     if (!before)
         return;
     afd_buf after;
@@ -116,11 +115,11 @@ static void propose_await_task(const afd_view *f, outcome *o, const afd_cli *cli
     int is_event = x->sync && !strncmp(x->resource, "Event@", 6);
     int is_queue = x->sync && !strncmp(x->resource, "Queue@", 6) && o->c.writer_sync;
     if (afd_fix_await_task(before, len, x->line, name, &after, why, sizeof why) == 0)
-        add_candidate(o, "AWAIT_TASK", x->file, before, len, &after);
+        inv_add_candidate(o, "AWAIT_TASK", x->file, before, len, &after);
     if (is_event) {
         /* the program's own event: wait for it where the flag is tested */
         if (afd_fix_event_wait(before, len, x->line, &after, why2, sizeof why2) == 0)
-            add_candidate(o, "EVENT_GATE", x->file, before, len, &after);
+            inv_add_candidate(o, "EVENT_GATE", x->file, before, len, &after);
     } else {
         /* EVENT_GATE: module state (or a queue the test made), the write and the read in the
          * test's own file */
@@ -138,7 +137,7 @@ static void propose_await_task(const afd_view *f, outcome *o, const afd_cli *cli
                      "file");
         else if (afd_fix_event_gate(before, len, sep + 2, o->c.writer_line, x->line, gname, is_queue, &after,
                                     why2, sizeof why2) == 0)
-            add_candidate(o, "EVENT_GATE", x->file, before, len, &after);
+            inv_add_candidate(o, "EVENT_GATE", x->file, before, len, &after);
     }
     if (!o->n_cand)
         snprintf(o->fix_why, sizeof o->fix_why, "AWAIT_TASK not possible: %.230s%s%.230s", why,
@@ -190,14 +189,14 @@ static void propose_lock_order(const afd_view *f, const afd_view *p, outcome *o)
         return;
     }
     size_t len = 0;
-    char *before = read_source(o, file, &len);
+    char *before = inv_read_source(o, file, &len);
     if (!before)
         return;
     afd_buf after;
     afd_buf_init(&after);
     char why[256];
     if (afd_fix_lock_order(before, len, outer, inner, &after, why, sizeof why) == 0)
-        add_candidate(o, "LOCK_ORDER", file, before, len, &after);
+        inv_add_candidate(o, "LOCK_ORDER", file, before, len, &after);
     else
         snprintf(o->fix_why, sizeof o->fix_why, "LOCK_ORDER not possible here: %s", why);
     afd_buf_finish(&after);
@@ -217,14 +216,14 @@ static void propose_offload(outcome *o)
     }
     *colon = 0;
     size_t len = 0;
-    char *before = read_source(o, file, &len);
+    char *before = inv_read_source(o, file, &len);
     if (!before)
         return;
     afd_buf after;
     afd_buf_init(&after);
     char why[256];
     if (afd_fix_offload(before, len, (uint32_t)line, &after, why, sizeof why) == 0)
-        add_candidate(o, "OFFLOAD", file, before, len, &after);
+        inv_add_candidate(o, "OFFLOAD", file, before, len, &after);
     else
         snprintf(o->fix_why, sizeof o->fix_why, "OFFLOAD not possible here: %s", why);
     afd_buf_finish(&after);
@@ -240,6 +239,16 @@ static void propose_fix(const afd_view *f, const afd_view *p, outcome *o, const 
     afd_cause_kind kind = o->c.kind;
     if (kind == AFD_CAUSE_ORDER_VIOLATION) {
         propose_await_task(f, o, cli);
+        inv_propose_drain(f, p, o, cli);
+        inv_propose_lock_shapes(f, p, o, cli); /* RECHECK: a lazy init's check read before its write */
+        return;
+    }
+    if (kind == AFD_CAUSE_CANCEL_ORDERING) {
+        inv_propose_drain(f, p, o, cli);
+        return;
+    }
+    if (kind == AFD_CAUSE_CANCELLED_HANDOFF || kind == AFD_CAUSE_LOST_WAKEUP) {
+        inv_propose_handoff(f, p, o, cli);
         return;
     }
     if (kind == AFD_CAUSE_DEADLOCK || kind == AFD_CAUSE_LOCK_ORDER) {
@@ -262,6 +271,7 @@ static void propose_fix(const afd_view *f, const afd_view *p, outcome *o, const 
                  name && strchr("aeiou", name[0]) ? "n" : "", name ? name : "missing");
         return;
     }
+    inv_propose_lock_shapes(f, p, o, cli);
     afd_xatom atoms[16];
     size_t n_atoms = 0;
     if (stale)
@@ -298,7 +308,7 @@ static void propose_fix(const afd_view *f, const afd_view *p, outcome *o, const 
         return;
     }
     size_t len = 0;
-    char *before = read_source(o, file, &len);
+    char *before = inv_read_source(o, file, &len);
     if (!before)
         return;
     afd_buf after;
@@ -307,7 +317,7 @@ static void propose_fix(const afd_view *f, const afd_view *p, outcome *o, const 
     if (afd_fix_lock(before, len, sites, n_sites, &after, why, sizeof why) < 0)
         snprintf(o->fix_why, sizeof o->fix_why, "LOCK not possible here: %s", why);
     else
-        add_candidate(o, "LOCK", file, before, len, &after);
+        inv_add_candidate(o, "LOCK", file, before, len, &after);
     afd_buf_finish(&after);
     free(before);
 }

@@ -5,6 +5,7 @@
  * disagree about what was found. A store that cannot be written loses nothing of what is printed.
  * Workload: once per investigation. */
 #include "inv_report.h"
+#include "syscov.h"
 
 #include "afd.h"
 #include "incident.h"
@@ -88,7 +89,29 @@ static int fill_tiers(afd_incident_fix *f, const outcome *o)
     f->natural_rate_below = o->v_natural_failed ? 1.0 : afd_stats_rule_of_three(o->v_natural_runs);
     f->median_ms_before = o->v_wall_before_ms;
     f->median_ms_after = o->v_wall_after_ms;
-    return dup_to(&f->token_failed_before, before);
+    int bad = 0;
+    if (o->v_sys_ran) {
+        f->has_sys_tier = 1;
+        bad |= afd_sys_to_incident(&o->v_sys_before, &o->v_sys_opts, &f->sys_before) < 0;
+        bad |= afd_sys_to_incident(&o->v_sys_after, &o->v_sys_opts, &f->sys_after) < 0;
+    }
+    return bad | dup_to(&f->token_failed_before, before);
+}
+
+/* How the failing schedule was searched for: the random portfolio's runs, the systematic search's
+ * coverage when it ran, and which of them found it. */
+static int fill_search(afd_incident *inc, const outcome *o)
+{
+    if (!o->search_random_runs && !o->sys_ran)
+        return 0;
+    inc->has_search = 1;
+    inc->search_random_runs = o->search_random_runs;
+    int bad = dup_to(&inc->found_by, o->sys_found_run ? "systematic" : o->token ? "random" : NULL);
+    if (o->sys_ran) {
+        inc->has_search_sys = 1;
+        bad |= afd_sys_to_incident(&o->sys, &o->sys_opts, &inc->search_sys) < 0;
+    }
+    return bad;
 }
 
 static int fill_fix(afd_incident *inc, const outcome *o)
@@ -188,6 +211,7 @@ static int incident_from_outcome(const afd_cli *cli, const inv *v, outcome *o, u
     afd_evidence_finish(&inc->evidence);
     inc->evidence = o->ev;
     afd_evidence_init(&o->ev);
+    bad |= fill_search(inc, o);
     bad |= fill_fix(inc, o);
     bad |= dup_n_to(&inc->failure, o->failure, o->failure_len);
     inc->failure_len = o->failure ? o->failure_len : 0;
@@ -244,6 +268,11 @@ static void text_fix(const afd_incident *inc, afd_buf *b)
         afd_buf_printf(b,
                        "    explore  %" PRIu64 " schedules: %" PRIu64 " failed before, %" PRIu64 " after\n",
                        f->explore_schedules, f->explore_failed_before, f->explore_failed_after);
+        if (f->has_sys_tier) {
+            afd_buf_printf(b, "    ");
+            afd_sys_tier_sentence(&f->sys_before, &f->sys_after, b);
+            afd_buf_put_u8(b, '\n');
+        }
         if (f->natural_runs)
             afd_buf_printf(b, "    natural  %" PRIu64 " runs, %" PRIu64 " failed%s", f->natural_runs,
                            f->natural_failed, f->natural_failed ? "\n" : "");
@@ -301,6 +330,12 @@ static void text_document(const afd_incident *inc, afd_buf *b)
                    100 * inc->ci95_lo, 100 * inc->ci95_hi);
     if (inc->abstain_reason)
         afd_buf_printf(b, "  why:      %s\n", inc->abstain_reason);
+    if (inc->has_search_sys) {
+        afd_buf_printf(b, "  search:   %" PRIu64 " random schedules and the systematic search%s:\n",
+                       inc->search_random_runs,
+                       inc->found_by && !strcmp(inc->found_by, "systematic") ? " (which found it)" : "");
+        afd_sys_coverage_lines(&inc->search_sys, b, "            ");
+    }
     if (inc->has_timing)
         afd_buf_printf(b,
                        "  timing:   %s\n  checked:  the same schedule kept below the deadline passed %" PRIu64

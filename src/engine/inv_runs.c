@@ -140,6 +140,7 @@ static int take_search(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr
         v->error = AFD_ENOMEM;
     if (i == 0 && tr)
         v->est_steps = tr->steps ? (uint32_t)(tr->steps > UINT32_MAX ? UINT32_MAX : tr->steps) : 1;
+    i += v->index_offset;
     afd_timing tm;
     afd_timing_from_trace(&tm, afd_runs_is_failure(res->outcome) ? tr : NULL);
     if (tm.crossed) {
@@ -251,6 +252,16 @@ int inv_callback_task(const afd_trace *tr, uint32_t task)
     return 0;
 }
 
+/* Why replays of one schedule did not all fail: the uncontrolled source recorded, or else the
+ * sources no run records (every replay path says the same, the first or the minimized one). */
+const char *inv_nondeterministic_reason(uint32_t flags)
+{
+    const char *why = afd_runs_uncontrolled_words(flags);
+    return why ? why
+               : "replay is not deterministic and no thread, socket or real wait was recorded: the "
+                 "likely source is a wall-clock read or unseeded entropy (os.urandom, uuid4, secrets)";
+}
+
 /* Replays that all fail, but not with one trace: the failure is reproduced (that is what was
  * measured), and what the schedule does not fix is said beside it as a qualification, once. */
 void inv_note_traces_differ(outcome *o, const tally *t, uint32_t flags)
@@ -297,16 +308,108 @@ int inv_sample(inv *v, outcome *o)
     return 0;
 }
 
-/* 2. the portfolio until a schedule fails (within --runs and --seconds). */
+/* Investigate's systematic search sees every run, as the portfolio's batches do. */
+static int observe_sys(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+{
+    inv *v = ctx;
+    if (remember(v, res, tr) < 0)
+        v->error = AFD_ENOMEM;
+    return 0;
+}
+
+/* The systematic search with what the search's budget left, its failure adopted as the search's
+ * find (a clean one as found, one that outlasted a deadline as the candidate). */
+static int search_systematic(inv *v, outcome *o, tally *search, double left)
+{
+    const afd_cli *cli = v->cli;
+    /* The random portfolio keeps its share: up to INV_RANDOM_MAX random schedules in all, and at
+     * least half of what is left, so a search the systematic bound does not end in time still runs
+     * the random schedules that found failures before it existed. */
+    uint64_t left_runs = cli->n - search->runs;
+    uint64_t random_left =
+        o->search_random_runs < INV_RANDOM_MAX ? INV_RANDOM_MAX - o->search_random_runs : 0;
+    uint64_t sys_runs = left_runs > random_left ? left_runs - random_left : 0;
+    if (sys_runs < left_runs / 2)
+        sys_runs = left_runs / 2;
+    o->sys_opts = (afd_sys_opts){.max_delays = cli->max_delays_set ? cli->max_delays : AFD_SYS_DEFAULT_DELAYS,
+                                 .prune_classes = cli->prune_classes,
+                                 .seed = v->seed,
+                                 .max_runs = sys_runs ? sys_runs : 1,
+                                 .seconds = left,
+                                 .stop_on_failure = 1,
+                                 .observe = observe_sys,
+                                 .observe_ctx = v};
+    uint64_t base = search->runs;
+    int rc = afd_systematic(v->pool, &o->sys_opts, &v->prog, search, &o->sys);
+    o->sys_ran = 1;
+    if (rc < 0 || v->error || !o->sys.fail_run)
+        return rc < 0 ? rc : v->error;
+    afd_sys_result *r = &o->sys;
+    uint64_t index = base + r->fail_run - 1;
+    if (r->timing.crossed && v->cand_index != UINT64_MAX)
+        return 0; /* the portfolio's earlier one stays the candidate */
+    if (r->timing.crossed) {
+        v->cand_index = index;
+        free(v->cand_token);
+        free(v->cand_failure);
+        v->cand_token = r->fail_token;
+        v->cand_failure = r->failure;
+        v->cand_failure_len = r->failure_len;
+        v->timing = r->timing;
+    } else {
+        v->found_index = index;
+        free(v->found_token);
+        v->found_token = r->fail_token;
+        inv_kept_finish(&v->keep);
+        v->keep.failure = r->failure;
+        v->keep.failure_len = r->failure_len;
+        v->keep.outcome = r->fail_outcome;
+        o->sys_found_run = index + 1;
+    }
+    r->fail_token = r->failure = NULL;
+    return 0;
+}
+
+/* 2. the search: a short random portfolio, then the systematic search (every schedule with at most
+ * K delays), then the random portfolio again with what the budget left, up to INV_RANDOM_MAX random
+ * schedules in all (within --runs and --seconds), until a schedule fails. */
 int inv_search(inv *v, outcome *o)
 {
     const afd_cli *cli = v->cli;
     tally search = {.log = &v->log, .spans = v->spans};
     inv_kept_finish(&v->keep);
+    uint64_t start = afd_runs_now_ns();
+    uint64_t random_n = cli->n < 2 * INV_RANDOM_FIRST ? (cli->n + 1) / 2 : INV_RANDOM_FIRST;
     int rc = afd_runs_batch(v->pool, 0, 1, 0, make_portfolio_inv, take_search, v, &v->prog, &search);
-    if (rc == 0 && !v->error && v->found_index == UINT64_MAX && cli->n > 1)
-        rc = afd_runs_batch(v->pool, 1, cli->n - 1, cli->seconds, make_portfolio_inv, take_search, v,
+    if (rc == 0 && !v->error && v->found_index == UINT64_MAX && random_n > 1)
+        rc = afd_runs_batch(v->pool, 1, random_n - 1, cli->seconds, make_portfolio_inv, take_search, v,
                             &v->prog, &search);
+    o->search_random_runs = search.runs;
+    double left = 0;
+    int time_left = 1;
+    if (cli->seconds > 0) {
+        left = cli->seconds - (double)(afd_runs_now_ns() - start) / 1e9;
+        time_left = left > 0;
+    }
+    if (rc == 0 && !v->error && v->found_index == UINT64_MAX && time_left && search.runs == random_n &&
+        search.runs < cli->n)
+        rc = search_systematic(v, o, &search, left);
+    if (cli->seconds > 0) {
+        left = cli->seconds - (double)(afd_runs_now_ns() - start) / 1e9;
+        time_left = left > 0;
+    }
+    uint64_t random_more =
+        o->search_random_runs < INV_RANDOM_MAX ? INV_RANDOM_MAX - o->search_random_runs : 0;
+    if (random_more > cli->n - search.runs)
+        random_more = cli->n - search.runs;
+    if (rc == 0 && !v->error && v->found_index == UINT64_MAX && time_left && random_more) {
+        uint64_t before = search.runs;
+        v->index_offset = before - random_n;
+        rc = afd_runs_batch(v->pool, random_n, random_more, left, make_portfolio_inv, take_search, v,
+                            &v->prog, &search);
+        v->index_offset = 0;
+        o->search_random_runs += search.runs - before;
+    }
     afd_tally_finish(&search);
     if (rc < 0 || v->error)
         return rc < 0 ? rc : v->error;
@@ -362,11 +465,7 @@ int inv_reproduce(inv *v, outcome *o)
         inv_note_traces_differ(o, &t, t.flags_union | v->failing_flags);
     if (t.failed != t.runs) {
         o->verdict = "abstained";
-        const char *why = afd_runs_uncontrolled_words(t.flags_union | v->failing_flags);
-        o->abstain_reason =
-            why ? why
-                : "replay is not deterministic and no thread, socket or real wait was recorded: the "
-                  "likely source is a wall-clock read or unseeded entropy (os.urandom, uuid4, secrets)";
+        o->abstain_reason = inv_nondeterministic_reason(t.flags_union | v->failing_flags);
         o->token = strdup(v->found_token);
         v->exit = AFD_EXIT_ABSTAIN;
         afd_tally_finish(&t);

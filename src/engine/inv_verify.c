@@ -145,6 +145,33 @@ static void tier_span(inv *v, const char *name, uint64_t *start, uint64_t *start
     *start_runs = v->tier_runs;
 }
 
+/* The systematic tier: every schedule with at most K delays (INV_VERIFY_SYS_RUNS at most on each
+ * side), run before the fix to count how many fail (once per investigation: the original program
+ * is the same for every candidate) and after it, stopped at the first failure. */
+static int verify_systematic(inv *v, outcome *o, afd_pool *after, tally *t)
+{
+    const afd_cli *cli = v->cli;
+    afd_sys_opts so = {.max_delays = cli->max_delays_set ? cli->max_delays : AFD_SYS_DEFAULT_DELAYS,
+                       .prune_classes = cli->prune_classes,
+                       .seed = v->seed,
+                       .max_runs = INV_VERIFY_SYS_RUNS};
+    int rc = 0;
+    if (!o->v_sys_before_ran) {
+        rc = afd_systematic(v->pool, &so, &v->prog, t, &o->v_sys_before);
+        tier_count(v, t);
+        if (rc < 0)
+            return rc;
+        o->v_sys_before_ran = 1;
+    }
+    so.stop_on_failure = 1;
+    afd_sys_result_finish(&o->v_sys_after);
+    rc = afd_systematic(after, &so, &v->prog, t, &o->v_sys_after);
+    if (rc == 0)
+        o->v_sys_ran = 1;
+    o->v_sys_opts = so;
+    return rc;
+}
+
 static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_steps)
 {
     char cwd[PATH_MAX], dir[PATH_MAX];
@@ -189,6 +216,11 @@ static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_step
     }
     tier_count(v, &t);
     tier_span(v, "verify: explore", &start, &start_runs);
+    /* 2b. the systematic tier */
+    if (rc == 0)
+        rc = verify_systematic(v, o, after, &t);
+    tier_count(v, &t);
+    tier_span(v, "verify: systematic", &start, &start_runs);
     /* 3. natural runs after, and the run time */
     if (rc == 0)
         rc = afd_runs_batch(after, 0, cli->natural, 0, afd_runs_make_natural, afd_runs_take_none, NULL,
@@ -340,6 +372,9 @@ static void reset_proposal(outcome *o)
     o->v_replay_runs = o->v_replay_passed = o->v_explore_n = o->v_explore_failed_before = 0;
     o->v_explore_failed_after = o->v_natural_runs = o->v_natural_failed = 0;
     o->v_wall_before_ms = o->v_wall_after_ms = 0;
+    o->v_sys_ran = 0;
+    afd_sys_result_finish(&o->v_sys_after);
+    memset(&o->v_sys_after, 0, sizeof o->v_sys_after);
     o->v_error[0] = 0;
 }
 
@@ -410,7 +445,8 @@ int inv_fix_verified(const outcome *o)
     if (o->regression_node && !(o->reg_ran && o->reg_fails_before && o->reg_passes_after))
         return 0;
     return o->verified_ran && o->v_replay_runs && o->v_replay_passed == o->v_replay_runs && o->v_explore_n &&
-           o->v_explore_failed_after == 0 && o->v_natural_runs && o->v_natural_failed == 0;
+           o->v_explore_failed_after == 0 && o->v_natural_runs && o->v_natural_failed == 0 &&
+           (!o->v_sys_ran || o->v_sys_after.fail_run == 0);
 }
 
 /* 7. verify, and --apply */

@@ -146,6 +146,9 @@ static void inv_finish(inv *v, outcome *o)
     free(o->first_path);
     free(o->fix_file);
     free(o->regression_node);
+    afd_sys_result_finish(&o->sys);
+    afd_sys_result_finish(&o->v_sys_before);
+    afd_sys_result_finish(&o->v_sys_after);
 }
 
 /* A stage failed. Ctrl-C keeps what was measured: the runs so far are reported and stored, as

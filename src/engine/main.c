@@ -5,6 +5,7 @@
 #include "cmds.h"
 #include "pool.h"
 #include "storecmd.h"
+#include "sysenum.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -18,15 +19,18 @@ static const char usage[] =
     "commands:\n"
     "  sample NODEID [-n 50]            natural runs: how often does the test fail?\n"
     "  explore NODEID [--strategy S] [--runs 500] [--seconds S] [--seed N] [--shard K/N]\n"
+    "          [--max-delays K] [--prune classes]\n"
     "                                   controlled schedules until one fails; prints its token\n"
     "  replay TOKEN NODEID [-n 10] [--events]\n"
     "                                   run one schedule again, n times (--events: print the first\n"
     "                                   run's steps and operations on stderr)\n"
-    "  investigate NODEID [--natural 50] [--runs 1000] [--seconds 60] [--replays 10] [--slow-step 100]\n"
+    "  investigate NODEID [--natural 50] [--runs 3000] [--seconds 60] [--replays 10] [--slow-step 100]\n"
     "              [--fix [--allow-src] [--apply]] [--trace-out FILE]\n"
     "                                   sample, find a failing schedule, replay it, shrink it to the\n"
     "                                   collision window, and name the cause (--fix: propose a fix\n"
-    "                                   -- LOCK, AWAIT_TASK, EVENT_GATE, LOCK_ORDER or OFFLOAD --\n"
+    "                                   -- LOCK, LOCK_CALLER, RECHECK, SINGLE_FLIGHT, AWAIT_TASK,\n"
+    "                                   DRAIN_TASKS, EVENT_GATE, LOCK_ORDER, OFFLOAD,\n"
+    "                                   HANDOFF_AT_WAKEUP or HANDOFF_CLEANUP --\n"
     "                                   gate it against band-aids and verify it in a mirror of the\n"
     "                                   project; the user's files are not written unless --apply,\n"
     "                                   which writes a verified fix only, keeping FILE.orig); the\n"
@@ -205,6 +209,22 @@ static int parse_options(int argc, char **argv, afd_cli *cli, const cmd_kind *k,
             cli->shard_k = sk;
             cli->shard_n = sn;
             i++;
+        } else if (!strcmp(a, "--max-delays")) {
+            uint64_t kd;
+            if (!k->explore && !k->investigate)
+                return bad("--max-delays applies to explore and investigate", NULL);
+            if (parse_u64(v, &kd) < 0 || kd > AFD_SYS_MAX_DELAYS)
+                return bad("expected a number of delays (0-4) after", a);
+            cli->max_delays = (uint32_t)kd;
+            cli->max_delays_set = 1;
+            i++;
+        } else if (!strcmp(a, "--prune")) {
+            if (!k->explore && !k->investigate)
+                return bad("--prune applies to explore and investigate", NULL);
+            if (!v || strcmp(v, "classes") != 0)
+                return bad("expected --prune classes, got", v ? v : "nothing");
+            cli->prune_classes = 1;
+            i++;
         } else if (!strcmp(a, "--strategy")) {
             if (!k->explore)
                 return bad("--strategy applies to explore", NULL);
@@ -280,7 +300,7 @@ int main(int argc, char **argv)
         return bad("unknown command", cli.cmd);
     if (is_check)
         is_investigate = 1; /* check takes every option investigate takes */
-    cli.n = is_sample ? 50 : is_explore ? 500 : is_investigate ? 1000 : 10;
+    cli.n = is_sample ? 50 : is_explore ? 500 : is_investigate ? 3000 : 10;
     cli.natural = 50;
     cli.replays = 10;
     cli.slow_step_ms = 100;

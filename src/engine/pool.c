@@ -419,6 +419,14 @@ int afd_pool_busy(const afd_pool *self)
 
 int afd_pool_submit(afd_pool *self, uint64_t run_id, uint8_t mode, const char *token)
 {
+    return afd_pool_submit_marked(self, run_id, mode, token, 0, 0);
+}
+
+int afd_pool_submit_marked(afd_pool *self, uint64_t run_id, uint8_t mode, const char *token, uint64_t mark_lo,
+                           uint32_t mark_n)
+{
+    if (mark_n > AFD_PROTO_MAX_MARKS)
+        return AFD_EINVAL;
     for (int i = 0; i < self->opts.workers; i++) {
         worker *w = &self->w[i];
         if (w->pid <= 0 || w->busy)
@@ -429,6 +437,8 @@ int afd_pool_submit(afd_pool *self, uint64_t run_id, uint8_t mode, const char *t
             .timeout_ms = self->opts.timeout_ms,
             .max_steps = self->opts.max_steps,
             .token = (char *)token,
+            .mark_lo = mark_lo,
+            .mark_n = mark_n,
         };
         afd_buf b;
         afd_buf_init(&b);

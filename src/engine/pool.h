@@ -44,7 +44,11 @@ const char *afd_pool_python(const afd_pool *self);
 const char *afd_pool_hash_seed(const afd_pool *self);
 int afd_pool_idle(const afd_pool *self);
 int afd_pool_busy(const afd_pool *self);
-/* Sends a run to an idle worker (AFD_EFULL when none is idle). token is copied into the frame. */
+/* Sends a run to an idle worker (AFD_EFULL when none is idle). token is copied into the frame.
+ * The marked form asks the run to measure the slots of the steps with indices [mark_lo, mark_lo +
+ * mark_n) (AFD_EINVAL above AFD_PROTO_MAX_MARKS); afd_pool_submit is it with 0, 0. */
+int afd_pool_submit_marked(afd_pool *self, uint64_t run_id, uint8_t mode, const char *token, uint64_t mark_lo,
+                           uint32_t mark_n);
 int afd_pool_submit(afd_pool *self, uint64_t run_id, uint8_t mode, const char *token);
 /* Waits for the next result (initialized here; the caller finishes it). Returns 0, or AFD_EINVAL
  * when nothing is in flight, or AFD_EIO when interrupted (afd_interrupted() is then set). */

@@ -260,8 +260,8 @@ int afd_runs_start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd)
  * completion order. Stops submitting when take() returns nonzero or the time budget is spent.
  * Returns 0, or AFD_EIO if interrupted. */
 
-static int batch_runs(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make, take_fn take,
-                      void *ctx, afd_progress *prog, tally *t)
+static int batch_runs(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_marked_fn make,
+                      take_fn take, void *ctx, afd_progress *prog, tally *t)
 {
     uint64_t next = first, end = first + n;
     uint64_t deadline = seconds > 0 ? afd_runs_now_ns() + (uint64_t)(seconds * 1e9) : 0;
@@ -274,10 +274,12 @@ static int batch_runs(afd_pool *pool, uint64_t first, uint64_t n, double seconds
             }
             uint8_t mode;
             char *token = NULL;
-            int rc = make(ctx, next, &mode, &token);
+            uint64_t mark_lo = 0;
+            uint32_t mark_n = 0;
+            int rc = make(ctx, next, &mode, &token, &mark_lo, &mark_n);
             if (rc < 0)
                 return rc;
-            rc = afd_pool_submit(pool, next, mode, token ? token : "");
+            rc = afd_pool_submit_marked(pool, next, mode, token ? token : "", mark_lo, mark_n);
             free(token);
             if (rc < 0)
                 break;
@@ -311,8 +313,37 @@ static int batch_runs(afd_pool *pool, uint64_t first, uint64_t n, double seconds
     return 0;
 }
 
+/* afd_runs_batch's make and ctx, behind a make_marked_fn whose runs measure nothing. */
+typedef struct unmarked {
+    make_fn make;
+    take_fn take;
+    void *ctx;
+} unmarked;
+
+static int make_unmarked(void *ctx, uint64_t i, uint8_t *mode, char **token, uint64_t *mark_lo,
+                         uint32_t *mark_n)
+{
+    const unmarked *u = ctx;
+    *mark_lo = 0;
+    *mark_n = 0;
+    return u->make(u->ctx, i, mode, token);
+}
+
+static int take_unmarked(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+{
+    const unmarked *u = ctx;
+    return u->take(u->ctx, i, res, tr);
+}
+
 int afd_runs_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make, take_fn take,
                    void *ctx, afd_progress *prog, tally *t)
+{
+    unmarked u = {.make = make, .take = take, .ctx = ctx};
+    return afd_runs_batch_marked(pool, first, n, seconds, make_unmarked, take_unmarked, &u, prog, t);
+}
+
+int afd_runs_batch_marked(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_marked_fn make,
+                          take_fn take, void *ctx, afd_progress *prog, tally *t)
 {
     uint64_t start = afd_runs_now_ns(), runs_before = t->runs;
     int rc = batch_runs(pool, first, n, seconds, make, take, ctx, prog, t);

@@ -76,6 +76,13 @@ typedef int (*make_fn)(void *ctx, uint64_t i, uint8_t *mode, char **token);
 typedef int (*take_fn)(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr);
 int afd_runs_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make, take_fn take,
                    void *ctx, afd_progress *prog, tally *t);
+/* The same batch whose runs may measure slots: make also sets the steps run i measures
+ * (afd_pool_submit_marked's mark_lo, mark_n; both 0 for none). afd_runs_batch is this with every
+ * run unmarked. */
+typedef int (*make_marked_fn)(void *ctx, uint64_t i, uint8_t *mode, char **token, uint64_t *mark_lo,
+                              uint32_t *mark_n);
+int afd_runs_batch_marked(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_marked_fn make,
+                          take_fn take, void *ctx, afd_progress *prog, tally *t);
 int afd_runs_make_natural(void *ctx, uint64_t i, uint8_t *mode, char **token);
 /* A take_fn that keeps nothing beyond the tally. */
 int afd_runs_take_none(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr);

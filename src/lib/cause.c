@@ -3,12 +3,15 @@
  *
  * The decision takes the first kind that holds, in a fixed order: the cancellation and hand-off
  * kinds (cause_cancel.c: a wait-for cycle still makes a deadlock), a deadlock (the run hung), a
- * lost update, else a check-then-act, starvation (a blocking call), an order violation (the
- * conflicting pair inverted against the passing run that ranks highest by Ochiai), a lock-order
- * cycle, other. Main invariant: an afd_cause owns every string it holds (copied out of the views
- * it was decided from), so it outlives the traces; afd_cause_finish frees them all and leaves the
- * struct empty. Workload: one decision and a few dozen evidence rows per investigation, over
- * views of at most AFD_EXPLAIN_MAX_ACCESSES accesses. */
+ * lost update, else a check-then-act, starvation (a blocking call), a check-then-act that an
+ * inverted pair shows as one decision made by two tasks (explain_stale.c: the highest-ranked such
+ * pair), an order violation (the conflicting pair inverted against the passing run that ranks
+ * highest by Ochiai), a lock-order cycle, other.
+ *
+ * Main invariant: an afd_cause owns every string it holds (copied out of the views it was decided
+ * from), so it outlives the traces; afd_cause_finish frees them all and leaves the struct empty.
+ * Workload: one decision and a few dozen evidence rows per investigation, over views of at most
+ * AFD_EXPLAIN_MAX_ACCESSES accesses. */
 #include "cause.h"
 #include "afd.h"
 #include "cause_impl.h"
@@ -415,6 +418,9 @@ typedef struct decision {
     size_t n_atoms, n_stale;
     afd_xpair inv_pairs[MAX_PAIRS]; /* inverted against the passing run, by Ochiai, highest first */
     size_t n_inv;
+    size_t chosen;  /* the inverted pair the cause names (its evidence rows are about it) */
+    afd_xtwin twin; /* an inverted pair that is one decision made by two tasks, when twin_found */
+    int twin_found, twin_named;
     afd_xpair races[MAX_PAIRS];
     size_t n_races;
     uint64_t bfw, bpw; /* failing and passing natural runs with a blocking call */
@@ -517,6 +523,7 @@ static void analyse(decision *d)
     if (p) {
         afd_view_inverted_pairs(f, p, d->inv_pairs, MAX_PAIRS, &d->n_inv);
         ochiai_rank(&d->in->hist, f, p, d->inv_pairs, d->n_inv);
+        d->twin_found = afd_view_twin_check(f, p, d->inv_pairs, d->n_inv, &d->twin) > 0;
     }
     afd_view_races(f, d->races, MAX_PAIRS, &d->n_races);
     for (size_t i = 0; i < d->n_races; i++) {
@@ -587,8 +594,67 @@ static void name_lock_order(decision *d)
         }
 }
 
-/* The kind, in order of precedence: a lost update (else a check-then-act), starvation, an order
- * violation, a lock-order cycle, other. */
+/* The early access of an inverted pair and the other side (y), which the fixes that order two
+ * tasks or re-check a lazy init's condition read. */
+static void set_early(afd_cause *c, const afd_xpair *pair, const afd_xaccess *y)
+{
+    c->early = pair->x;
+    c->writer_writes = y->write;
+    c->writer_placed = y->file && y->line;
+    if (c->writer_placed) {
+        c->writer_root = y->root;
+        c->writer_line = y->line;
+        c->writer_sync = y->sync;
+        snprintf(c->writer_file, sizeof c->writer_file, "%s", y->file);
+        snprintf(c->writer_name, sizeof c->writer_name, "%s", y->root_name ? y->root_name : "");
+    }
+    snprintf(c->writer, sizeof c->writer, "%s", y->label);
+}
+
+/* A check-then-act that one decision made by two tasks shows (afd_view_twin_check): T checked
+ * the state and suspended inside the branch it took; U, which had made the same check, writes the
+ * state as its own act. The await named is where T's check and that suspension part (the
+ * function holding the `if`), else the suspension site. */
+static void name_twin_check(decision *d)
+{
+    const afd_view *f = d->f, *p = d->p;
+    afd_cause *c = d->c;
+    const afd_xpair *pair = &d->inv_pairs[d->twin.pair];
+    const afd_view *yv = pair->y_pass ? p : f;
+    const afd_xaccess *x = &f->acc[pair->x], *y = pair_y(f, p, pair), *uc = &yv->acc[d->twin.check];
+    const char *run = pair->y_pass ? "passing" : "failing";
+    d->chosen = d->twin.pair;
+    d->twin_named = 1;
+    c->kind = AFD_CAUSE_CHECK_THEN_ACT;
+    set_early(c, pair, y);
+    afd_buf_printf(&d->resource, "%s", x->resource);
+    afd_cause_await aw;
+    int named = afd_cause_chain_await(c, f, x, x, &f->steps[x->step], &aw);
+    if (named < 0)
+        d->err = named;
+    const char *site = named > 0 ? aw.site : afd_trace_known(f->tr, f->steps[x->step].site);
+    afd_buf_printf(&d->await_site, "%s", site ? site : "");
+    afd_buf_printf(&d->sentence, "check-then-act on %s: %s checks it", x->resource, x->label);
+    if (named > 0 && aw.read_in[0])
+        afd_buf_printf(&d->sentence, " (in %s)", aw.read_in);
+    afd_buf_printf(&d->sentence, " and, in the branch the check took, yields at ");
+    if (named > 0)
+        afd_cause_await_text(&d->sentence, c, &aw);
+    else
+        afd_buf_printf(&d->sentence, "%s", site ? site : "an await inside library code");
+    afd_buf_printf(&d->sentence, "; %s, which made the same check, ", y->label);
+    if (pair->y_pass)
+        afd_buf_printf(&d->sentence, "had not written it yet (that write then never ran)");
+    else
+        afd_buf_printf(&d->sentence, "writes it after %s's check", x->label);
+    afd_buf_printf(&d->sentence, ": both tasks act on one decision, and %s's is stale", x->label);
+    add_access(c, f, x, "failing", &d->err);
+    add_access(c, yv, uc, run, &d->err);
+    add_access(c, yv, y, run, &d->err);
+}
+
+/* The kind, in order of precedence: a lost update (else a check-then-act), starvation, one
+ * decision made by two tasks (a check-then-act), an order violation, a lock-order cycle, other. */
 static void name_kind(decision *d)
 {
     const afd_view *f = d->f, *p = d->p;
@@ -626,21 +692,13 @@ static void name_kind(decision *d)
         add_access(c, f, w, "failing", &d->err);
     } else if (starvation_shown(d)) {
         name_starvation(d);
+    } else if (d->twin_found) {
+        name_twin_check(d);
     } else if (d->n_inv) {
         const afd_xpair *pair = &d->inv_pairs[0];
         const afd_xaccess *x = &f->acc[pair->x], *y = pair_y(f, p, pair);
         c->kind = AFD_CAUSE_ORDER_VIOLATION;
-        c->early = pair->x;
-        c->writer_writes = y->write;
-        c->writer_placed = y->file && y->line;
-        if (c->writer_placed) {
-            c->writer_root = y->root;
-            c->writer_line = y->line;
-            c->writer_sync = y->sync;
-            snprintf(c->writer_file, sizeof c->writer_file, "%s", y->file);
-            snprintf(c->writer_name, sizeof c->writer_name, "%s", y->root_name ? y->root_name : "");
-        }
-        snprintf(c->writer, sizeof c->writer, "%s", y->label);
+        set_early(c, pair, y);
         afd_buf_printf(&d->resource, "%s", x->resource);
         afd_buf_printf(&d->sentence, "order violation on %s: ", x->resource);
         acc_text(&d->sentence, x);
@@ -660,7 +718,7 @@ static void name_kind(decision *d)
 static void pair_evidence(decision *d, afd_buf *m)
 {
     const afd_cause_input *in = d->in;
-    const afd_xpair *pair = &d->inv_pairs[0];
+    const afd_xpair *pair = &d->inv_pairs[d->chosen];
     const afd_xaccess *x = &d->f->acc[pair->x], *y = pair_y(d->f, d->p, pair);
     int same_data = in->window_found;
     char buf[512];
@@ -735,6 +793,17 @@ static void add_evidence(decision *d)
     if (d->n_atoms)
         afd_evidence_add(ev, "a task wrote between another task's read and its write (atomicity violation)",
                          "in the minimal failing run", "observed");
+    if (d->twin_named) {
+        const afd_xpair *pair = &d->inv_pairs[d->chosen];
+        const afd_xaccess *x = &f->acc[pair->x], *y = pair_y(f, d->p, pair);
+        m.len = 0;
+        afd_buf_printf(&m, "%s and %s both checked %s, each inside an `if` whose body holds its act",
+                       x->label, y->label, x->resource);
+        afd_evidence_add(ev, (const char *)m.data,
+                         pair->y_pass ? "the minimal failing run and its nearest passing run"
+                                      : "in the minimal failing run",
+                         "inferred");
+    }
     uint32_t n_inferred = 0;
     for (uint32_t i = 0; i < f->n_acc; i++)
         n_inferred += f->acc[i].inferred;

@@ -159,6 +159,12 @@ typedef struct afd_cause_await {
     char common[128];  /* the function holding the accesses and the await, "" when unknown */
     char read_in[700]; /* "has_room() at c.py:5" when the first access is in a callee of common */
     char write_in[700];
+    /* Where, in the common function, the two accesses happen: the 1-based lines of the statements
+     * of common (in common_file) that perform them or call down to them -- the span a lock in the
+     * lowest common async caller must cover (LOCK_CALLER). 0 when unknown; common_file "" then. */
+    char common_file[512];
+    uint32_t common_first_line, common_second_line;
+    int common_async; /* common is an async function (its frame is a coroutine's) */
 } afd_cause_await;
 
 /* The await that explains why task T's access a and its later access b (another step; b may be

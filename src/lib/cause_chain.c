@@ -9,12 +9,18 @@
  * await are in); its await in progress during the suspension is the await named, and the frames
  * below it are the chain the sentence lists.
  *
+ * The same meeting point of the two accesses' chains alone gives the statements of that function
+ * that perform them or call down to them (common_file, common_first_line, common_second_line):
+ * the span a lock in the lowest common caller must cover.
+ *
  * Invariant: when the suspension had one user frame, or the frame found is the innermost one,
  * nothing changes (the caller names the suspension site as before). Workload: once per cause. */
 #include "cause.h"
 #include "afd.h"
 #include "buf.h"
 #include "fileio.h"
+#include "pyast.h"
+#include "pysrc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,22 +43,6 @@ int afd_cause_add_frame(afd_cause *self, const char *file, uint32_t line, const 
     }
     self->n_await_chain++;
     return 0;
-}
-
-/* A chain of one frame known only by its place: "file:line" (file may be NULL: unknown). */
-static size_t lone_frame(const char *file, uint32_t line, afd_xframe *out)
-{
-    snprintf(out->file, sizeof out->file, "%s", file ? file : "");
-    out->line = line;
-    out->function[0] = 0;
-    return 1;
-}
-
-/* The frames of an access: its chain, else its own line as the task's outermost frame. */
-static size_t access_frames(const afd_view *v, const afd_xaccess *a, afd_xframe *out)
-{
-    size_t n = afd_view_chain(v->tr, a->chain, out, AFD_CHAIN_MAX_FRAMES);
-    return n ? n : lone_frame(a->file, a->line, out);
 }
 
 /* Whether two frames can be one function: the same file (or one unknown) and the same function
@@ -132,16 +122,72 @@ static void callee_text(const afd_xframe *innermost, const char *common, char *o
         snprintf(out, cap, "%s() at %s:%u", innermost->function, innermost->file, (unsigned)innermost->line);
 }
 
+/* Whether the innermost function definition holding 1-based line `line` of file is an `async def`
+ * (0 when it is not, or the file cannot be read or parsed). */
+static int function_is_async(const char *file, uint32_t line)
+{
+    char *text = NULL;
+    size_t len = 0;
+    int is_async = 0;
+    if (!line || afd_file_read(file, 4u << 20, &text, &len) != 0)
+        return 0;
+    afd_pysrc ps = {0};
+    if (afd_pysrc_parse(&ps, text, len, NULL, NULL) == 0) {
+        /* the node at the line's first non-blank column: the statement there, not a block around it */
+        const char *p = text, *end = text + len;
+        for (uint32_t l = 1; l < line && p < end; l++) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            p = nl ? nl + 1 : end;
+        }
+        uint32_t col = 0;
+        while (p + col < end && (p[col] == ' ' || p[col] == '\t'))
+            col++;
+        TSPoint at = {line - 1, col};
+        TSNode n = ts_node_named_descendant_for_point_range(ts_tree_root_node(ps.tree), at, at);
+        for (; !ts_node_is_null(n); n = ts_node_parent(n))
+            if (afd_pyast_is(n, AFD_PY_FUNCTION_DEFINITION) && ts_node_start_point(n).row < line - 1)
+                break;
+        is_async = !ts_node_is_null(n) && ts_node_child_count(n) > 0 &&
+                   afd_pyast_is_token(ts_node_child(n, 0), "async");
+    }
+    afd_pysrc_finish(&ps);
+    free(text);
+    return is_async;
+}
+
+/* The statements of the lowest function both accesses' chains are in (see the file comment) into
+ * out's common_* fields, left zero when the chains do not meet or a line is unknown. */
+static void common_span(const afd_view *v, const afd_xaccess *a, const afd_xaccess *b, afd_cause_await *out)
+{
+    afd_xframe af[AFD_CHAIN_MAX_FRAMES], bf[AFD_CHAIN_MAX_FRAMES];
+    size_t na = afd_view_access_frames(v, a, af), nb = afd_view_access_frames(v, b, bf);
+    afd_xframe *ch[2] = {af, bf};
+    size_t len[2] = {na, nb};
+    int k = common_depth(ch, len, 2);
+    if (k < 0)
+        return;
+    const afd_xframe *x = &af[k], *y = &bf[k];
+    const char *file = x->file[0] ? x->file : y->file;
+    if (!file[0] || !x->line || !y->line)
+        return;
+    snprintf(out->common_file, sizeof out->common_file, "%s", file);
+    out->common_first_line = x->line;
+    out->common_second_line = y->line;
+    out->common_async = function_is_async(file, x->line);
+}
+
 int afd_cause_chain_await(afd_cause *c, const afd_view *v, const afd_xaccess *a, const afd_xaccess *b,
                           const afd_xstep *s, afd_cause_await *out)
 {
     memset(out, 0, sizeof *out);
+    if (b != a)
+        common_span(v, a, b, out);
     afd_xframe sf[AFD_CHAIN_MAX_FRAMES], af[AFD_CHAIN_MAX_FRAMES], bf[AFD_CHAIN_MAX_FRAMES];
     size_t ns = afd_view_chain(v->tr, s->chain, sf, AFD_CHAIN_MAX_FRAMES);
     if (ns < 2)
         return 0; /* one user frame: its await is the one named */
-    size_t na = access_frames(v, a, af);
-    size_t nb = b == a ? 0 : access_frames(v, b, bf);
+    size_t na = afd_view_access_frames(v, a, af);
+    size_t nb = b == a ? 0 : afd_view_access_frames(v, b, bf);
     afd_xframe *ch[3] = {sf, af, bf};
     size_t len[3] = {ns, na, nb};
     int k = common_depth(ch, len, nb ? 3 : 2);

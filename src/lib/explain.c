@@ -131,6 +131,7 @@ static int add_access(afd_view *v, ctab *occ, const char **labels, uint32_t n_la
     a->sync = (uint8_t)sync;
     a->inferred = 0;
     a->root = 0;
+    a->role = 0;
     a->line = 0;
     a->file = NULL;
     a->root_name = NULL;
@@ -419,10 +420,13 @@ static int infer_line(builder *bd, uint32_t i)
             afd_xaccess *xa = &v->acc[v->n_acc - 1];
             xa->inferred = 1;
             xa->root = pa->root;
+            xa->role = pa->flags;
             xa->line = e->b;
             xa->file = afd_trace_string(tr, e->a);
             xa->root_name = root_name_of(v, pa);
             xa->chain = chain_after(tr, i);
+            if (!pa->write && afd_view_caller_tests(bd->src, tr, ps, e->b, xa->chain))
+                xa->role |= AFD_XROLE_CALLER_TESTS;
             if (!xa->root_name)
                 rc = AFD_ENOMEM;
         }

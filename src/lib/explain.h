@@ -50,6 +50,7 @@ typedef struct afd_xaccess {
     uint8_t sync;          /* 1: derived from an asyncio primitive */
     uint8_t inferred;      /* 1: inferred from a traced line and the source (not observed) */
     uint8_t root;          /* inferred: enum afd_pyscan_root; 0 otherwise */
+    uint8_t role;          /* inferred: the source's AFD_PYACC_TEST / AFD_PYACC_LITERAL bits; 0 otherwise */
     uint32_t line;         /* inferred: the line in `file` */
     const char *file;      /* inferred: the source path as the trace names it (borrowed); else NULL */
     const char *root_name; /* inferred: "BALANCE" for a global, the attribute ("sessions") for self */
@@ -83,6 +84,9 @@ typedef struct afd_xframe {
  * their number, 0 for AFD_NOSTR or a string that is not a chain. A malformed frame line (no
  * "file:line function" shape) ends the chain there. */
 size_t afd_view_chain(const afd_trace *tr, uint32_t chain, afd_xframe *out, size_t cap);
+/* The frames of an access (AFD_CHAIN_MAX_FRAMES room in out): its chain, else its own line as its
+ * task's only user frame (file "" when unknown, no function). Always at least 1. */
+size_t afd_view_access_frames(const afd_view *v, const afd_xaccess *a, afd_xframe *out);
 
 /* Sources of the files a traced run ran, each scanned once (pyscan) and kept. */
 typedef struct afd_srcmap afd_srcmap;
@@ -91,6 +95,19 @@ void afd_view_srcmap_free(afd_srcmap *m); /* Accepts NULL. */
 /* The scan of a file (a path as the trace names it, relative to the working directory or
  * absolute), or NULL when it cannot be read. Borrowed; lives as long as the map. */
 const afd_pyscan *afd_view_srcmap_get(afd_srcmap *m, const char *path);
+
+/* A role bit of an inferred read (afd_xaccess.role, beside the AFD_PYACC_* bits): its value
+ * leaves its function by `return` and a caller tests it (afd_view_caller_tests). */
+enum { AFD_XROLE_CALLER_TESTS = 0x10 };
+
+/* Whether the value an inferred read makes at `line` of its own file's scan `own` flows out of
+ * its function to a caller that decides on it: the line is (part of) a `return` value, and going
+ * outward through the read's chain (`chain`, the CHAIN string id of its LINE event) every caller's
+ * frame line returns it again until one holds a condition or assigns it to a name a later
+ * condition reads (pyscan.h, AFD_PYLINE_*). Line-level, a heuristic: the call in progress on a
+ * marked line is taken for the one whose value the mark is about. 0 without a chain. */
+int afd_view_caller_tests(afd_srcmap *src, const afd_trace *tr, const afd_pyscan *own, uint32_t line,
+                          uint32_t chain);
 
 int afd_view_build(afd_view *v, const afd_trace *tr);
 /* As afd_view_build, and when the trace has LINE events and no explicit operation (explicit
@@ -142,7 +159,12 @@ int afd_view_races(const afd_view *v, afd_xpair *out, size_t cap, size_t *n);
 
 /* An atomicity violation (a lost update): task T read `resource` (access r) in one step, yielded
  * at `await_site`, and wrote it (access w) in a later step, while another task wrote it (access u)
- * in between. */
+ * in between. By structure, T's write follows its read with no re-read; where the source tells
+ * the accesses' roles (inferred accesses, afd_xaccess.role), the kind follows what was lost
+ * instead: such an atom whose two writes are the same assignment of a literal constant loses no
+ * value and is a check-then-act, and a check-then-act's atom whose stale read sits in no
+ * condition (a value computed with, then written back) is a lost update. Each atom is reported
+ * by exactly one of afd_view_lost_updates and afd_view_stale_checks. */
 typedef struct afd_xatom {
     uint32_t r, u, w;    /* access indices */
     uint32_t await_site; /* string id, or AFD_NOSTR */
@@ -150,11 +172,29 @@ typedef struct afd_xatom {
 int afd_view_lost_updates(const afd_view *v, afd_xatom *out, size_t cap, size_t *n);
 
 /* A check-then-act (an atomicity violation a lost update's test does not see, because the write
- * re-reads): task T read `resource` (access r, the check) in one step and yielded at
+ * re-reads; or one reclassified by the roles above): task T read `resource` (access r, the check)
+ * in one step and yielded at
  * `await_site`; another task wrote it (access u); then T, in a later step, read it again and wrote
  * it (access w) in that same step -- acting on what the check saw, which no longer holds. A read
  * whose own step also writes the resource is not a check (it acted at once). */
 int afd_view_stale_checks(const afd_view *v, afd_xatom *out, size_t cap, size_t *n);
+
+/* One decision made by two tasks (explain_stale.c): an inverted pair (x, y) of an order violation
+ * that is a check-then-act. x is task T's read of the resource made while an `if` condition was
+ * evaluated (in the function where T's chains part, or in a callee that condition calls), and T
+ * then suspended inside that `if`'s body -- it decided on the state and was acting on the decision;
+ * y is another task U's write of it, and U had made such a check of the state itself in an earlier
+ * step, with y inside the body of its `if`. Both tasks took the branch; whoever acts first makes the
+ * other's decision stale (a refresh token spent twice, an initialization run twice). The source
+ * files are read where the chains name them. */
+typedef struct afd_xtwin {
+    size_t pair;    /* index of the pair in the pairs given */
+    uint32_t check; /* U's own check: an access index in the view y belongs to */
+} afd_xtwin;
+/* The first of pairs[0..n) (pairs of afd_view_inverted_pairs over fail and pass; pass may be NULL
+ * when no pair has y_pass) that is such a decision: 1 with *out filled, else 0. */
+int afd_view_twin_check(const afd_view *fail, const afd_view *pass, const afd_xpair *pairs, size_t n,
+                        afd_xtwin *out);
 
 /* The lock-order graph's first cycle, as lock object numbers (SYNC a) in cycle order, with the
  * string ids of their labels. Returns 1 with *len set when there is a cycle, 0 when none. */

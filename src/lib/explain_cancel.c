@@ -24,10 +24,11 @@ typedef struct cbuild {
     uint32_t *last_handoff; /* Owned: by task id, the latest hand-off to it (an index), AFD_NOPOS */
     uint32_t *last_site;    /* Owned: by task id, where it last suspended, AFD_NOSTR */
     uint32_t cap_cancels, cap_handoffs, cap_waiters;
-    uint64_t bound;      /* afd_trace_id_bound of the trace */
-    uint32_t pos;        /* the current step's position: the STEP events seen so far */
-    uint32_t index;      /* the current step's WAKE index, AFD_NOPOS outside a step */
-    uint32_t step_first; /* the event index of the current step's WAKE */
+    uint64_t bound;              /* afd_trace_id_bound of the trace */
+    uint32_t pos;                /* the current step's position: the STEP events seen so far */
+    uint32_t index;              /* the current step's WAKE index, AFD_NOPOS outside a step */
+    uint32_t step_first;         /* the event index of the current step's WAKE */
+    uint32_t line_file, line_no; /* the current step's last LINE event (AFD_NOSTR, 0: none yet) */
     int in_step, deadlocked;
     uint32_t dl_task, dl_cancel, dl_at; /* the CancelledError delivered in this step, to whom */
     int timeout_pending;                /* a TIMEOUT event waits for the CANCEL it announces */
@@ -72,7 +73,7 @@ static afd_xcancel *find_cancel(cbuild *b, uint32_t task, uint32_t a1, int deliv
     return NULL;
 }
 
-static void on_cancel(cbuild *b, const afd_event *e)
+static void on_cancel(cbuild *b, const afd_event *e, uint32_t i)
 {
     afd_cancel_view *cv = b->cv;
     if (cv->n_cancels == b->cap_cancels) {
@@ -90,10 +91,16 @@ static void on_cancel(cbuild *b, const afd_event *e)
                        .timeout_site = AFD_NOSTR,
                        .delivered = AFD_NOPOS,
                        .delivered_at = AFD_NOSTR,
+                       .delivered_chain = AFD_NOSTR,
                        .caught = AFD_NOPOS,
                        .caught_at = AFD_NOSTR,
                        .index = b->index,
-                       .prev = AFD_NOPOS};
+                       .prev = AFD_NOPOS,
+                       .held_label = AFD_NOSTR,
+                       .held_file = AFD_NOSTR,
+                       .held_chain = AFD_NOSTR,
+                       .held_site = AFD_NOSTR,
+                       .event = i};
     if ((e->flags & AFD_CANCEL_TIMEOUT) && b->timeout_pending && b->timeout_task == e->a) {
         c->timeout_flags = b->timeout_flags;
         c->timeout_site = b->timeout_site;
@@ -111,7 +118,18 @@ static void on_cancel(cbuild *b, const afd_event *e)
         cv->handoffs[h].cancel = idx;
 }
 
-static void on_delivered(cbuild *b, const afd_event *e)
+/* The chain of user frames beneath event i: the CHAIN event right after it, of the same task. */
+static uint32_t chain_after(const cbuild *b, uint32_t i)
+{
+    const afd_trace *tr = b->tr;
+    if (i + 1 >= tr->n_events)
+        return AFD_NOSTR;
+    const afd_event *c = &tr->events[i + 1];
+    return c->kind == AFD_EV_CHAIN && c->task == tr->events[i].task && c->a < tr->n_strings ? c->a
+                                                                                            : AFD_NOSTR;
+}
+
+static void on_delivered(cbuild *b, const afd_event *e, uint32_t i)
 {
     afd_cancel_view *cv = b->cv;
     if (!known(b, e->task))
@@ -121,6 +139,13 @@ static void on_delivered(cbuild *b, const afd_event *e)
     if (c) {
         c->delivered = here(b);
         c->delivered_at = e->b;
+        c->delivered_chain = chain_after(b, i);
+        c->held_object = cv->got_object[e->task];
+        c->held_label = cv->got_label[e->task];
+        c->held_file = cv->got_file[e->task];
+        c->held_line = cv->got_line[e->task];
+        c->held_chain = cv->got_chain[e->task];
+        c->held_site = cv->got_site[e->task];
     }
     b->dl_task = e->task;
     b->dl_cancel = idx;
@@ -209,7 +234,8 @@ static void on_handoff(cbuild *b, const afd_event *e, uint32_t i)
                         .cancel = AFD_NOPOS,
                         .passed_on = AFD_NOPOS,
                         .taken = AFD_NOPOS,
-                        .prev = AFD_NOPOS};
+                        .prev = AFD_NOPOS,
+                        .event = i};
     /* What the completer did to the primitive just before: release(), put(), set() ... */
     for (uint32_t j = i, n = 0; object && b->in_step && j-- > b->step_first && n < HOW_BACK; n++) {
         const afd_event *s = &tr->events[j];
@@ -248,10 +274,35 @@ static void on_resume(cbuild *b, const afd_event *e)
 
 /* A primitive's operation by a task that was handed it: taking it (the hand-off was used), or
  * releasing it (passing it on). */
-static void on_sync(cbuild *b, const afd_event *e)
+/* A task's gets from and puts into queues: the item it holds (the latest get not followed by its
+ * own put into that queue), and, once a CancelledError reached it, whether it put into the queue
+ * of the item it held then (gave it back). */
+static void on_queue(cbuild *b, const afd_event *e, uint32_t i)
+{
+    afd_cancel_view *cv = b->cv;
+    if (e->flags == AFD_SYNC_QUEUE_GET) {
+        cv->got_object[e->task] = e->a;
+        cv->got_label[e->task] = e->b;
+        cv->got_file[e->task] = b->line_file;
+        cv->got_line[e->task] = b->line_no;
+        cv->got_chain[e->task] = chain_after(b, i);
+        cv->got_site[e->task] = b->last_site[e->task];
+        return;
+    }
+    if (cv->got_object[e->task] == e->a)
+        cv->got_object[e->task] = 0;
+    uint32_t at = b->last_cancel[e->task];
+    for (uint32_t n = 0; at != AFD_NOPOS && n < WALK_MAX; n++, at = cv->cancels[at].prev)
+        if (cv->cancels[at].delivered != AFD_NOPOS && cv->cancels[at].held_object == e->a)
+            cv->cancels[at].held_put_back = 1;
+}
+
+static void on_sync(cbuild *b, const afd_event *e, uint32_t i)
 {
     if (!b->in_step || !known(b, e->task) || !e->a || e->a > b->bound)
         return;
+    if (e->flags == AFD_SYNC_QUEUE_GET || e->flags == AFD_SYNC_QUEUE_PUT)
+        on_queue(b, e, i);
     int take = e->flags == AFD_SYNC_LOCK_ACQUIRE || e->flags == AFD_SYNC_SEM_ACQUIRE ||
                e->flags == AFD_SYNC_QUEUE_GET || e->flags == AFD_SYNC_EVENT_OBSERVE;
     int give = e->flags == AFD_SYNC_LOCK_RELEASE || e->flags == AFD_SYNC_SEM_RELEASE ||
@@ -287,6 +338,17 @@ static void on_event(cbuild *b, const afd_event *e, uint32_t i)
         if (e->task < cv->n_tasks) {
             cv->parent[e->task] = e->a < cv->n_tasks ? e->a : 0;
             cv->callback[e->task] = e->flags & 1;
+            /* A task made in a step was made by the user line that step ran last. */
+            if (b->in_step && b->line_no) {
+                cv->made_file[e->task] = b->line_file;
+                cv->made_line[e->task] = b->line_no;
+            }
+        }
+        break;
+    case AFD_EV_LINE:
+        if (b->in_step && e->a < b->tr->n_strings) {
+            b->line_file = e->a;
+            b->line_no = e->b;
         }
         break;
     case AFD_EV_WAKE:
@@ -294,6 +356,8 @@ static void on_event(cbuild *b, const afd_event *e, uint32_t i)
         b->index = e->b ? e->b - 1 : AFD_NOPOS;
         b->step_first = i;
         b->dl_task = 0;
+        b->line_file = AFD_NOSTR;
+        b->line_no = 0;
         break;
     case AFD_EV_STEP:
         if (known(b, e->task)) {
@@ -311,10 +375,10 @@ static void on_event(cbuild *b, const afd_event *e, uint32_t i)
         b->timeout_flags = e->flags;
         break;
     case AFD_EV_CANCEL:
-        on_cancel(b, e);
+        on_cancel(b, e, i);
         break;
     case AFD_EV_CANCEL_DELIVERED:
-        on_delivered(b, e);
+        on_delivered(b, e, i);
         break;
     case AFD_EV_CANCEL_CAUGHT:
         on_caught(b, e);
@@ -329,7 +393,7 @@ static void on_event(cbuild *b, const afd_event *e, uint32_t i)
         on_resume(b, e);
         break;
     case AFD_EV_SYNC:
-        on_sync(b, e);
+        on_sync(b, e, i);
         break;
     case AFD_EV_WAITFOR:
         on_waitfor(b, e);
@@ -344,7 +408,8 @@ int afd_cancel_view_build(afd_cancel_view *self, const afd_view *v)
     const afd_trace *tr = v->tr;
     memset(self, 0, sizeof *self);
     self->v = v;
-    cbuild b = {.cv = self, .tr = tr, .bound = afd_trace_id_bound(tr), .index = AFD_NOPOS};
+    cbuild b = {
+        .cv = self, .tr = tr, .bound = afd_trace_id_bound(tr), .index = AFD_NOPOS, .line_file = AFD_NOSTR};
     uint32_t max_task = 0;
     for (uint32_t i = 0; i < tr->n_events; i++) {
         const afd_event *e = &tr->events[i];
@@ -362,16 +427,27 @@ int afd_cancel_view_build(afd_cancel_view *self, const afd_view *v)
     self->parent = calloc(nt, sizeof *self->parent);
     self->last = malloc(nt * sizeof *self->last);
     self->callback = calloc(nt, 1);
+    self->made_file = malloc(nt * sizeof *self->made_file);
+    self->made_line = calloc(nt, sizeof *self->made_line);
+    self->got_object = calloc(nt, sizeof *self->got_object);
+    self->got_label = malloc(nt * sizeof *self->got_label);
+    self->got_file = malloc(nt * sizeof *self->got_file);
+    self->got_line = calloc(nt, sizeof *self->got_line);
+    self->got_chain = malloc(nt * sizeof *self->got_chain);
+    self->got_site = malloc(nt * sizeof *self->got_site);
     b.last_cancel = malloc(nt * sizeof *b.last_cancel);
     b.last_handoff = malloc(nt * sizeof *b.last_handoff);
     b.last_site = malloc(nt * sizeof *b.last_site);
     int rc = self->cancels && self->handoffs && self->waiters && self->parent && self->last &&
-                     self->callback && b.last_cancel && b.last_handoff && b.last_site
+                     self->callback && self->made_file && self->made_line && self->got_object &&
+                     self->got_label && self->got_file && self->got_line && self->got_chain &&
+                     self->got_site && b.last_cancel && b.last_handoff && b.last_site
                  ? 0
                  : AFD_ENOMEM;
     for (size_t t = 0; rc == 0 && t < nt; t++) {
         self->last[t] = b.last_cancel[t] = b.last_handoff[t] = AFD_NOPOS;
-        b.last_site[t] = AFD_NOSTR;
+        b.last_site[t] = self->made_file[t] = self->got_label[t] = self->got_file[t] = AFD_NOSTR;
+        self->got_chain[t] = self->got_site[t] = AFD_NOSTR;
     }
     /* Tasks are created before they run, so a TASK event precedes the facts about its task. */
     for (uint32_t i = 0; rc == 0 && i < tr->n_events; i++)
@@ -394,6 +470,14 @@ void afd_cancel_view_finish(afd_cancel_view *self)
     free(self->parent);
     free(self->last);
     free(self->callback);
+    free(self->made_file);
+    free(self->made_line);
+    free(self->got_object);
+    free(self->got_label);
+    free(self->got_file);
+    free(self->got_line);
+    free(self->got_chain);
+    free(self->got_site);
     memset(self, 0, sizeof *self);
 }
 
@@ -415,4 +499,14 @@ uint32_t afd_cancel_view_last_step(const afd_cancel_view *self, uint32_t task)
 int afd_cancel_view_is_task(const afd_cancel_view *self, uint32_t task)
 {
     return task && task < self->n_tasks && !self->callback[task];
+}
+
+int afd_cancel_view_made_at(const afd_cancel_view *self, uint32_t task, uint32_t *file, uint32_t *line)
+{
+    if (task >= self->n_tasks || !self->made_line || !self->made_line[task] ||
+        self->made_file[task] == AFD_NOSTR)
+        return 0;
+    *file = self->made_file[task];
+    *line = self->made_line[task];
+    return 1;
 }

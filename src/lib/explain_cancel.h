@@ -33,10 +33,24 @@ typedef struct afd_xcancel {
     uint32_t timeout_site; /* where the expiring timeout was armed */
     uint32_t delivered;    /* the target's step into which CancelledError was thrown */
     uint32_t delivered_at; /* the await it was thrown in at */
-    uint32_t caught;       /* the step that caught it without it leaving the task */
-    uint32_t caught_at;    /* where the target then suspended (AFD_NOSTR: it returned) */
-    uint32_t index;        /* the WAKE index of the calling step (AFD_NOPOS outside any step) */
-    uint32_t prev;         /* the previous cancel of the same target, an index into cancels */
+    uint32_t delivered_chain; /* the chain of user frames beneath delivered_at (its CHAIN event),
+                                 AFD_NOSTR when it was thrown into a lone user frame */
+    uint32_t caught;          /* the step that caught it without it leaving the task */
+    uint32_t caught_at;       /* where the target then suspended (AFD_NOSTR: it returned) */
+    uint32_t index;           /* the WAKE index of the calling step (AFD_NOPOS outside any step) */
+    uint32_t prev;            /* the previous cancel of the same target, an index into cancels */
+    /* The item the target held when the CancelledError reached it: its latest get() from a queue
+     * (object number, 0 none) not followed by a put() of its own into that queue, with the user
+     * line of the get (file string id, line; AFD_NOSTR, 0 when not traced), and whether the target
+     * put into that queue after the delivery (it gave the item back). */
+    uint32_t held_object, held_label, held_file, held_line;
+    uint8_t held_put_back;
+    /* Where that get ran when no traced line says it (a get right where a step resumed, the line
+     * traced in an earlier step): the chain of user frames beneath the get's SYNC event (its
+     * CHAIN, AFD_NOSTR with one user frame), and the await the step had resumed from ("file:line"
+     * string id, AFD_NOSTR none). */
+    uint32_t held_chain, held_site;
+    uint32_t event; /* the CANCEL event's index in the trace */
 } afd_xcancel;
 
 /* One future completed while a task awaited it (a hand-off), with what the waiter did. */
@@ -59,6 +73,7 @@ typedef struct afd_xhandoff {
     uint32_t passed_on;    /* the waiter's step that passed it on (a hand-off or release of it) */
     uint32_t taken;        /* the waiter's step that took the primitive (acquire, get, observe) */
     uint32_t prev;         /* the previous hand-off to the same waiter, an index into handoffs */
+    uint32_t event;        /* the HANDOFF event's index in the trace */
 } afd_xhandoff;
 
 /* A task waiting when the run deadlocked (WAITFOR), and the await it was suspended at. */
@@ -75,9 +90,16 @@ typedef struct afd_cancel_view {
     uint32_t n_handoffs;
     afd_xwaiter *waiters; /* Owned, as the WAITFOR events list them. */
     uint32_t n_waiters;
-    uint32_t *parent;  /* Owned: a task's parent by task id (0 none), n_tasks entries. */
-    uint32_t *last;    /* Owned: a task's last step position by task id (AFD_NOPOS none). */
-    uint8_t *callback; /* Owned: 1 when the task id is a plain callback, not an asyncio Task. */
+    uint32_t *parent;     /* Owned: a task's parent by task id (0 none), n_tasks entries. */
+    uint32_t *last;       /* Owned: a task's last step position by task id (AFD_NOPOS none). */
+    uint8_t *callback;    /* Owned: 1 when the task id is a plain callback, not an asyncio Task. */
+    uint32_t *made_file;  /* Owned: by task id, the file (string id) of the user line that created
+                             it, the creating step's last LINE event; AFD_NOSTR when unknown. */
+    uint32_t *made_line;  /* Owned: by task id, that line (0 when unknown). */
+    uint32_t *got_object; /* Owned: by task id, the queue of its latest get() not followed by its own
+                             put() into it (0 none); got_label/got_file/got_line as in afd_xcancel */
+    uint32_t *got_label, *got_file, *got_line; /* Owned: by task id. */
+    uint32_t *got_chain, *got_site;            /* Owned: by task id, as held_chain, held_site */
     uint32_t n_tasks;
     int truncated; /* more cancellations or hand-offs than the bound: the later ones are not here */
 } afd_cancel_view;
@@ -94,5 +116,8 @@ int afd_cancel_view_empty(const afd_cancel_view *self);
 uint32_t afd_cancel_view_parent(const afd_cancel_view *self, uint32_t task);
 uint32_t afd_cancel_view_last_step(const afd_cancel_view *self, uint32_t task);
 int afd_cancel_view_is_task(const afd_cancel_view *self, uint32_t task);
+/* The user line that created a task, as its file's string id and its line, when the trace ran
+ * with line events; returns 0 and sets neither when it is not known. */
+int afd_cancel_view_made_at(const afd_cancel_view *self, uint32_t task, uint32_t *file, uint32_t *line);
 
 #endif

@@ -6,6 +6,7 @@
  * function too long for a frame's fields is cut, never overrun. Workload: a few chains per cause. */
 #include "explain.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -65,4 +66,15 @@ size_t afd_view_chain(const afd_trace *tr, uint32_t chain, afd_xframe *out, size
         s = nl + 1;
     }
     return n;
+}
+
+size_t afd_view_access_frames(const afd_view *v, const afd_xaccess *a, afd_xframe *out)
+{
+    size_t n = afd_view_chain(v->tr, a->chain, out, AFD_CHAIN_MAX_FRAMES);
+    if (n)
+        return n;
+    snprintf(out->file, sizeof out->file, "%s", a->file ? a->file : "");
+    out->line = a->line;
+    out->function[0] = 0;
+    return 1;
 }

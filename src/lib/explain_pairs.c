@@ -175,17 +175,24 @@ static void overwritten(const afd_view *v, uint32_t r, uint32_t until, uint32_t 
     }
 }
 
-int afd_view_lost_updates(const afd_view *v, afd_xatom *out, size_t cap, size_t *n)
+/* The lost updates by structure alone: the task's write follows its read with no re-read. */
+static int structural_lost(const afd_view *v, afd_xatom *out, size_t cap, size_t *n)
 {
     *n = 0;
     for (uint32_t r = 0; r < v->n_acc; r++) {
         const afd_xaccess *ra = &v->acc[r];
         if (ra->write || ra->sync)
             continue;
-        /* the same task's next write of the resource, in a later step */
+        /* the same task's next write of the resource, in a later step. A taking read (a pop:
+         * inferred, AFD_PYACC_TAKE) writes the receiver at once, in the same call: that write is
+         * the take's own, and the write that completes its read-modify-write is the task's next
+         * one, the put that follows in a later step (`old = d.pop(k)`, await, `d[k] = new`). */
         uint32_t w = AFD_NOPOS;
+        int take = ra->inferred && (ra->role & AFD_PYACC_TAKE);
         for (uint32_t j = r + 1; j < v->n_acc; j++) {
             const afd_xaccess *wa = &v->acc[j];
+            if (take && wa->step == ra->step && wa->write && wa->line == ra->line)
+                continue;
             if (wa->task == ra->task && afd_view_resources_overlap(wa->resource, ra->resource)) {
                 if (wa->write)
                     w = j;
@@ -203,7 +210,8 @@ int afd_view_lost_updates(const afd_view *v, afd_xatom *out, size_t cap, size_t 
     return 0;
 }
 
-int afd_view_stale_checks(const afd_view *v, afd_xatom *out, size_t cap, size_t *n)
+/* The check-then-acts by structure alone: the task re-read and wrote in a later step. */
+static int structural_stale(const afd_view *v, afd_xatom *out, size_t cap, size_t *n)
 {
     *n = 0;
     for (uint32_t r = 0; r < v->n_acc; r++) {
@@ -244,6 +252,108 @@ int afd_view_stale_checks(const afd_view *v, afd_xatom *out, size_t cap, size_t 
         return AFD_EFULL;
     }
     return 0;
+}
+
+/* Whether atom a (found_lost: by structural_lost, else by structural_stale) is a lost update
+ * rather than a check-then-act. Where the source tells the accesses' roles (inferred accesses),
+ * the kind follows what went wrong. When the two writes are the same assignment of a literal
+ * constant (`self.ready = True` by both tasks), the overwrite loses no value: the harm is what
+ * the stale check let the task do, a check-then-act. A taking read (a pop) removed what it read:
+ * with the task's later put it is one read-modify-write, a lost update whatever is decided on
+ * the value taken. A structurally lost read whose value is returned to a caller that tests it
+ * (AFD_XROLE_CALLER_TESTS: `return self._store.get(k)` in one function, `if value is not None:`
+ * in the caller that called it) is a check made through a call: the caller decided on it, and
+ * what the task writes later is the act of that decision, a check-then-act (a read tested in its
+ * own function, `if self.conn is None: ... self.conn = c`, keeps the structural answer). When the
+ * task re-read before writing but its stale read sits in no condition, its own or a caller's,
+ * that read was a value the task computed with (a count, a copy), not a decision, and what it
+ * writes is built from the stale value: a lost update. Otherwise (annotated accesses, or no role
+ * known) the structure decides. */
+static int atom_is_lost(const afd_view *v, const afd_xatom *a, int found_lost)
+{
+    const afd_xaccess *r = &v->acc[a->r], *u = &v->acc[a->u], *w = &v->acc[a->w];
+    if (u->inferred && w->inferred && (u->role & AFD_PYACC_LITERAL) && (w->role & AFD_PYACC_LITERAL) &&
+        u->line == w->line && u->file && w->file && strcmp(u->file, w->file) == 0)
+        return 0;
+    if (r->inferred && (r->role & AFD_PYACC_TAKE))
+        return 1;
+    if (found_lost && r->inferred && (r->role & AFD_XROLE_CALLER_TESTS))
+        return 0;
+    if (!found_lost && r->inferred && !(r->role & (AFD_PYACC_TEST | AFD_XROLE_CALLER_TESTS)))
+        return 1;
+    return found_lost;
+}
+
+/* How many steps of the reading task ran between atom a's read and its write: 0 when the write
+ * is in the task's very next step (it spans one suspension, the one named). */
+static uint32_t atom_span(const afd_view *v, const afd_xatom *a)
+{
+    const afd_xaccess *r = &v->acc[a->r], *w = &v->acc[a->w];
+    uint32_t n = 0;
+    for (uint32_t s = r->step + 1; s < w->step && s < v->n_steps; s++)
+        n += v->steps[s].task == r->task;
+    return n;
+}
+
+/* The atoms of both structural shapes whose kind (atom_is_lost) is `lost`, the structurally lost
+ * ones first; within each shape the tightest first (atom_span: the fewest steps of the task
+ * between its read and its write, the atomicity violation the one suspension named spans, rather
+ * than one the task's later steps only complete), then in read order. */
+static int atoms_of_kind(const afd_view *v, int lost, afd_xatom *out, size_t cap, size_t *n)
+{
+    *n = 0;
+    size_t room = cap < 64 ? 64 : cap; /* every atom of the view is ranked, not the first cap */
+    afd_xatom *tmp = malloc((room + 1) * sizeof *tmp);
+    uint32_t *span = malloc((room + 1) * sizeof *span);
+    if (!tmp || !span) {
+        free(tmp);
+        free(span);
+        return AFD_ENOMEM;
+    }
+    int full = 0;
+    for (int shape = 1; shape >= 0; shape--) {
+        size_t m = 0, k = 0;
+        int rc = shape ? structural_lost(v, tmp, room, &m) : structural_stale(v, tmp, room, &m);
+        full |= rc == AFD_EFULL;
+        for (size_t i = 0; i < m; i++)
+            if (atom_is_lost(v, &tmp[i], shape) == lost) {
+                tmp[k] = tmp[i];
+                span[k++] = atom_span(v, &tmp[i]);
+            }
+        for (size_t i = 1; i < k; i++) { /* stable insertion sort by span: atoms are few */
+            afd_xatom x = tmp[i];
+            uint32_t sx = span[i];
+            size_t j = i;
+            for (; j > 0 && span[j - 1] > sx; j--) {
+                tmp[j] = tmp[j - 1];
+                span[j] = span[j - 1];
+            }
+            tmp[j] = x;
+            span[j] = sx;
+        }
+        for (size_t i = 0; i < k; i++) {
+            if (*n < cap)
+                out[*n] = tmp[i];
+            (*n)++;
+        }
+    }
+    free(tmp);
+    free(span);
+    if (*n > cap) {
+        *n = cap;
+        full = 1;
+    }
+    return full ? AFD_EFULL : 0;
+}
+
+int afd_view_lost_updates(const afd_view *v, afd_xatom *out, size_t cap, size_t *n)
+{
+    return atoms_of_kind(v, 1, out, cap, n);
+}
+
+int afd_view_stale_checks(const afd_view *v, afd_xatom *out, size_t cap, size_t *n)
+{
+    return atoms_of_kind(v, 0, out, cap, n);
 }
 
 uint32_t afd_view_object_label(const afd_view *v, uint32_t object)

@@ -31,6 +31,16 @@ typedef struct afd_lock_site {
 int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t n, afd_buf *out, char *why,
                  size_t whylen);
 
+/* LOCK_CALLER, for a read and a write made by (or under) two statements of one async function,
+ * the lowest common caller (read_line and write_line: those statements; root, name: the resource).
+ * When the write's statement is an `async with L:` below the read's in one block, the writers
+ * already serialize on L, and a new lock could not exclude them: the `async with L:` header moves
+ * up to the read's statement. Otherwise LOCK in that function (afd_fix_lock). owner, when not NULL,
+ * is the class instance state belongs to; a method of another class is refused. *reused says
+ * whether L was extended. AFD_EINVAL with a reason when neither fits. */
+int afd_fix_lock_caller(const char *src, size_t len, const afd_lock_site *site, const char *owner,
+                        int *reused, afd_buf *out, char *why, size_t whylen);
+
 /* AWAIT_TASK, for an order violation whose reader already holds a handle to the writer's task:
  * `await handle` right before the statement holding the early read. The handle is the last name
  * bound, before that statement in the reader's async function, to `asyncio.create_task(W(...))`,

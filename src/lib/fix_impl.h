@@ -52,5 +52,10 @@ int afd_fix_start(fixctx *c, afd_buf *out);
 int afd_fix_is_docstring(TSNode stmt);
 uint32_t afd_fix_module_setup_row(TSNode module, int *has_asyncio, const char *src);
 int afd_fix_text_is(const char *src, TSNode n, const char *s);
+/* Two nodes of src spell the same text (0 when either is null). */
+int afd_fix_same_text(const char *src, TSNode a, TSNode b);
+int afd_fix_lock_for(fixctx *c, TSNode fn, const afd_lock_site *site, const char *owner, char *text,
+                     size_t cap);
+void afd_fix_indent_unit(const fixctx *c, TSNode fn, uint32_t row, char unit[16]);
 
 #endif

@@ -1,6 +1,8 @@
 /* fix_lock.c -- the lock fixes (see fix.h): LOCK puts the smallest run of statements holding a
- * lost update's read and write inside one `async with`, LOCK_ORDER makes a function that nests two
- * locks it is given take them in one global order. Both are line edits planned on fixctx (fix.c). */
+ * lost update's read and write inside one `async with`, LOCK_CALLER does so in the lowest common
+ * caller (or extends the `async with` the writers already take over the read), LOCK_ORDER makes a
+ * function that nests two locks it is given take them in one global order. All are line edits
+ * planned on fixctx (fix.c); afd_fix_lock_for gives the lock placement to RECHECK (fix_recheck.c). */
 #include "fix_impl.h"
 
 #include <stdio.h>
@@ -81,6 +83,51 @@ static void lock_create(fixctx *c, const afd_lock_site *site, const char *text, 
         afd_buf_printf(&c->edits[setup_row].before, "import asyncio\n");
         *has_asyncio = 1;
     }
+}
+
+/* The lock guarding site's resource as code in fn names it, into text, with its creation planned
+ * where the resource lives (lock_create): what LOCK does for one resource, for the fixes that put
+ * one lock elsewhere (RECHECK). When owner (a class name) is given, the class fn belongs to must be that
+ * class: a lock on another object's instance would not exclude the tasks of another instance. */
+int afd_fix_lock_for(fixctx *c, TSNode fn, const afd_lock_site *site, const char *owner, char *text,
+                     size_t cap)
+{
+    TSNode root = ts_tree_root_node(c->tree);
+    TSNode cls = afd_fix_enclosing(fn, AFD_PY_CLASS_DEFINITION);
+    TSNode init = {{0}, 0, 0};
+    if (site->root == AFD_ROOT_GLOBAL) {
+        snprintf(text, cap, "_affidavit_lock_%s", site->name);
+    } else if (site->root == AFD_ROOT_SELF) {
+        if (ts_node_is_null(cls))
+            return afd_fix_refuse(c, "an attribute of self outside a class");
+        TSNode cname = afd_pyast_field(cls, AFD_PYF_NAME);
+        if (owner && !afd_fix_text_is(c->src, cname, owner))
+            return afd_fix_refuse(c,
+                                  "the function is a method of %.*s, the resource lives in %s: a lock there "
+                                  "would not be shared by every %s's users",
+                                  (int)(ts_node_end_byte(cname) - ts_node_start_byte(cname)),
+                                  c->src + ts_node_start_byte(cname), owner, owner);
+        init = find_init(afd_pyast_field(cls, AFD_PYF_BODY), c->src);
+        if (!ts_node_is_null(init))
+            snprintf(text, cap, "self._affidavit_lock_%s", site->name);
+        else
+            snprintf(text, cap, "self.__dict__.setdefault(\"_affidavit_lock_%s\", asyncio.Lock())",
+                     site->name);
+    } else {
+        return afd_fix_refuse(c, "only module state and instance state get a lock");
+    }
+    int has_asyncio = 0;
+    uint32_t setup_row = afd_fix_module_setup_row(root, &has_asyncio, c->src);
+    lock_create(c, site, text, init, setup_row, &has_asyncio);
+    return 0;
+}
+
+/* The indentation unit of fn's body at row (see indent_unit), into unit. */
+void afd_fix_indent_unit(const fixctx *c, TSNode fn, uint32_t row, char unit[16])
+{
+    const char *at;
+    size_t ind = afd_fix_line_indent(c, row, &at);
+    indent_unit(c, fn, ind, at, afd_fix_line_indent(c, ts_node_start_point(fn).row, NULL), unit);
 }
 
 int afd_fix_lock(const char *src, size_t len, const afd_lock_site *sites, size_t n, afd_buf *out, char *why,
@@ -384,6 +431,135 @@ int afd_fix_lock_order(const char *src, size_t len, uint32_t outer_line, uint32_
     c.edits[outer_line - 1].omit = 1;
     c.edits[inner_line - 1].omit = 1;
     rc = afd_fix_emit(&c, out, "");
+out:
+    afd_fix_finish(&c);
+    return rc;
+}
+
+/* ---- LOCK_CALLER ---- */
+
+/* The identifiers of n (at most cap), for the names the lock expression depends on. */
+static size_t identifiers(TSNode n, TSNode *out, size_t cap)
+{
+    size_t k = 0;
+    TSNode stack[64];
+    size_t sp = 0;
+    stack[sp++] = n;
+    while (sp && k < cap) {
+        TSNode cur = stack[--sp];
+        if (afd_pyast_is(cur, AFD_PY_IDENTIFIER))
+            out[k++] = cur;
+        uint32_t m = ts_node_named_child_count(cur);
+        for (uint32_t i = 0; i < m && sp < 64; i++)
+            stack[sp++] = ts_node_named_child(cur, i);
+    }
+    return k;
+}
+
+/* The `async with` (header on one line, body below) among the siblings from `from` on whose body
+ * holds row, or a null node. */
+static TSNode async_with_holding(TSNode from, uint32_t row)
+{
+    for (TSNode s = from; !ts_node_is_null(s); s = ts_node_next_named_sibling(s)) {
+        if (ts_node_start_point(s).row > row)
+            break;
+        TSNode body = afd_pyast_field(s, AFD_PYF_BODY);
+        if (afd_pyast_is(s, AFD_PY_WITH_STATEMENT) && ts_node_child_count(s) > 0 &&
+            afd_pyast_is_token(ts_node_child(s, 0), "async") && !ts_node_is_null(body) &&
+            ts_node_start_point(body).row > ts_node_start_point(s).row &&
+            ts_node_start_point(body).row <= row && row <= ts_node_end_point(body).row)
+            return s;
+    }
+    return (TSNode){{0}, 0, 0};
+}
+
+/* The existing lock extended: the `async with L:` header moves up from `with` to the statement
+ * `first`, and the statements from `first` to it go inside. L's expression must not depend on a
+ * name those statements bind (it is evaluated earlier now), and they must not take L themselves
+ * (an asyncio.Lock is not reentrant). */
+static int extend_lock(fixctx *c, TSNode fn, TSNode first, TSNode with, afd_buf *out)
+{
+    TSNode clause = ts_node_named_child(with, 0);
+    TSNode names[32];
+    size_t n = identifiers(clause, names, 32);
+    size_t cl = ts_node_end_byte(clause) - ts_node_start_byte(clause);
+    const char *cs = c->src + ts_node_start_byte(clause);
+    for (TSNode s = first; !ts_node_eq(s, with); s = ts_node_next_named_sibling(s)) {
+        for (size_t i = 0; i < n; i++)
+            if (is_rebound(c->src, s, names[i]))
+                return afd_fix_refuse(c, "the lock `%.*s` depends on a name bound before it is taken",
+                                      (int)cl, cs);
+        if (afd_fix_has_multiline_string(s))
+            return afd_fix_refuse(
+                c, "a multi-line string lies in the statements to guard: re-indenting it would change it");
+        /* the moved statements' own `async with` of the same lock would wait for itself */
+        for (uint32_t r = ts_node_start_point(s).row; r <= ts_node_end_point(s).row; r++) {
+            const char *p = c->src + c->line_start[r];
+            size_t l = c->line_start[r + 1] - c->line_start[r];
+            for (size_t k = 0; cl && k + cl <= l; k++)
+                if (!memcmp(p + k, cs, cl))
+                    return afd_fix_refuse(c, "the statements to guard take `%.*s` already", (int)cl, cs);
+        }
+    }
+    uint32_t r0 = ts_node_start_point(first).row, wr = ts_node_start_point(with).row;
+    char unit[16];
+    afd_fix_indent_unit(c, fn, r0, unit);
+    const char *at;
+    size_t ind = afd_fix_line_indent(c, r0, &at);
+    afd_buf_printf(&c->edits[r0].before,
+                   "%.*sasync with %.*s:  # affidavit: the lock the writers hold, taken before the read (was "
+                   "at line %u)\n",
+                   (int)ind, at, (int)cl, cs, wr + 1);
+    for (uint32_t r = r0; r < wr; r++)
+        c->edits[r].indent = 1;
+    c->edits[wr].omit = 1;
+    return afd_fix_emit(c, out, unit);
+}
+
+int afd_fix_lock_caller(const char *src, size_t len, const afd_lock_site *site, const char *owner,
+                        int *reused, afd_buf *out, char *why, size_t whylen)
+{
+    *reused = 0;
+    fixctx c = {.src = src, .len = len, .why = why, .whylen = whylen};
+    int rc = afd_fix_start(&c, out);
+    if (rc < 0)
+        goto out;
+    TSNode st, fn;
+    rc = afd_fix_async_statement_at(&c, site->read_line, "the read", "an async with cannot go there", &st,
+                                    &fn);
+    if (rc < 0)
+        goto out;
+    if (site->write_line > c.n_lines || !site->write_line) {
+        rc = afd_fix_refuse(&c, "the write is outside the file");
+        goto out;
+    }
+    TSNode root = ts_tree_root_node(c.tree);
+    TSNode rch[MAX_CHAIN], wch[MAX_CHAIN];
+    size_t nr = afd_fix_statement_chain(root, site->read_line - 1, rch, MAX_CHAIN);
+    size_t nw = afd_fix_statement_chain(root, site->write_line - 1, wch, MAX_CHAIN);
+    size_t d = 0;
+    while (d < nr && d < nw && ts_node_eq(ts_node_parent(rch[d]), ts_node_parent(wch[d])) &&
+           ts_node_eq(rch[d], wch[d]))
+        d++;
+    /* the write already under `async with L:` after the read's statement in one block: extend L */
+    if (d < nr && d < nw && ts_node_eq(ts_node_parent(rch[d]), ts_node_parent(wch[d])) &&
+        ts_node_start_byte(rch[d]) < ts_node_start_byte(wch[d])) {
+        TSNode with = async_with_holding(rch[d], site->write_line - 1);
+        if (ts_node_eq(with, wch[d])) {
+            rc = extend_lock(&c, fn, rch[d], with, out);
+            *reused = rc == 0;
+            if (rc != AFD_EINVAL)
+                goto out; /* else L cannot be extended here: a new lock, which verification judges */
+        }
+    }
+    if (site->root == AFD_ROOT_SELF && owner) {
+        char text[300];
+        rc = afd_fix_lock_for(&c, fn, site, owner, text, sizeof text); /* only its refusal is used */
+        if (rc < 0)
+            goto out;
+    }
+    afd_fix_finish(&c);
+    return afd_fix_lock(src, len, site, 1, out, why, whylen);
 out:
     afd_fix_finish(&c);
     return rc;

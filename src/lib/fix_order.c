@@ -15,6 +15,14 @@ int afd_fix_text_is(const char *src, TSNode n, const char *s)
     return !ts_node_is_null(n) && b - a == l && memcmp(src + a, s, l) == 0;
 }
 
+int afd_fix_same_text(const char *src, TSNode a, TSNode b)
+{
+    if (ts_node_is_null(a) || ts_node_is_null(b))
+        return 0;
+    size_t la = ts_node_end_byte(a) - ts_node_start_byte(a), lb = ts_node_end_byte(b) - ts_node_start_byte(b);
+    return la == lb && memcmp(src + ts_node_start_byte(a), src + ts_node_start_byte(b), la) == 0;
+}
+
 static int text_ends_with(const char *src, TSNode n, const char *s)
 {
     size_t a = ts_node_start_byte(n), b = ts_node_end_byte(n), l = strlen(s);

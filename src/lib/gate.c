@@ -403,10 +403,12 @@ static int check_primitives(afd_gate_check *sync, afd_gate_check *used, const fa
     char what[200] = "";
     for (size_t fi = 0; fi < n; fi++) {
         const facts *b = &befores[fi], *a = &afters[fi];
-        static const uint8_t CATS[] = {C_CREATE, C_TASKAWAIT, C_AWITH, C_OFFLOAD};
-        static const char *const NAMES[] = {"creates", "awaits the task handle", "adds `async with`",
-                                            "moves a blocking call off the event loop:"};
-        for (size_t k = 0; k < 4 && !substance; k++) {
+        static const uint8_t CATS[] = {C_CREATE, C_TASKAWAIT, C_AWITH, C_OFFLOAD, C_HANDON};
+        static const char *const NAMES[] = {
+            "creates", "awaits the task handle", "adds `async with`",
+            "moves a blocking call off the event loop:",
+            "passes on a hand-off (when cancelled, or at wake-up to a live waiter):"};
+        for (size_t k = 0; k < sizeof CATS / sizeof CATS[0] && !substance; k++) {
             char first[120];
             size_t cnt;
             int rc = added(b, a, CATS[k], first, sizeof first, &cnt);
@@ -425,6 +427,17 @@ static int check_primitives(afd_gate_check *sync, afd_gate_check *used, const fa
             if (rc < 0)
                 return rc;
             substance = rc;
+        }
+        if (!substance) {
+            /* An existing lock extended, in a file where no `async with` item is removed (a lock
+             * taken out elsewhere would not be an extension but a move). */
+            size_t removed;
+            int rc = added(a, b, C_AWITH, NULL, 0, &removed);
+            if (rc == 0 && removed == 0)
+                rc = afd_gate_extends_lock(&files[fi], what, sizeof what);
+            if (rc < 0)
+                return rc;
+            substance = rc > 0;
         }
         /* Every primitive the patch creates must be used at both ends. */
         sref *ca = NULL, *cb = NULL;
@@ -482,7 +495,7 @@ static int check_primitives(afd_gate_check *sync, afd_gate_check *used, const fa
     else
         set_fail(sync,
                  "the patch adds no synchronization primitive (Lock, Event, Condition, Semaphore, Queue, "
-                 "an awaited task handle or an `async with`)");
+                 "an awaited task handle, an `async with` or a hand-off passed on when cancelled)");
     if (used->passed)
         snprintf(
             used->reason, sizeof used->reason,

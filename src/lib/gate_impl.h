@@ -55,6 +55,8 @@ enum {
     C_CANCEL_SWALLOW, /* a handler catching cancellation that does not re-raise it, or a suppress of it */
     C_SHIELD,         /* an asyncio.shield call: "asyncio.shield" + its arguments */
     C_UNCANCEL,       /* a .uncancel() call */
+    C_HANDON,         /* a hand-off passed on: a re-raising cancellation handler tests F.done() and
+                       * F.cancelled(), or a loop tests W.cancelled()/W.done() and calls W.set_result() */
     C__COUNT
 };
 
@@ -156,11 +158,15 @@ int afd_gate_block_statements_all(const ctx *c, TSNode block, int (*ok)(const ct
 int afd_gate_block_has_top(const ctx *c, TSNode block, uint8_t k1, uint8_t k2, uint8_t k3);
 TSNode afd_gate_block_child(const ctx *c, TSNode n);
 void afd_gate_visit_import(ctx *c, TSNode n, int from);
+/* gate_span.c: 1 when the patch extends an existing `async with` over statements it moved in from
+ * the same function (what says so), 0 when not, < 0 on allocation failure. */
+int afd_gate_extends_lock(const afd_gate_file *f, char *what, size_t whatlen);
 int afd_gate_analyse(ctx *c, const char *src, size_t len, facts *out);
 int afd_gate_walk(ctx *c, TSNode root, int imports_only);
 /* gate_cancel.c: the facts of fixes that hide cancellation, from an except clause and from a call
  * (q: its resolved dotted name, "" when none; meth: the attribute called, NULL when none). */
 void afd_gate_visit_cancel_except(ctx *c, TSNode n);
+void afd_gate_visit_wake_loop(ctx *c, TSNode n);
 void afd_gate_visit_cancel_call(ctx *c, TSNode n, const char *q, const char *meth);
 
 #endif

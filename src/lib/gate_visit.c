@@ -34,6 +34,78 @@ static const char *const LOG_HEADS[] = {"print",  "logging", "log",     "logger"
 static const char *const LOG_METHODS[] = {"debug",     "info",     "warning", "warn", "error",
                                           "exception", "critical", "log",     NULL};
 
+/* A name or attributes of a name: what holds task handles, re-read without side effects. */
+static int is_handle_ref(TSNode n)
+{
+    while (afd_pyast_is(n, AFD_PY_ATTRIBUTE))
+        n = afd_pyast_field(n, AFD_PYF_OBJECT);
+    return afd_pyast_is(n, AFD_PY_IDENTIFIER);
+}
+
+/* `list(h)` or `list(h.values())` around a handle reference h: a copy of a container of tasks. */
+static int is_handle_copy(const ctx *c, TSNode n)
+{
+    if (!afd_pyast_is(n, AFD_PY_CALL))
+        return is_handle_ref(n);
+    TSNode fn = afd_pyast_field(n, AFD_PYF_FUNCTION), args = afd_pyast_field(n, AFD_PYF_ARGUMENTS);
+    size_t l = 0;
+    const char *t = afd_pyast_text(c->src, c->len, fn, &l);
+    if (!afd_pyast_is(fn, AFD_PY_IDENTIFIER) || l != 4 || memcmp(t, "list", 4) != 0 ||
+        ts_node_named_child_count(args) != 1)
+        return 0;
+    TSNode a = ts_node_named_child(args, 0);
+    if (afd_pyast_is(a, AFD_PY_CALL) &&
+        ts_node_named_child_count(afd_pyast_field(a, AFD_PYF_ARGUMENTS)) == 0) {
+        TSNode m = afd_pyast_field(a, AFD_PYF_FUNCTION);
+        t = afd_pyast_text(c->src, c->len, afd_pyast_field(m, AFD_PYF_ATTRIBUTE), &l);
+        return afd_pyast_is(m, AFD_PY_ATTRIBUTE) && l == 6 && memcmp(t, "values", 6) == 0 &&
+               is_handle_ref(afd_pyast_field(m, AFD_PYF_OBJECT));
+    }
+    return is_handle_ref(a);
+}
+
+/* `asyncio.gather(...)` or `asyncio.wait(...)` of task handles only (names or attributes, starred
+ * or in a list, a container copied with list()): awaiting tasks that already run, the way a
+ * reader waits for tasks it did not spawn itself. A call among the arguments (a new coroutine, a
+ * sleep) is not a handle: such a gather is not counted. */
+static int awaits_handles(ctx *c, TSNode call)
+{
+    if (!afd_gate_dotted(c, afd_pyast_field(call, AFD_PYF_FUNCTION), &c->tmp))
+        return 0;
+    const char *q = (const char *)c->tmp.data;
+    if (strcmp(q, "asyncio.gather") != 0 && strcmp(q, "asyncio.wait") != 0)
+        return 0;
+    TSNode args = afd_pyast_field(call, AFD_PYF_ARGUMENTS);
+    uint32_t k = ts_node_named_child_count(args);
+    int handles = 0;
+    for (uint32_t i = 0; i < k; i++) {
+        TSNode a = ts_node_named_child(args, i);
+        if (afd_pyast_is(a, AFD_PY_KEYWORD_ARGUMENT)) {
+            size_t l = 0;
+            const char *t = afd_pyast_text(c->src, c->len, afd_pyast_field(a, AFD_PYF_NAME), &l);
+            if (l == 7 && memcmp(t, "timeout", 7) == 0)
+                return 0; /* a wait that gives up is no ordering */
+            continue;     /* return_exceptions=..., return_when=...: not awaitables */
+        }
+        if (afd_pyast_is(a, AFD_PY_COMMENT))
+            continue;
+        if (afd_pyast_is(a, AFD_PY_LIST_SPLAT) && ts_node_named_child_count(a) == 1)
+            a = ts_node_named_child(a, 0);
+        if (afd_pyast_is(a, AFD_PY_LIST)) {
+            uint32_t m = ts_node_named_child_count(a);
+            for (uint32_t j = 0; j < m; j++)
+                if (!is_handle_ref(ts_node_named_child(a, j)))
+                    return 0;
+            handles += m > 0;
+            continue;
+        }
+        if (!is_handle_copy(c, a))
+            return 0;
+        handles++;
+    }
+    return handles > 0;
+}
+
 /* The target of `target = <n>` when n is an assignment's whole right side, into b; "" otherwise. */
 static void bound_target(ctx *c, TSNode n, afd_buf *b)
 {
@@ -500,6 +572,10 @@ static int visit(ctx *c, TSNode n)
     case K_TRY:
         visit_try(c, n);
         break;
+    case K_WHILE:
+    case K_FOR:
+        afd_gate_visit_wake_loop(c, n);
+        break;
     case K_EXCEPT:
         visit_except(c, n);
         afd_gate_visit_cancel_except(c, n);
@@ -524,6 +600,9 @@ static int visit(ctx *c, TSNode n)
                 afd_gate_norm(c, e, &c->tmp2);
                 afd_gate_add_fact(c, C_AWAIT, (const char *)c->tmp2.data, c->tmp2.len,
                                   afd_gate_enclosing_fn(c), ts_node_start_byte(n), 0);
+            } else if (ek == K_CALL && awaits_handles(c, e)) {
+                afd_gate_norm(c, n, &c->tmp2);
+                afd_gate_add_fact_str(c, C_TASKAWAIT, (const char *)c->tmp2.data);
             }
         }
         break;

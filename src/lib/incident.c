@@ -79,8 +79,16 @@ void afd_incident_init(afd_incident *self)
     afd_evidence_init(&self->evidence);
 }
 
+static void sys_finish(afd_incident_sys *s)
+{
+    for (size_t i = 0; i < AFD_INCIDENT_SYS_LEVELS; i++)
+        free(s->levels[i].why_not);
+}
+
 static void fix_finish(afd_incident_fix *f)
 {
+    sys_finish(&f->sys_before);
+    sys_finish(&f->sys_after);
     free(f->kind);
     free(f->why_none);
     free(f->diff);
@@ -112,6 +120,8 @@ void afd_incident_finish(afd_incident *self)
     free(self->check.method);
     free(self->timing.summary);
     free(self->timing.site);
+    free(self->found_by);
+    sys_finish(&self->search_sys);
     free(self->token);
     free(self->passing_token);
     free(self->window.task);
@@ -334,6 +344,56 @@ static json_t *tri(afd_incident_tri t)
     return t == AFD_TRI_NOT_ATTEMPTED ? json_string("not attempted") : json_boolean(t == AFD_TRI_TRUE);
 }
 
+/* The systematic search's coverage: SYS in docs/schema/incident.schema.json. */
+static json_t *sys_json(wr *w, const afd_incident_sys *s)
+{
+    json_t *o = json_object(), *levels = json_array();
+    set(w, o, "max_delays", count(s->max_delays));
+    set(w, o, "pruning", json_string(s->pruning ? "classes" : "none"));
+    set(w, o, "runs", count(s->runs));
+    set(w, o, "budget_spent", json_boolean(s->budget_spent));
+    set(w, o, "clock_reads", count(s->clock_reads));
+    for (uint32_t i = 0; i < s->n_levels && i < AFD_INCIDENT_SYS_LEVELS; i++) {
+        const afd_incident_sys_level *lv = &s->levels[i];
+        json_t *l = json_object();
+        set(w, l, "delays", count(lv->delays));
+        set(w, l, "schedules", count(lv->schedules));
+        set(w, l, "cum_schedules", count(lv->cum_schedules));
+        set(w, l, "orders", count(lv->orders));
+        set(w, l, "classes", count(lv->classes));
+        set(w, l, "failed", count(lv->failed));
+        set(w, l, "no_slot", count(lv->no_slot));
+        set(w, l, "pruned", count(lv->pruned));
+        set(w, l, "exhausted", json_boolean(lv->exhausted));
+        set(w, l, "estimated_total",
+            lv->estimated_total < 0 ? json_null() : json_integer(lv->estimated_total));
+        set(w, l, "why_not", text(lv->why_not));
+        push(w, levels, l);
+    }
+    set(w, o, "levels", levels);
+    return o;
+}
+
+static json_t *search_json(wr *w, const afd_incident *self)
+{
+    json_t *o = json_object();
+    set(w, o, "random_runs", count(self->search_random_runs));
+    set(w, o, "found_by", text(self->found_by));
+    set(w, o, "systematic", self->has_search_sys ? sys_json(w, &self->search_sys) : json_null());
+    return o;
+}
+
+/* fix.tiers.systematic, after the other four (either way they were given). */
+static void sys_tier_json(wr *w, json_t *tiers, const afd_incident_fix *f)
+{
+    if (!f->has_sys_tier)
+        return;
+    json_t *o = json_object();
+    set(w, o, "before", sys_json(w, &f->sys_before));
+    set(w, o, "after", sys_json(w, &f->sys_after));
+    set(w, tiers, "systematic", o);
+}
+
 static json_t *tiers_json(wr *w, const afd_incident_fix *f)
 {
     json_t *o = json_object();
@@ -342,6 +402,7 @@ static json_t *tiers_json(wr *w, const afd_incident_fix *f)
         set(w, o, "exploration", json_string("not attempted"));
         set(w, o, "natural", json_string("not attempted"));
         set(w, o, "overhead", json_string("not attempted"));
+        sys_tier_json(w, o, f);
         return o;
     }
     json_t *r = json_object(), *e = json_object(), *n = json_object(), *h = json_object();
@@ -360,6 +421,7 @@ static json_t *tiers_json(wr *w, const afd_incident_fix *f)
     set(w, h, "median_ms_before", num(f->median_ms_before));
     set(w, h, "median_ms_after", num(f->median_ms_after));
     set(w, o, "overhead", h);
+    sys_tier_json(w, o, f);
     return o;
 }
 
@@ -442,6 +504,8 @@ static void head_json(wr *w, json_t *doc, const afd_incident *self)
     push(w, ci, num(self->ci95_hi));
     set(w, nat, "ci95", ci);
     set(w, doc, "natural", nat);
+    if (self->has_search)
+        set(w, doc, "search", search_json(w, self));
     set(w, doc, "token", text(self->token));
     json_t *rep = json_object();
     set(w, rep, "runs", count(self->replay_runs));

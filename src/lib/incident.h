@@ -117,6 +117,34 @@ typedef enum afd_incident_tri {
     AFD_TRI_TRUE = 1
 } afd_incident_tri;
 
+/* The systematic search's coverage (investigate's search, and the verification tier that runs it
+ * before and after a fix): every schedule with at most max_delays delayed steps, each delay swept
+ * across its measured slots. A level's counts are of the schedules with exactly `delays` delays
+ * (schedules, failed, estimated_total) or with at most that many (the cumulative ones). */
+typedef struct afd_incident_sys_level {
+    uint32_t delays;
+    uint64_t schedules;       /* run with exactly this many delays */
+    uint64_t cum_schedules;   /* with at most this many */
+    uint64_t orders, classes; /* distinct traces / interleaving classes among the cum_schedules runs */
+    uint64_t failed;          /* with exactly this many */
+    uint64_t no_slot, pruned; /* delayed steps that flip no comparison; schedules not extended */
+    int exhausted;
+    int64_t estimated_total; /* this level's schedules; -1: unknown (null in JSON) */
+    char *why_not;           /* Owned; NULL when exhausted: "budget spent", "not begun", ... */
+} afd_incident_sys_level;
+
+#define AFD_INCIDENT_SYS_LEVELS 5 /* levels 0..4: the most delays a systematic search places */
+
+typedef struct afd_incident_sys {
+    uint32_t max_delays;
+    int pruning;   /* 1: "classes" (heuristic class pruning was used), 0: "none" */
+    uint64_t runs; /* every run it made (measuring repeats included) */
+    int budget_spent;
+    uint64_t clock_reads;
+    afd_incident_sys_level levels[AFD_INCIDENT_SYS_LEVELS]; /* levels 0..max_delays */
+    uint32_t n_levels;
+} afd_incident_sys;
+
 /* What --fix found: the proposal, its gate, its verification tiers and the regression test. */
 typedef struct afd_incident_fix {
     char *kind;              /* Owned; NULL when none was proposed */
@@ -136,6 +164,10 @@ typedef struct afd_incident_fix {
     uint64_t natural_runs, natural_failed;
     double natural_rate_below;
     double median_ms_before, median_ms_after;
+    /* The systematic tier (fix.tiers.systematic, absent in older documents): the same bounded
+     * enumeration before the fix and after it. */
+    int has_sys_tier;
+    afd_incident_sys sys_before, sys_after;
     char *regression_node;   /* Owned; NULL: no regression test, and regression_why says why */
     char *regression_why;    /* Owned; NULL when regression_node is set */
     int has_regression_test; /* the document's regression_test is an object (node and outcomes) */
@@ -167,6 +199,13 @@ typedef struct afd_incident {
     afd_incident_timing timing;
     uint64_t natural_runs, natural_failed;
     double ci95_lo, ci95_hi;
+    /* How the failing schedule was searched for ("search", absent in older documents): the random
+     * portfolio's runs, which search found it, and the systematic search's coverage. */
+    int has_search;
+    uint64_t search_random_runs;
+    char *found_by; /* Owned: "random" | "systematic" | NULL (neither found one) */
+    int has_search_sys;
+    afd_incident_sys search_sys;
     char *token; /* Owned; NULL when no failing schedule was found */
     uint64_t replay_runs, replay_failed;
     int identical_traces; /* -1: null (no replay), else 0/1 */

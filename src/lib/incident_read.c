@@ -368,6 +368,91 @@ static void read_window(rd *r, const json_t *doc, afd_incident *self)
     }
 }
 
+/* SYS (docs/schema/incident.schema.json): the systematic search's coverage at where. A level
+ * past the last this version holds is noted and left out. */
+static void read_sys(rd *r, const json_t *o, const char *where, afd_incident_sys *s)
+{
+    char at[80];
+    snprintf(at, sizeof at, "%s.levels", where);
+    s->max_delays = get_u32(r, o, where, "max_delays");
+    char *pruning = NULL;
+    get_str(r, o, where, "pruning", 0, &pruning);
+    s->pruning = pruning && !strcmp(pruning, "classes") ? 1 : pruning && !strcmp(pruning, "none") ? 0 : -1;
+    if (pruning && s->pruning < 0)
+        refuse(r, where, "pruning", "neither \"none\" nor \"classes\"");
+    free(pruning);
+    s->runs = get_u64(r, o, where, "runs");
+    s->budget_spent = get_bool(r, o, where, "budget_spent");
+    s->clock_reads = get_u64(r, o, where, "clock_reads");
+    const json_t *a = get_arr(r, o, where, "levels");
+    size_t n = json_array_size(a);
+    if (n > AFD_INCIDENT_SYS_LEVELS) {
+        refuse(r, where, "levels", "more than %d levels", AFD_INCIDENT_SYS_LEVELS);
+        n = AFD_INCIDENT_SYS_LEVELS;
+    }
+    for (size_t i = 0; i < n && !r->oom; i++) {
+        const json_t *x = json_array_get(a, i);
+        afd_incident_sys_level *lv = &s->levels[i];
+        if (!json_is_object(x))
+            refuse(r, where, "levels", "holds an item that is not an object");
+        lv->delays = get_u32(r, x, at, "delays");
+        lv->schedules = get_u64(r, x, at, "schedules");
+        lv->cum_schedules = get_u64(r, x, at, "cum_schedules");
+        lv->orders = get_u64(r, x, at, "orders");
+        lv->classes = get_u64(r, x, at, "classes");
+        lv->failed = get_u64(r, x, at, "failed");
+        lv->no_slot = get_u64(r, x, at, "no_slot");
+        lv->pruned = get_u64(r, x, at, "pruned");
+        lv->exhausted = get_bool(r, x, at, "exhausted");
+        const json_t *est =
+            want(r, x, at, "estimated_total", T(JSON_INTEGER) | T(JSON_NULL), "an integer or null");
+        lv->estimated_total = -1; /* null: unknown */
+        if (json_is_integer(est) && json_integer_value(est) < 0)
+            refuse(r, at, "estimated_total", "out of range");
+        else if (json_is_integer(est))
+            lv->estimated_total = (int64_t)json_integer_value(est);
+        get_str(r, x, at, "why_not", 1, &lv->why_not);
+    }
+    s->n_levels = (uint32_t)n;
+}
+
+/* "search": how the failing schedule was searched for; absent in documents written before it. */
+static void read_search(rd *r, const json_t *doc, afd_incident *self)
+{
+    if (!json_object_get(doc, "search"))
+        return;
+    const json_t *o = get_obj(r, doc, "", "search", 0);
+    if (!o)
+        return;
+    self->has_search = 1;
+    self->search_random_runs = get_u64(r, o, "search", "random_runs");
+    get_str(r, o, "search", "found_by", 1, &self->found_by);
+    const char *by = self->found_by;
+    if (by && strcmp(by, "random") != 0 && strcmp(by, "systematic") != 0)
+        refuse(r, "search", "found_by", "unknown: \"%.40s\"", by); /* kept: the report shows it */
+    const json_t *sys = get_obj(r, o, "search", "systematic", 1);
+    if (sys) {
+        self->has_search_sys = 1;
+        read_sys(r, sys, "search.systematic", &self->search_sys);
+    }
+}
+
+/* fix.tiers.systematic: the same bounded search before the fix and after it; absent in documents
+ * written before the tier existed. */
+static void read_sys_tier(rd *r, const json_t *tiers, afd_incident_fix *f)
+{
+    if (!json_object_get(tiers, "systematic"))
+        return;
+    const json_t *o = get_obj(r, tiers, "fix.tiers", "systematic", 0);
+    if (!o)
+        return;
+    f->has_sys_tier = 1;
+    read_sys(r, get_obj(r, o, "fix.tiers.systematic", "before", 0), "fix.tiers.systematic.before",
+             &f->sys_before);
+    read_sys(r, get_obj(r, o, "fix.tiers.systematic", "after", 0), "fix.tiers.systematic.after",
+             &f->sys_after);
+}
+
 static afd_incident_tri get_tri(rd *r, const json_t *o, const char *where, const char *key)
 {
     const json_t *v = want(r, o, where, key, T(JSON_TRUE) | T(JSON_FALSE) | T(JSON_STRING),
@@ -433,6 +518,7 @@ static void read_tiers(rd *r, const json_t *fix, afd_incident_fix *f)
             read_tier(r, v, i, f);
         }
     }
+    read_sys_tier(r, t, f);
 }
 
 static void read_gate(rd *r, const json_t *fix, afd_incident_fix *f)
@@ -634,6 +720,7 @@ static int read_document(const char *text, size_t len, afd_incident *out, rd *r)
         return AFD_EINVAL;
     }
     read_head(r, doc, out);
+    read_search(r, doc, out);
     read_runs(r, doc, out);
     read_window(r, doc, out);
     read_cause(r, doc, out);

@@ -74,6 +74,8 @@ void afd_proto_put_run(afd_buf *out, const afd_run_req *m)
     afd_buf_put_u32(out, m->timeout_ms);
     afd_buf_put_u64(out, m->max_steps);
     put_text(out, m->token);
+    afd_buf_put_u64(out, m->mark_lo);
+    afd_buf_put_u32(out, m->mark_n);
     frame_end(out, start);
 }
 
@@ -138,7 +140,10 @@ int afd_proto_get_run(afd_run_req *m, const uint8_t *payload, size_t len)
     /* A token with thousands of delays runs to megabytes, so only the frame bounds it here; the
      * token decoder enforces the schedule's own limits. */
     m->token = afd_reader_str(&r, AFD_PROTO_MAX_FRAME);
-    if (!afd_reader_error(&r) && (m->mode & ~AFD_MODE_TRACE_LINES) > AFD_MODE_CONTROLLED)
+    m->mark_lo = afd_reader_u64(&r);
+    m->mark_n = afd_reader_u32(&r);
+    if (!afd_reader_error(&r) &&
+        ((m->mode & ~AFD_MODE_TRACE_LINES) > AFD_MODE_CONTROLLED || m->mark_n > AFD_PROTO_MAX_MARKS))
         afd_reader_fail(&r, AFD_EPROTO);
     int rc = finish_decode(&r);
     if (rc)

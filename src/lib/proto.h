@@ -9,7 +9,9 @@
  *   HELLO   worker -> engine, once: i32 pid | str python version | str hash seed | str error
  *           (error non-empty: the worker could not prepare the test, e.g. not found, syntax error;
  *           it exits after sending it) | str nodeid (as collected)
- *   RUN     engine -> worker: u64 run_id | u8 mode | u32 timeout_ms | u64 max_steps | str token
+ *   RUN     engine -> worker: u64 run_id | u8 mode | u32 timeout_ms | u64 max_steps | str token |
+ *           u64 mark_lo | u32 mark_n (the steps whose slots the run measures: step indices
+ *           [mark_lo, mark_lo + mark_n), mark_n <= AFD_PROTO_MAX_MARKS; 0 = no measurement)
  *   RESULT  worker -> engine: u64 run_id | u8 outcome | i32 status (exit code, or -signal) |
  *           u64 wall_ns | str failure | str trace bytes (an encoded trace, possibly empty)
  *   QUIT    engine -> worker: empty; the worker exits. */
@@ -22,6 +24,8 @@
 #include <stdint.h>
 
 #define AFD_PROTO_MAX_FRAME (64u << 20)
+/* The most steps one run can measure: one bit each of a 64-bit mask (runtime's slots.c). */
+#define AFD_PROTO_MAX_MARKS 64u
 
 enum afd_msg_type { AFD_MSG_HELLO = 1, AFD_MSG_RUN = 2, AFD_MSG_RESULT = 3, AFD_MSG_QUIT = 4 };
 
@@ -38,7 +42,9 @@ typedef struct afd_run_req {
     uint8_t mode; /* enum afd_mode */
     uint32_t timeout_ms;
     uint64_t max_steps;
-    char *token; /* Owned; "" for a natural run. */
+    char *token;      /* Owned; "" for a natural run. */
+    uint64_t mark_lo; /* the first step index whose slot is measured */
+    uint32_t mark_n;  /* how many (0: none; at most AFD_PROTO_MAX_MARKS) */
 } afd_run_req;
 
 typedef struct afd_run_result {

@@ -10,7 +10,9 @@
  *      is judged because Python decides a name's scope from the whole function body, not from what
  *      precedes the use;
  *   3. accesses: attribute and subscript chains through self, cls, a global, a local variable or
- *      an alias, visited in source order so that aliases follow the bindings as they happen.
+ *      an alias, visited in source order so that aliases follow the bindings as they happen;
+ *   4. lines: what the statement around each line does with its values (a condition, a return,
+ *      a name a later condition tests), in pyscan_lines.c.
  *
  * Strings (names, paths, qualified names) are interned in one buffer that is handed out in the
  * same allocation as the access array: a function with a million accesses stores its qualified
@@ -22,9 +24,9 @@
  * megabytes long) or whose tree libtree-sitter broke (see pysrc.h), and the error lines
  * include those of brackets nested too deep and of long runs of continuation-only lines.
  *
- * Walks 1 and 2 live in pyscan_bind.c, walk 3 in pyscan_access.c; this file holds the driver, the
- * interned strings, the index tables and the node helpers they share (pyscan_impl.h). Node kinds,
- * fields and the cursor walks come from pyast.h. */
+ * Walks 1 and 2 live in pyscan_bind.c, walk 3 in pyscan_access.c, walk 4 in pyscan_lines.c; this file holds
+ * the driver, the interned strings, the index tables and the node helpers they share (pyscan_impl.h). Node
+ * kinds, fields and the cursor walks come from pyast.h. */
 #include "pyscan_impl.h"
 
 #include <stdlib.h>
@@ -280,6 +282,9 @@ int afd_pyscan_push(ctx *c, TSNode n, uint32_t scope, uint32_t aux, uint8_t op, 
     int rc = afd_array_grow((void **)&c->stk, &c->cap_stk, c->n_stk + 1, sizeof *c->stk, 16);
     if (rc < 0)
         return rc;
+    /* What sits beneath a condition is in it too, whatever mode its parent pushed it with. */
+    if (op == OP_VISIT)
+        mode |= c->test;
     c->stk[c->n_stk++] = (item){n, scope, aux, op, mode};
     return 0;
 }
@@ -342,11 +347,13 @@ static void ctx_free(ctx *c)
     free(c->acc);
     free(c->yields.v);
     free(c->errors.v);
+    free(c->lflags);
 }
 
 static int run_walk(ctx *c, TSNode root, int (*visit)(ctx *, const item *), uint8_t mode)
 {
     c->n_stk = 0;
+    c->test = 0;
     int rc = afd_pyscan_push(c, root, 0, 0, OP_VISIT, mode);
     while (rc == 0 && c->n_stk > 0) {
         item it = c->stk[--c->n_stk];
@@ -379,8 +386,9 @@ static int publish(ctx *c, afd_pyscan *out)
         memcpy(strs, c->strs.data, c->strs.len + 1);
         for (size_t i = 0; i < c->n_acc; i++) {
             const racc *r = &c->acc[i];
-            a[i] = (afd_pyaccess){r->line,         r->root, r->write, strs + r->name_off, strs + r->path_off,
-                                  strs + r->fn_off};
+            a[i] = (afd_pyaccess){
+                r->line,         r->root, r->write, r->flags, strs + r->name_off, strs + r->path_off,
+                strs + r->fn_off};
         }
         out->acc = a;
         out->n_acc = c->n_acc;
@@ -389,6 +397,10 @@ static int publish(ctx *c, afd_pyscan *out)
     out->n_yields = c->yields.n;
     out->errors = c->errors.v;
     out->n_errors = c->errors.n;
+    out->line_flags = c->lflags;
+    out->n_line_flags = c->n_lflags;
+    c->lflags = NULL;
+    c->n_lflags = c->cap_lflags = 0;
     c->yields = (u32vec){0};
     c->errors = (u32vec){0};
     return 0;
@@ -423,6 +435,8 @@ int afd_pyscan_source(const char *src, size_t len, afd_pyscan *out)
             rc = run_walk(&c, root, afd_pyscan_a_visit, A_GEN);
         if (rc == 0)
             rc = run_walk(&c, root, afd_pyscan_b_visit, M_READ);
+        if (rc == 0)
+            rc = afd_pyscan_lines(&c, root);
         ts_tree_cursor_delete(&c.cur);
     }
     if (rc == 0)
@@ -441,6 +455,7 @@ void afd_pyscan_finish(afd_pyscan *s)
     free(s->acc); /* the strings live in the same block */
     free(s->yields);
     free(s->errors);
+    free(s->line_flags);
     memset(s, 0, sizeof *s);
 }
 
@@ -467,6 +482,11 @@ void afd_pyscan_line(const afd_pyscan *s, uint32_t line, size_t *first, size_t *
         *first = lo;
     if (count)
         *count = end - lo;
+}
+
+uint8_t afd_pyscan_line_flags(const afd_pyscan *s, uint32_t line)
+{
+    return s && line < s->n_line_flags ? s->line_flags[line] : 0;
 }
 
 int afd_pyscan_is_yield(const afd_pyscan *s, uint32_t line)

@@ -10,14 +10,19 @@
  *     printed with double quotes), any other key is `[*]`;
  *   - assignment targets are writes; augmented assignment (`+=`) is a read and a write; `del` is a
  *     write; any other use is a read;
- *   - method calls on an access: mutating ones (append, extend, insert, update, pop, popitem,
- *     setdefault, clear, add, discard, remove, sort, reverse, __setitem__, __delitem__,
- *     appendleft, extendleft, popleft) write the receiver's path; read-only ones (get, keys, values,
- *     items, __contains__, __len__, __getitem__, copy, count, index) read it; unknown methods read it;
+ *   - method calls on an access: mutating ones (append, extend, insert, update, setdefault, clear,
+ *     add, discard, remove, sort, reverse, __setitem__, __delitem__, appendleft, extendleft) write
+ *     the receiver's path; taking ones (pop, popitem, popleft) read it (flagged AFD_PYACC_TAKE:
+ *     the value taken out is handed to the caller) and write it; read-only ones (get, keys, values,
+ *     items, __contains__, __len__, __getitem__, copy, count, index) read it; unknown methods read
+ *     it. A call whose result is awaited (`await self.api.add(x)`) is no container's method (those
+ *     return no awaitable): it reads the receiver, whatever its name;
  *   - simple local aliases: after `s = self.sessions` (a plain name bound to an access expression)
  *     in a function, `s[k] = v` in the same function is a write of root "self", path ".sessions[*]",
  *     until `s` is bound again;
- *   - yield sites: the lines of every `await`, `async with` and `async for`.
+ *   - yield sites: the lines of every `await`, `async with` and `async for`;
+ *   - statement marks by line (afd_pyscan_line_flags): conditions, return values, and values
+ *     assigned to a name a later condition of the function reads.
  * Invalid Python never crashes or hangs the scan: tree-sitter's ERROR and MISSING nodes are
  * reported by line and not descended into. The traversal is iterative (no recursion on depth). */
 #ifndef AFD_PYSCAN_H
@@ -38,10 +43,24 @@ enum afd_pyscan_root {
                           time (the line tracer records it) */
 };
 
+/* What the scan knows of an access's role, as afd_pyaccess.flags bits. TEST: it sits in the
+ * condition of an `if`, `elif` or `while` (its value decides what runs, it is not stored). LITERAL:
+ * a write by an assignment whose value is a literal constant (`self.ready = True`, `x = None`). */
+enum { AFD_PYACC_TEST = 1, AFD_PYACC_LITERAL = 2, AFD_PYACC_TAKE = 4 };
+/* TAKE (on a read): the read of a taking call (`self.conns.pop(k)`), whose write of the same
+ * receiver follows it at once: the task holds what it took out. */
+
+/* What the statement around a line does with the values computed on it (afd_pyscan_line_flags):
+ * TEST, the line holds part of the condition of an if, elif or while; RETURN, part of the value of
+ * a `return`; NAME_TESTED, part of the value assigned to a plain name (`v = await self.get(k)`)
+ * that a condition later in the same function reads (`if v is not None:`). */
+enum { AFD_PYLINE_TEST = 1, AFD_PYLINE_RETURN = 2, AFD_PYLINE_NAME_TESTED = 4 };
+
 typedef struct afd_pyaccess {
     uint32_t line;  /* 1-based line where the access expression starts */
     uint8_t root;   /* enum afd_pyscan_root */
     uint8_t write;  /* 1 write, 0 read (an augmented assignment yields one of each, read first) */
+    uint8_t flags;  /* AFD_PYACC_TEST, AFD_PYACC_LITERAL */
     char *name;     /* Owned: "self", "cls", or the global's name ("REPORT") */
     char *path;     /* Owned: what follows the root: ".sessions[*]", "[\"status\"]", "" for the bare name */
     char *function; /* Owned: the enclosing function's qualified name ("Store.add", "f.<locals>.g"),
@@ -55,6 +74,8 @@ typedef struct afd_pyscan {
     size_t n_yields;
     uint32_t *errors; /* Owned, sorted, unique: lines where tree-sitter found ERROR or MISSING. */
     size_t n_errors;
+    uint8_t *line_flags; /* Owned: AFD_PYLINE_* bits indexed by 1-based line (NULL: none marked). */
+    size_t n_line_flags;
 } afd_pyscan;
 
 /* Scans src[0..len) (any bytes: invalid UTF-8 and NULs are tolerated). out is initialized here and
@@ -65,6 +86,8 @@ void afd_pyscan_finish(afd_pyscan *s); /* Accepts a zeroed or finished scan. */
 
 /* The accesses of one line: acc[*first .. *first + *count). */
 void afd_pyscan_line(const afd_pyscan *s, uint32_t line, size_t *first, size_t *count);
+/* The AFD_PYLINE_* bits of a line (0 beyond the last marked line). */
+uint8_t afd_pyscan_line_flags(const afd_pyscan *s, uint32_t line);
 /* 1 when the line holds a yield site. */
 int afd_pyscan_is_yield(const afd_pyscan *s, uint32_t line);
 

@@ -8,10 +8,12 @@
 
 /* The methods that change their receiver; any other method call reads it. */
 static const char *const MUTATING[] = {
-    "append",     "extend",      "insert",      "update",     "pop",        "popitem",
-    "setdefault", "clear",       "add",         "discard",    "remove",     "sort",
-    "reverse",    "__setitem__", "__delitem__", "appendleft", "extendleft", "popleft",
+    "append", "extend", "insert",      "update",      "setdefault", "clear",      "add",     "discard",
+    "remove", "sort",   "__setitem__", "__delitem__", "appendleft", "extendleft", "reverse",
 };
+
+/* The methods that take a value out of their receiver and return it: a read and a write. */
+static const char *const TAKING[] = {"pop", "popitem", "popleft"};
 
 /* ---- walk 3: accesses ---- */
 
@@ -345,14 +347,19 @@ static int build_path(ctx *c, const res *r)
     return c->path.err ? c->path.err : afd_pyscan_charge(c, c->path.len);
 }
 
+/* write: 1 a write, 0 a read, 2 a taking call's read (AFD_PYACC_TAKE). */
 static int emit(ctx *c, TSNode at, uint32_t sc, const res *r, uint32_t path_off, int write)
 {
     int rc = afd_array_grow((void **)&c->acc, &c->cap_acc, c->n_acc + 1, sizeof *c->acc, 16);
     if (rc < 0)
         return rc;
+    uint8_t flags =
+        (uint8_t)((c->test ? AFD_PYACC_TEST : 0) | (write == 1 && c->literal ? AFD_PYACC_LITERAL : 0) |
+                  (write == 2 ? AFD_PYACC_TAKE : 0));
+    write = write == 1;
     c->acc[c->n_acc++] =
         (racc){ts_node_start_byte(at),    c->seq++, afd_pyast_line(at), r->name_off, path_off,
-               c->scopes[sc].fn_name_off, r->root,  (uint8_t)write};
+               c->scopes[sc].fn_name_off, r->root,  (uint8_t)write,     flags};
     return 0;
 }
 
@@ -368,35 +375,50 @@ static int handle_chain(ctx *c, TSNode e, uint32_t sc, uint8_t m)
         return 0;
     if ((rc = build_path(c, &r)) < 0)
         return rc;
+    /* A bare local variable's take (`items.pop()`) is its write only, like any mutating call on
+     * it: merely naming it reads nothing the tracer could place. */
+    if (m == M_TAKE && c->path.len == 0 && r.root == AFD_ROOT_LOCAL)
+        m = M_MWRITE;
     /* Bare self or cls (passed along, returned, a method called on it) is no access: as the
      * whole object it would overlap every attribute of it. A bare local variable is one only
      * when a mutating method is called on it (`items.append(x)`): which object it names is
      * known at run time only, and merely naming it touches nothing. */
-    if (c->path.len == 0 &&
-        (r.root == AFD_ROOT_SELF || r.root == AFD_ROOT_CLS || (r.root == AFD_ROOT_LOCAL && m != M_MWRITE)))
+    if (c->path.len == 0 && (r.root == AFD_ROOT_SELF || r.root == AFD_ROOT_CLS ||
+                             (r.root == AFD_ROOT_LOCAL && m != M_MWRITE && m != M_TAKE)))
         return 0;
     uint32_t path_off;
     if ((rc = afd_pyscan_intern(c, (const char *)c->path.data, c->path.len, &path_off)) < 0)
         return rc;
     int aug_alias = c->n_segs == 0 && r.kind == R_ALIAS; /* s += x rebinds s: a read only */
-    if (m == M_READ || (m == M_AUG))
-        rc = emit(c, e, sc, &r, path_off, 0);
-    if (rc == 0 && (m == M_STORE || m == M_DEL || m == M_MWRITE || (m == M_AUG && !aug_alias)))
+    if (m == M_READ || m == M_AUG || m == M_TAKE)
+        rc = emit(c, e, sc, &r, path_off, m == M_TAKE ? 2 : 0);
+    if (rc == 0 && (m == M_STORE || m == M_DEL || m == M_MWRITE || m == M_TAKE || (m == M_AUG && !aug_alias)))
         rc = emit(c, e, sc, &r, path_off, 1);
     return rc;
 }
 
-static int is_mutating(const ctx *c, TSNode method)
+static int named_in(const ctx *c, TSNode method, const char *const *names, size_t n_names)
 {
     size_t n;
     const char *t = afd_pyast_text(c->src, c->len, method, &n);
-    for (size_t i = 0; i < sizeof MUTATING / sizeof MUTATING[0]; i++)
-        if (strlen(MUTATING[i]) == n && memcmp(MUTATING[i], t, n) == 0)
+    for (size_t i = 0; i < n_names; i++)
+        if (strlen(names[i]) == n && memcmp(names[i], t, n) == 0)
             return 1;
     return 0;
 }
 
-static int handle_call(ctx *c, TSNode n, uint32_t sc)
+/* The mode a method call gives its receiver: a container's mutating or taking method writes it,
+ * unless the call's result is awaited (a coroutine method of the same name: no container's). */
+static uint8_t method_mode(const ctx *c, int awaited, TSNode method)
+{
+    if (awaited)
+        return M_READ;
+    if (named_in(c, method, TAKING, sizeof TAKING / sizeof TAKING[0]))
+        return M_TAKE;
+    return named_in(c, method, MUTATING, sizeof MUTATING / sizeof MUTATING[0]) ? M_MWRITE : M_READ;
+}
+
+static int handle_call(ctx *c, TSNode n, uint32_t sc, int awaited)
 {
     TSNode fn = afd_pyast_field(n, AFD_PYF_FUNCTION);
     int rc = afd_pyscan_push(c, afd_pyast_field(n, AFD_PYF_ARGUMENTS), sc, 0, OP_VISIT, M_READ);
@@ -405,7 +427,7 @@ static int handle_call(ctx *c, TSNode n, uint32_t sc)
     if (afd_pyscan_kind_of(c, fn) == K_ATTR) {
         TSNode method = afd_pyast_field(fn, AFD_PYF_ATTRIBUTE), recv = afd_pyast_field(fn, AFD_PYF_OBJECT);
         if (afd_pyscan_ident_ok(c, method) && !ts_node_is_null(recv))
-            return handle_chain(c, recv, sc, is_mutating(c, method) ? M_MWRITE : M_READ);
+            return handle_chain(c, recv, sc, method_mode(c, awaited, method));
     }
     return afd_pyscan_push(c, fn, sc, 0, OP_VISIT, M_READ);
 }
@@ -506,12 +528,52 @@ static int b_for(ctx *c, TSNode n, uint32_t sc, uint8_t k)
     return rc;
 }
 
+/* Whether n is a literal constant (*lit): what an assignment of it stores cannot differ from one
+ * run to the next. Lists a string's parts into c->kids (O(1) each, however many escapes it has).
+ * Returns 0 or AFD_ENOMEM. */
+static int is_literal(ctx *c, TSNode n, int *lit)
+{
+    static const char *const LITERALS[] = {"true", "false", "none", "integer", "float", "string"};
+    *lit = 0;
+    if (afd_pyast_is_bad(n))
+        return 0;
+    const char *t = ts_node_type(n);
+    for (size_t i = 0; i < sizeof LITERALS / sizeof LITERALS[0]; i++)
+        *lit |= strcmp(t, LITERALS[i]) == 0;
+    if (!*lit || !afd_pyast_is(n, AFD_PY_STRING))
+        return 0;
+    int rc = afd_pyscan_list_kids(c, n);
+    /* an f-string with a replacement field is computed */
+    for (size_t i = 0; rc == 0 && i < c->n_kids; i++)
+        if (afd_pyast_is(c->kids[i].node, AFD_PY_INTERPOLATION))
+            *lit = 0;
+    return rc;
+}
+
+/* Pushes the children listed in c->kids in mode m, the condition of an if, elif or while (the
+ * child in field `condition`) marked as a test. */
+static int push_kids_tests(ctx *c, uint32_t sc, uint8_t m)
+{
+    TSFieldId cond = afd_pyast_field_id(AFD_PYF_CONDITION);
+    for (size_t i = c->n_kids; i-- > 0;) {
+        if (!c->kids[i].named)
+            continue;
+        int rc = afd_pyscan_push(c, c->kids[i].node, sc, 0, OP_VISIT,
+                                 (uint8_t)(m | (c->kids[i].field == cond ? M_TEST : 0)));
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 int afd_pyscan_b_visit(ctx *c, const item *it)
 {
     TSNode n = it->node;
     uint32_t sc = it->scope, s;
-    uint8_t m = it->mode;
+    uint8_t m = it->mode & M_MASK;
     int rc = 0;
+    c->test = it->mode & M_TEST;
+    c->literal = it->mode & M_LITERAL;
     if (afd_pyast_is_bad(n))
         return 0;
     if (it->op == OP_BIND)
@@ -532,7 +594,7 @@ int afd_pyscan_b_visit(ctx *c, const item *it)
     case K_SUBSCRIPT:
         return handle_chain(c, n, sc, m);
     case K_CALL:
-        return handle_call(c, n, sc);
+        return handle_call(c, n, sc, (it->mode & M_AWAITED) != 0);
     case K_CONTAINER:
     case K_PAREN:
         rc = afd_pyscan_list_kids(c, n);
@@ -541,9 +603,12 @@ int afd_pyscan_b_visit(ctx *c, const item *it)
     case K_NAMED_EXPR: {
         int assign = k == K_ASSIGN;
         rc = afd_pyscan_push(c, n, sc, 0, OP_BIND, 0);
+        int lit = 0;
+        if (rc == 0)
+            rc = is_literal(c, afd_pyast_field(n, assign ? AFD_PYF_RIGHT : AFD_PYF_VALUE), &lit);
         if (rc == 0)
             rc = afd_pyscan_push(c, afd_pyast_field(n, assign ? AFD_PYF_LEFT : AFD_PYF_NAME), sc, 0, OP_VISIT,
-                                 M_STORE);
+                                 (uint8_t)(M_STORE | (lit ? M_LITERAL : 0)));
         if (rc == 0) /* the value is evaluated first */
             rc = afd_pyscan_push(c, afd_pyast_field(n, assign ? AFD_PYF_RIGHT : AFD_PYF_VALUE), sc, 0,
                                  OP_VISIT, M_READ);
@@ -578,7 +643,7 @@ int afd_pyscan_b_visit(ctx *c, const item *it)
         if ((k == K_AWAIT || afd_pyscan_has_async(c)) &&
             (rc = afd_pyscan_u32_push(&c->yields, afd_pyast_line(n))) < 0)
             return rc;
-        return afd_pyscan_push_kids(c, sc, OP_VISIT, M_READ);
+        return afd_pyscan_push_kids(c, sc, OP_VISIT, (uint8_t)(M_READ | (k == K_AWAIT ? M_AWAITED : 0)));
     case K_AS_PATTERN:
         rc = afd_pyscan_list_kids(c, n);
         for (size_t i = c->n_kids; rc == 0 && i-- > 0;) {
@@ -636,6 +701,6 @@ int afd_pyscan_b_visit(ctx *c, const item *it)
         return rc;
     default:
         rc = afd_pyscan_list_kids(c, n);
-        return rc < 0 ? rc : afd_pyscan_push_kids(c, sc, OP_VISIT, M_READ);
+        return rc < 0 ? rc : push_kids_tests(c, sc, M_READ);
     }
 }

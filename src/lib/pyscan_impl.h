@@ -115,7 +115,12 @@ typedef int (*itab_eq)(const void *env, uint32_t idx);
 enum { OP_VISIT, OP_BIND, OP_UNBIND };
 /* Modes of the access walk: how the visited expression is used. M_MWRITE is the receiver of a
  * mutating method call. */
-enum { M_READ, M_STORE, M_DEL, M_AUG, M_MWRITE };
+enum { M_READ, M_STORE, M_DEL, M_AUG, M_MWRITE, M_TAKE }; /* M_TAKE: the receiver of a taking call (pop) */
+/* Bits or-ed into an access-walk item's mode: M_TEST, the expression sits in the condition of an
+ * if, elif or while (inherited by everything beneath it); M_LITERAL, the target of an assignment
+ * whose value is a literal constant; M_AWAITED, the expression an `await` awaits (not inherited).
+ * M_MASK keeps the mode itself. */
+enum { M_TEST = 0x80, M_LITERAL = 0x40, M_AWAITED = 0x20, M_MASK = 0x1f };
 /* Modes of the binding walk. */
 enum { A_GEN, A_BIND, A_BIND_GLOBAL, A_CASE, A_PARAM };
 
@@ -147,6 +152,7 @@ typedef struct racc {
     uint32_t start, seq, line;
     uint32_t name_off, path_off, fn_off;
     uint8_t root, write;
+    uint8_t flags; /* AFD_PYACC_TEST, AFD_PYACC_LITERAL */
 } racc;
 
 typedef struct u32vec {
@@ -182,7 +188,11 @@ typedef struct ctx {
     racc *acc; /* Owned: the accesses found, their strings in strs */
     size_t n_acc, cap_acc;
     uint32_t seq;
+    uint8_t test;    /* M_TEST when the item being visited sits in a condition, else 0 */
+    uint8_t literal; /* M_LITERAL when it is a target assigned a literal, else 0 */
     u32vec yields, errors;
+    uint8_t *lflags; /* Owned: AFD_PYLINE_* bits by 1-based line (pyscan_lines.c) */
+    size_t n_lflags, cap_lflags;
     uint32_t off_empty, off_self, off_cls;
 } ctx;
 
@@ -219,5 +229,6 @@ void afd_pyscan_alias_clear(ctx *c, uint32_t fn, TSNode id);
 int afd_pyscan_alias_set(ctx *c, uint32_t fn, TSNode id, const res *r, uint32_t path_off);
 int afd_pyscan_collect_errors(ctx *c, TSNode root);
 int afd_pyscan_a_visit(ctx *c, const item *it);
+int afd_pyscan_lines(ctx *c, TSNode root);
 
 #endif

@@ -6,6 +6,7 @@
 #include "report_int.h"
 #include "afd.h"
 #include "shell.h"
+#include "syscov.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -140,6 +141,28 @@ static void tier_exploration(afd_buf *out, const afd_incident_fix *f)
     report_put(out, " failed after it</li>\n");
 }
 
+/* The systematic tier in syscov.c's sentence (its "systematic: " is the item's title here); only
+ * a document that gives the tier lists it. */
+static void tier_systematic(afd_buf *out, const afd_incident_fix *f)
+{
+    static const char lead[] = "systematic: ";
+    if (!f->has_sys_tier)
+        return;
+    afd_buf s;
+    afd_buf_init(&s);
+    afd_sys_tier_sentence(&f->sys_before, &f->sys_after, &s);
+    const char *text = s.data ? (const char *)s.data : "";
+    size_t n = s.len;
+    if (n >= sizeof lead - 1 && memcmp(text, lead, sizeof lead - 1) == 0)
+        text += sizeof lead - 1, n -= sizeof lead - 1;
+    report_put(out, "<li class=\"tier\" id=\"tier-systematic\"><strong>Systematic</strong>: ");
+    report_esc_n(out, text, n);
+    report_put(out, "</li>\n");
+    if (s.err)
+        out->err = s.err;
+    afd_buf_finish(&s);
+}
+
 static void tier_natural(afd_buf *out, const afd_incident_fix *f)
 {
     if (!tier_open(out, f, AFD_TIER_NATURAL, "natural", "Natural runs"))
@@ -194,6 +217,7 @@ void report_sec_tiers(page *pg)
                     "claimed.</p>\n<ul class=\"tiers\">\n");
     tier_replay(out, fix);
     tier_exploration(out, fix);
+    tier_systematic(out, fix);
     tier_natural(out, fix);
     tier_overhead(out, fix);
     report_put(out, "<li class=\"tier\" id=\"tier-regression\"><strong>Regression test</strong>: ");

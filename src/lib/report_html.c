@@ -834,6 +834,7 @@ int afd_report_html(const afd_report_in *in, afd_buf *out, char *err, size_t err
         sec_verdict(pg, id);
         sec_timeline(pg);
         sec_evidence(pg);
+        report_sec_search(pg);
         sec_window(pg);
         report_sec_gate(pg);
         report_sec_tiers(pg);

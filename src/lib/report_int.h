@@ -1,4 +1,5 @@
-/* report_int.h -- what the report writers (report.c, report_html.c, report_fix.c, report_json.c) share.
+/* report_int.h -- what the report writers (report.c, report_html.c, report_fix.c, report_search.c,
+ * report_json.c) share.
  *
  * Not installed and not part of the library's interface: the files are one subsystem split by
  * output, and these are its common helpers and the HTML page's state. Every string bound for HTML
@@ -119,5 +120,9 @@ void report_sec_tiers(page *pg);
 void report_sec_diff(page *pg);
 void report_sec_replay(page *pg);
 void report_sec_environment(page *pg, int64_t id);
+
+/* report_search.c: how the failing schedule was searched for (nothing when the document does not
+ * say). */
+void report_sec_search(page *pg);
 
 #endif

@@ -210,12 +210,15 @@ static bool event_ok(const afd_trace *self, const afd_event *ev)
         return ev->flags == 0 && str_ref_ok(self, ev->b);
     case AFD_EV_CANCEL_CAUGHT:
     case AFD_EV_TIMEOUT:
-    case AFD_EV_HANDOFF:
         return ev->flags < 1u << 2 && str_ref_ok(self, ev->b);
+    case AFD_EV_HANDOFF: /* AFD_HANDOFF_EXCEPTION, _CANCELLED, _NONE */
+        return ev->flags < 1u << 3 && str_ref_ok(self, ev->b);
     case AFD_EV_RESUME:
         return ev->flags < 1u << 1 && str_ref_ok(self, ev->b);
     case AFD_EV_CHAIN:
         return ev->a < self->n_strings;
+    case AFD_EV_SLOT:
+        return ev->flags <= AFD_SLOT_DEADLINE && ev->b != 0;
     default:
         return false;
     }
@@ -459,6 +462,16 @@ static uint64_t hash_str(uint64_t h, const char *s)
     return afd_fnv1a(h, s, n);
 }
 
+/* The events that say what the run did: all but the SLOT measurements. Both digests count these,
+ * so that a trace without SLOT events digests as it did before the kind existed. */
+static uint32_t behaviour_events(const afd_trace *self)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < self->n_events; i++)
+        n += self->events[i].kind != AFD_EV_SLOT;
+    return n;
+}
+
 uint64_t afd_trace_digest(const afd_trace *self)
 {
     uint64_t h = AFD_FNV_INIT;
@@ -473,9 +486,11 @@ uint64_t afd_trace_digest(const afd_trace *self)
     h = hash_le(h, self->n_strings, 4);
     for (uint32_t i = 0; i < self->n_strings; i++)
         h = hash_str(h, self->strings[i]);
-    h = hash_le(h, self->n_events, 4);
+    h = hash_le(h, behaviour_events(self), 4);
     for (uint32_t i = 0; i < self->n_events; i++) {
         const afd_event *ev = &self->events[i];
+        if (ev->kind == AFD_EV_SLOT)
+            continue;
         h = hash_le(h, ev->kind, 1);
         h = hash_le(h, ev->flags, 1);
         h = hash_le(h, ev->task, 4);
@@ -483,6 +498,30 @@ uint64_t afd_trace_digest(const afd_trace *self)
         h = hash_le(h, ev->b, 4);
         h = hash_le(h, ev->vtime, 8);
         h = hash_le(h, ev->cost, 8);
+    }
+    return h;
+}
+
+uint64_t afd_trace_order_digest(const afd_trace *self)
+{
+    uint64_t h = AFD_FNV_INIT;
+    h = hash_le(h, AFD_TRACE_VERSION, 4);
+    h = hash_le(h, self->outcome, 1);
+    h = hash_le(h, self->n_strings, 4);
+    for (uint32_t i = 0; i < self->n_strings; i++)
+        h = hash_str(h, self->strings[i]);
+    h = hash_le(h, behaviour_events(self), 4);
+    for (uint32_t i = 0; i < self->n_events; i++) {
+        const afd_event *ev = &self->events[i];
+        if (ev->kind == AFD_EV_SLOT)
+            continue;
+        h = hash_le(h, ev->kind, 1);
+        if (ev->kind == AFD_EV_IDLE)
+            continue; /* when the loop idled is order; how long and how late is time */
+        h = hash_le(h, ev->flags, 1);
+        h = hash_le(h, ev->task, 4);
+        h = hash_le(h, ev->a, 4);
+        h = hash_le(h, ev->b, 4);
     }
     return h;
 }
@@ -795,6 +834,16 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
         break;
     case AFD_EV_CHAIN:
         format_chain_event(self, ev, out);
+        break;
+    case AFD_EV_SLOT:
+        afd_buf_printf(out, "slot of step %" PRIu32 " (task ", ev->b - 1);
+        put_task(out, self, ev->task);
+        afd_buf_printf(out, " #%" PRIu32 "): cost %" PRIu64 " ns, ", ev->a, ev->vtime);
+        if (ev->cost == UINT64_MAX)
+            afd_buf_printf(out, "no larger cost flips a comparison");
+        else
+            afd_buf_printf(out, "%" PRIu64 " ns more flips a comparison", ev->cost);
+        afd_buf_printf(out, ", %" PRIu64 " clock reads", ev->wall);
         break;
     case AFD_EV_WAITFOR:
         afd_buf_printf(out, "deadlock: task ");

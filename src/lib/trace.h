@@ -138,8 +138,25 @@ enum afd_event_kind {
                                      line ('\n'), each "file:line function" (the line of the await or
                                      call in progress in that frame). Recorded only when the chain has
                                      two or more user frames: a lone frame is the event's own site. */
+    AFD_EV_SLOT = 26,             /* a measured step's slot (the run was asked to measure steps with
+                                     indices in a window; one SLOT per such step that ran, recorded
+                                     at the end of the run in step order): task = the step's task,
+                                     a = its ordinal, b = 1 + its step index, vtime = the cost the
+                                     schedule gave it (ns, after the floor, before virtual blocking
+                                     time), cost = its margin: the smallest increase of that cost
+                                     that flips a time comparison the loop made afterwards
+                                     (UINT64_MAX: none would), wall = the loop.time() calls made
+                                     while the clock carried the step's cost. Measurement, not
+                                     behaviour: afd_trace_digest and afd_trace_order_digest skip it.
+                                     flags = AFD_SLOT_DEADLINE when the comparison that margin flips
+                                     involves a timeout the program armed (asyncio.timeout, wait_for,
+                                     wait(timeout=)). */
     AFD_EV__COUNT
 };
+
+/* SLOT flags: the slot's boundary moves a timeout the program armed (a delay past it outlasts the
+ * timeout: a threshold, which the systematic search does not sweep across). */
+enum { AFD_SLOT_DEADLINE = 1u << 0 };
 
 /* CANCEL flags */
 enum {
@@ -150,8 +167,13 @@ enum {
 };
 /* TIMEOUT flags */
 enum { AFD_TIMEOUT_WAIT_FOR = 1u << 0, AFD_TIMEOUT_CONTEXT = 1u << 1 /* asyncio.timeout / timeout_at */ };
-/* HANDOFF flags */
-enum { AFD_HANDOFF_EXCEPTION = 1u << 0, AFD_HANDOFF_CANCELLED = 1u << 1 /* the future was cancelled */ };
+/* HANDOFF flags. AFD_HANDOFF_NONE: the future's result was None, so the hand-off carried only the
+ * wake-up itself ("you may go now"), no value for the waiter to own. */
+enum {
+    AFD_HANDOFF_EXCEPTION = 1u << 0,
+    AFD_HANDOFF_CANCELLED = 1u << 1, /* the future was cancelled */
+    AFD_HANDOFF_NONE = 1u << 2,
+};
 /* RESUME flags */
 enum { AFD_RESUME_CANCELLED = 1u << 0 };
 
@@ -185,7 +207,7 @@ typedef struct afd_event {
     uint32_t b;
     uint64_t vtime;
     uint64_t cost;
-    uint64_t wall; /* wall-clock ns; the only field excluded from the digest */
+    uint64_t wall; /* wall-clock ns (a SLOT's clock reads); the only field excluded from the digest */
 } afd_event;
 
 typedef struct afd_trace {
@@ -232,6 +254,11 @@ int afd_trace_decode(afd_trace *self, const uint8_t *data, size_t len);
  * build string and the failure text, and every event field except wall. Two runs of one token on
  * one machine must have equal digests. */
 uint64_t afd_trace_digest(const afd_trace *self);
+/* A digest of what the run did in what order, without any time: the outcome, the string table,
+ * and every event's kind, flags, task, a and b (IDLE events: the kind only, their a being a
+ * lateness), never vtime, cost or wall, nor the token. SLOT events are skipped. Two runs whose
+ * delays lie in one slot have equal order digests. */
+uint64_t afd_trace_order_digest(const afd_trace *self);
 /* One line describing an event for humans, appended to out, e.g.
  * "step finalize_report#0 #1 at t=1.250ms (suspended at test_x.py:14)". */
 void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf *out);

@@ -65,9 +65,9 @@ static PyObject *py_wakeup_fn;                /* Owned or NULL: asyncio.tasks._P
 static PyObject *wake_codes[MAX_WAKE_CODES]; /* Owned: the primitives' methods that complete waiters. */
 static size_t n_wake_codes;
 static PyMethodDef *wakeup_ml; /* Borrowed: the C Task's task_wakeup method, learned on first sight. */
-static PyObject *s_must_cancel, *s_fut_waiter, *s_state, *s_exception, *s_done, *s_cancelled, *s_task,
-    *s_cancelled_state, *s_cr_frame, *s_cr_await; /* Owned interned strings. */
-static afd_rt_state *cancel_state;                /* Borrowed: the module state of the hooks. */
+static PyObject *s_must_cancel, *s_fut_waiter, *s_state, *s_exception, *s_result, *s_done, *s_cancelled,
+    *s_task, *s_cancelled_state, *s_cr_frame, *s_cr_await; /* Owned interned strings. */
+static afd_rt_state *cancel_state;                         /* Borrowed: the module state of the hooks. */
 
 void afd_cancel_reset(void)
 {
@@ -155,6 +155,13 @@ static uint8_t future_flags(PyObject *fut)
     uint8_t f = e && e != Py_None ? AFD_HANDOFF_EXCEPTION : 0;
     Py_XDECREF(e);
     PyErr_Clear();
+    if (!f) { /* a result of None hands over nothing but the wake-up */
+        PyObject *r = PyObject_GetAttr(fut, s_result);
+        if (r == Py_None)
+            f = AFD_HANDOFF_NONE;
+        Py_XDECREF(r);
+        PyErr_Clear();
+    }
     return f;
 }
 
@@ -169,9 +176,12 @@ static int is_task_object(afd_rt_state *st, PyObject *obj)
 /* Whether this run records cancellations: a controlled run, or an in-process recording nobody
  * configured (tests). A natural run, whose trace only says whether the test failed, pays nothing
  * here beyond this test. */
+/* Only once afd_cancel_install has learned asyncio's names: a loop driven in-process without
+ * install_hooks() records no cancellation or hand-off (the names are NULL until then). */
 static int recording(void)
 {
-    return afd_rec_active() && (!afd_rt_config.configured || afd_rt_config.mode == AFD_MODE_CONTROLLED);
+    return s_cr_await && afd_rec_active() &&
+           (!afd_rt_config.configured || afd_rt_config.mode == AFD_MODE_CONTROLLED);
 }
 
 /* The task whose wake-up callback cb is (borrowed), or NULL. The C Task's wake-up is a builtin
@@ -602,6 +612,7 @@ int afd_cancel_install(afd_rt_state *st)
     INTERN(s_fut_waiter, "_fut_waiter");
     INTERN(s_state, "_state");
     INTERN(s_exception, "_exception");
+    INTERN(s_result, "_result");
     INTERN(s_done, "done");
     INTERN(s_cancelled, "cancelled");
     INTERN(s_task, "_task");
@@ -633,4 +644,11 @@ int afd_cancel_install(afd_rt_state *st)
         patch_method(tp, &uncancel_def, &orig_uncancel) < 0)
         return -1;
     return 0;
+}
+
+int afd_cancel_is_timeout(PyObject *callback)
+{
+    if (on_timeout_fn && PyMethod_Check(callback) && PyMethod_GET_FUNCTION(callback) == on_timeout_fn)
+        return 1;
+    return release_waiter_fn && callback == release_waiter_fn;
 }

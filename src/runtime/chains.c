@@ -2,9 +2,11 @@
  *
  * A cause names the await in the function the user wrote, not the latency helper three frames
  * down, so the recorder keeps, besides the innermost user frame (an event's own site), the user
- * frames around it: for a task's suspension the coroutines its await chain (cr_await) runs
- * through, for an access the frames on the Python stack. A chain is recorded only when it has two
- * or more frames; a lone frame is the event's own site.
+ * frames around it: for a task's suspension the coroutines and async generators its await chain
+ * (cr_await, ag_await) runs through, for an access the frames on the Python stack down to the
+ * task's own coroutine. Library frames between user frames (contextlib's __aenter__ driving an
+ * @asynccontextmanager generator) are passed through, not listed. A chain is recorded only when
+ * it has two or more frames; a lone frame is the event's own site.
  *
  * Invariants: a chain holds at most CHAIN_MAX_FRAMES frames; each distinct chain is interned once,
  * keyed by its sequence of (code object, instruction) pairs, so the text ("file:line function" per
@@ -187,18 +189,26 @@ void afd_rec_chain_stack(afd_rt_state *st, PyFrameObject *start)
     PyObject *root = t && t->coro ? PyObject_GetAttr(t->coro, st->str_cr_frame) : NULL; /* New. */
     if (!root)
         PyErr_Clear();
-    int skipped = 0;
+    int skipped = 0, met_root = 0;
+    size_t before_gap = CHAIN_MAX_FRAMES + 1; /* user frames walked before the first library gap */
     /* The innermost run of user frames: library frames inside it (the `access` helper, asyncio's
-     * own methods) are skipped, the first library frame outside it (the loop, a test runner)
-     * ends it. */
+     * own methods) are skipped, and so are library frames between user frames of the task's own
+     * stack (contextlib's __aenter__ running an @asynccontextmanager generator, a 3.12 wait_for
+     * running its coroutine inline): the walk goes on to the task's root frame. The first library
+     * frame outside the run ends it when there is no root to reach (a plain callback), and when
+     * the walk never meets the root the chain is cut back at the first gap (the frames below it
+     * were not the task's). */
     while (fr && n < CHAIN_MAX_FRAMES) {
         PyCodeObject *code = PyFrame_GetCode(fr);
         int user = afd_rec_code_is_user(st, code);
-        if (!user && (n || (!root && ++skipped > LEADING_LIBRARY_FRAMES))) {
+        if (!user && n && before_gap > CHAIN_MAX_FRAMES)
+            before_gap = n;
+        if (!user && !root && (n || ++skipped > LEADING_LIBRARY_FRAMES)) {
             Py_DECREF(code);
             break;
         }
         int last = (PyObject *)fr == root;
+        met_root |= last;
         PyFrameObject *back = last ? NULL : PyFrame_GetBack(fr);
         if (user) {
             f[n].code = code;
@@ -210,6 +220,10 @@ void afd_rec_chain_stack(afd_rt_state *st, PyFrameObject *start)
             Py_DECREF(fr);
         }
         fr = back;
+    }
+    if (!met_root && before_gap < n) {
+        release(f + before_gap, n - before_gap);
+        n = before_gap;
     }
     Py_XDECREF(fr);
     Py_XDECREF(root);
@@ -226,26 +240,66 @@ void afd_rec_chain_stack(afd_rt_state *st, PyFrameObject *start)
         afd_restore_exception(exc);
 }
 
+/* tp_traverse's visitor: the first async generator among an object's referents. */
+static int find_async_gen(PyObject *obj, void *arg)
+{
+    PyObject **out = arg;
+    if (!*out && obj && PyAsyncGen_CheckExact(obj))
+        *out = obj;
+    return 0;
+}
+
+/* The async generator an awaitable of one drives (a new reference), or NULL. `await anext(gen)`
+ * and `await gen.athrow(...)` (contextlib's @asynccontextmanager enters and leaves its generator
+ * so, in every Python from 3.10 to 3.13) await an async_generator_asend or _athrow object, which
+ * holds its generator without naming it as an attribute: it is the generator among the object's
+ * referents, as its type's tp_traverse (the garbage collector's view) lists them. */
+static PyObject *driven_async_gen(PyObject *obj)
+{
+    const char *name = Py_TYPE(obj)->tp_name;
+    traverseproc traverse = Py_TYPE(obj)->tp_traverse;
+    if (!traverse ||
+        (strcmp(name, "async_generator_asend") != 0 && strcmp(name, "async_generator_athrow") != 0))
+        return NULL;
+    PyObject *gen = NULL;
+    traverse(obj, find_async_gen, &gen);
+    return Py_XNewRef(gen);
+}
+
+/* The await chain of a suspended coroutine, from the task's coroutine down: each coroutine's
+ * cr_frame and cr_await, each async generator's ag_frame and ag_await, an asend/athrow awaitable
+ * passing on to its generator. Library frames are not listed but the walk goes through them: what
+ * a library coroutine awaits may be the user's code again (contextlib's __aenter__ running an
+ * @asynccontextmanager generator; from 3.12, wait_for awaiting its coroutine inline), and when it
+ * is a Future the walk ends there anyway. The site is the innermost user frame's. */
 uint32_t afd_rec_suspension(afd_rt_state *st, PyObject *coro, uint32_t *chain, uint32_t *n_frames)
 {
+    static PyObject *ag_frame, *ag_await;
+    if (!ag_frame && (!(ag_frame = PyUnicode_InternFromString("ag_frame")) ||
+                      !(ag_await = PyUnicode_InternFromString("ag_await")))) {
+        PyErr_Clear();
+        return AFD_NOSTR;
+    }
     *chain = AFD_NOSTR;
     *n_frames = 0;
     chain_frame f[SUSPENSION_MAX_DEPTH];
     size_t n = 0;
     PyObject *obj = Py_NewRef(coro);
     for (int depth = 0; depth < SUSPENSION_MAX_DEPTH && obj; depth++) {
-        /* Only coroutines have an await chain to follow; a Future ends it. Checking the type
-         * first avoids raising (and clearing) an AttributeError on every step. */
-        if (!PyCoro_CheckExact(obj))
-            break;
-        PyObject *frame = PyObject_GetAttr(obj, st->str_cr_frame);
+        /* Only coroutines and async generators have an await chain to follow; a Future ends it.
+         * Checking the type first avoids raising (and clearing) an AttributeError on every step. */
+        int is_coro = PyCoro_CheckExact(obj);
+        if (!is_coro && !PyAsyncGen_CheckExact(obj)) {
+            Py_SETREF(obj, driven_async_gen(obj));
+            continue;
+        }
+        PyObject *frame = PyObject_GetAttr(obj, is_coro ? st->str_cr_frame : ag_frame);
         if (!frame || frame == Py_None || !PyFrame_Check(frame)) {
             Py_XDECREF(frame);
             break;
         }
         PyCodeObject *code = PyFrame_GetCode((PyFrameObject *)frame);
-        int user = afd_rec_code_is_user(st, code);
-        if (user) {
+        if (afd_rec_code_is_user(st, code)) {
             f[n].code = code;
             f[n].frame = (PyFrameObject *)frame;
             f[n].lasti = (uint32_t)afd_rec_frame_lasti((PyFrameObject *)frame) & 0x7fffffffu;
@@ -253,11 +307,8 @@ uint32_t afd_rec_suspension(afd_rt_state *st, PyObject *coro, uint32_t *chain, u
         } else {
             Py_DECREF(code);
             Py_DECREF(frame);
-            /* what a library awaits is not where the user's code yielded */
-            if (n)
-                break;
         }
-        PyObject *next = PyObject_GetAttr(obj, st->str_cr_await);
+        PyObject *next = PyObject_GetAttr(obj, is_coro ? st->str_cr_await : ag_await);
         Py_DECREF(obj);
         obj = (next && next != Py_None) ? next : NULL;
         if (next == Py_None)

@@ -91,8 +91,10 @@ void afd_deadline_note(afd_rt_state *st, afd_handle *h, double now)
     afd_handle_ext *x = afd_handle_ext_of(h);
     PyObject *callback = afd_handle_callback(h); /* borrowed; None once cancelled */
     x->deadline = 0;
+    x->timeout = 0;
     if (!x->is_timer || !callback || callback == Py_None || is_sleep_wakeup(callback))
         return;
+    x->timeout = (uint8_t)afd_cancel_is_timeout(callback);
     if (n_deadlines >= MAX_DEADLINES) {
         x->deadline = UINT32_MAX;
         return;

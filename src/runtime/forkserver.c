@@ -267,6 +267,8 @@ static void child_main(PyObject *run_child, void *shm, const afd_run_req *req, i
     afd_rt_config.mode = mode;
     afd_rt_config.max_steps = req->max_steps;
     afd_rt_config.trace_lines = (req->mode & AFD_MODE_TRACE_LINES) != 0;
+    afd_rt_config.mark_lo = req->mark_lo;
+    afd_rt_config.mark_n = req->mark_n; /* the decoder bounds it by AFD_PROTO_MAX_MARKS */
     afd_rt_config.configured = 1;
     if (afd_rt_config.trace_lines)
         afd_rec_flag(AFD_TRACE_LINES);

@@ -129,6 +129,7 @@ afd_handle *afd_handle_new(afd_rt_state *st, PyObject *callback, PyObject *args,
     x->creator = afd_rec_current;
     x->origin = afd_rec_step_no;
     x->is_timer = (uint8_t)is_timer;
+    x->mask = 0;
     if (!fresh)
         PyObject_GC_Track(h);
     return (afd_handle *)h;

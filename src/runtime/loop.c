@@ -34,7 +34,8 @@ typedef struct afd_loop {
     size_t hn, hcap;
     size_t timer_cancelled;
     uint64_t seq;
-    uint64_t clock_ns; /* controlled mode: the virtual clock */
+    uint64_t clock_ns;   /* controlled mode: the virtual clock */
+    uint64_t clock_mask; /* the marked steps whose costs moved the clock (slots.c) */
     uint64_t idle_wakes;
     uint64_t mono_start_ns;
     PyObject *selector;  /* Owned. */
@@ -42,7 +43,9 @@ typedef struct afd_loop {
     unsigned long thread_id;
     uint32_t loop_no;
     uint8_t controlled;
-    uint8_t stopping; /* BaseEventLoop._stopping, kept in C: read on every iteration */
+    uint8_t slots;      /* this loop measures the run's marked steps (controlled, marks asked) */
+    uint8_t slots_live; /* some mask is not 0: the per-iteration comparisons can find a candidate */
+    uint8_t stopping;   /* BaseEventLoop._stopping, kept in C: read on every iteration */
     uint8_t closed;
     uint8_t ready_init;
 } afd_loop;
@@ -258,6 +261,7 @@ static PyObject *schedule_at(afd_loop *self, double when, PyObject *cb, PyObject
     if (!h)
         return NULL;
     afd_handle_ext_of(h)->seq = self->seq++;
+    afd_handle_ext_of(h)->mask = self->clock_mask; /* a timer moves with the clock that armed it */
     afd_deadline_note(st, h, loop_now(self));
     if (heap_push(self, h) < 0) {
         Py_DECREF(h);
@@ -356,6 +360,8 @@ static PyObject *loop_call_later(afd_loop *self, PyObject *const *args, Py_ssize
 
 static PyObject *loop_time(afd_loop *self, PyObject *unused)
 {
+    if (self->clock_mask)
+        afd_slots_time_read(self->clock_mask);
     return PyFloat_FromDouble(loop_now(self));
 }
 
@@ -472,6 +478,9 @@ static int controlled_wait(afd_loop *self, int stopping)
         uint64_t late =
             afd_schedule_lateness(&afd_rt_config.schedule, self->idle_wakes++, self->clock_ns, deadline);
         late = afd_deadline_cap_lateness(self->heap, self->hn, deadline, late);
+        if (self->slots_live)
+            self->clock_mask = afd_slots_idle(self->clock_ns, self->clock_mask, self->heap[0],
+                                              afd_rt_ceil_ns(heap_when(self, 0)));
         uint64_t jump = deadline - self->clock_ns + late;
         afd_rec_event(AFD_EV_IDLE, 0, 0, late > UINT32_MAX ? UINT32_MAX : (uint32_t)late, 0, self->clock_ns,
                       jump);
@@ -560,6 +569,18 @@ static int run_generic(afd_rt_state *st, PyObject *h)
     return 0;
 }
 
+/* The clock now carries the step's cost: a marked step's bit joins its mask; a step whose
+ * schedule watched deadlines compared its end with them. */
+static void mark_step_end(afd_loop *self, uint64_t index, uint32_t id, uint32_t ordinal, uint64_t cost,
+                          int timed)
+{
+    self->clock_mask |= afd_slots_step_end(index, id, ordinal, cost);
+    if (self->clock_mask)
+        self->slots_live = 1;
+    if (timed && self->slots_live)
+        afd_slots_step_deadlines(self->clock_ns, self->clock_mask, self->heap, self->hn);
+}
+
 static PyObject *step_limit_error(void)
 {
     PyErr_SetString(PyExc_RuntimeError, "affidavit: step limit reached");
@@ -586,11 +607,18 @@ static PyObject *run_once(afd_loop *self)
 
     /* Timers whose deadline has passed join the back of the queue, in deadline order. */
     double end = loop_now(self) + 1e-9;
+    afd_slot_batch sb;
+    if (self->slots_live)
+        afd_slots_batch_begin(&sb, self->clock_ns, self->clock_mask);
     while (self->hn && heap_when(self, 0) < end) {
         afd_handle *h = heap_pop(self);
+        if (self->slots_live)
+            afd_slots_popped(&sb, h);
         if (ready_push(self, (PyObject *)h) < 0)
             return NULL;
     }
+    if (self->slots_live)
+        afd_slots_batch_end(&sb, self->heap, self->hn);
 
     /* Run exactly the handles ready now; those they schedule wait for the next iteration. */
     size_t ntodo = self->rcount;
@@ -645,10 +673,13 @@ static PyObject *run_once(afd_loop *self)
             cost = afd_schedule_step_cost_within(&afd_rt_config.schedule, &sid, &hz);
             if (cost < AFD_STEP_FLOOR_NS)
                 cost = AFD_STEP_FLOOR_NS;
+            uint64_t scheduled = cost;
             cost += afd_rec_extra_cost;
             if (timed)
                 afd_deadline_step_end(id, vstart, cost, &hz, earliest);
             self->clock_ns += cost;
+            if (self->slots)
+                mark_step_end(self, step_index, id, ordinal, scheduled, timed);
         }
         /* The recorder may call into Python; an exception from the step (SystemExit, say) must
          * survive it untouched. */
@@ -682,6 +713,9 @@ static PyObject *loop_core_init(afd_loop *self, PyObject *unused)
     if (!self->fd_to_key)
         PyErr_Clear();
     self->controlled = afd_rt_config.configured && afd_rt_config.mode == AFD_MODE_CONTROLLED;
+    self->slots = self->controlled && afd_slots_enabled();
+    self->slots_live = 0;
+    self->clock_mask = 0;
     self->clock_ns = EPOCH_NS;
     self->mono_start_ns = mono_ns();
     self->thread_id = PyThread_get_thread_ident();

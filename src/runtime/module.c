@@ -26,19 +26,28 @@ afd_rt_state *afd_rt_state_of_type(PyTypeObject *tp)
     return current_state;
 }
 
-/* configure(mode, token="", max_steps=0, trace_lines=False): sets the mode and schedule of the
- * loops created from now on in this process, and whether their steps' lines of user code are
- * traced. Raises ValueError with the decoder's message for a bad token. */
-static PyObject *rt_configure(PyObject *m, PyObject *args)
+/* configure(mode, token="", max_steps=0, trace_lines=False, *, mark_lo=0, mark_n=0): sets the mode
+ * and schedule of the loops created from now on in this process, whether their steps' lines of
+ * user code are traced, and which steps' slots they measure (steps [mark_lo, mark_lo + mark_n),
+ * at most 64; SLOT events once the outcome is recorded). Raises ValueError with the decoder's
+ * message for a bad token. */
+static PyObject *rt_configure(PyObject *m, PyObject *args, PyObject *kwargs)
 {
+    static char *kwlist[] = {"mode", "token", "max_steps", "trace_lines", "mark_lo", "mark_n", NULL};
     int mode;
     const char *token = "";
-    unsigned long long max_steps = 0;
+    unsigned long long max_steps = 0, mark_lo = 0;
+    unsigned int mark_n = 0;
     int trace_lines = 0;
-    if (!PyArg_ParseTuple(args, "i|sKp", &mode, &token, &max_steps, &trace_lines))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "i|sKp$KI", kwlist, &mode, &token, &max_steps,
+                                     &trace_lines, &mark_lo, &mark_n))
         return NULL;
     if (mode != AFD_MODE_NATURAL && mode != AFD_MODE_CONTROLLED) {
         PyErr_SetString(PyExc_ValueError, "mode must be 0 (natural) or 1 (controlled)");
+        return NULL;
+    }
+    if (mark_n > AFD_SLOTS_MAX) {
+        PyErr_SetString(PyExc_ValueError, "mark_n must be at most 64");
         return NULL;
     }
     afd_schedule s;
@@ -55,6 +64,8 @@ static PyObject *rt_configure(PyObject *m, PyObject *args)
     afd_rt_config.mode = (uint8_t)mode;
     afd_rt_config.max_steps = max_steps;
     afd_rt_config.trace_lines = trace_lines;
+    afd_rt_config.mark_lo = mark_lo;
+    afd_rt_config.mark_n = mark_n;
     afd_rt_config.configured = 1;
     if (trace_lines)
         afd_rec_flag(AFD_TRACE_LINES);
@@ -313,13 +324,17 @@ static PyType_Spec assertion_spec = {
 /* ---- module ---- */
 
 static PyMethodDef rt_methods[] = {
-    {"configure", rt_configure, METH_VARARGS, "configure(mode, token='', max_steps=0, trace_lines=False)"},
+    {"configure", (PyCFunction)(void (*)(void))rt_configure, METH_VARARGS | METH_KEYWORDS,
+     "configure(mode, token='', max_steps=0, trace_lines=False, *, mark_lo=0, mark_n=0)"},
     {"random_seed", rt_random_seed, METH_NOARGS, "The seed for the program's random module."},
     {"recorder_begin", rt_recorder_begin, METH_VARARGS, "Start a fresh in-process recording."},
     {"result", rt_result, METH_VARARGS, "result(outcome, failure)"},
     {"steps", afd_rt_steps, METH_NOARGS, "The recorded steps: (label, ordinal, vstart, cost, site)."},
     {"events", afd_rt_events, METH_NOARGS, "The recorded events: (kind, task, a, b, flags, vtime)."},
     {"trace_info", afd_rt_trace_info, METH_NOARGS, "The recording's counters."},
+    {"slots", afd_rt_slots, METH_NOARGS,
+     "The recorded slots: (label, ordinal, step index, cost_ns, margin_ns, reads)."},
+    {"trace_digests", afd_rt_trace_digests, METH_NOARGS, "(digest, order digest) of the recording."},
     {"op_event", (PyCFunction)(void (*)(void))afd_rt_op_event, METH_FASTCALL,
      "op_event(kind, name, resource, flags)"},
     {"portfolio_token", rt_portfolio_token, METH_VARARGS,
@@ -455,6 +470,7 @@ static int rt_exec(PyObject *m)
         PyModule_AddIntConstant(m, "EV_TIMEOUT", AFD_EV_TIMEOUT) < 0 ||
         PyModule_AddIntConstant(m, "EV_HANDOFF", AFD_EV_HANDOFF) < 0 ||
         PyModule_AddIntConstant(m, "EV_RESUME", AFD_EV_RESUME) < 0 ||
+        PyModule_AddIntConstant(m, "EV_SLOT", AFD_EV_SLOT) < 0 ||
         PyModule_AddIntConstant(m, "TRACE_THREADS", AFD_TRACE_THREADS) < 0 ||
         PyModule_AddIntConstant(m, "TRACE_REAL_IO", AFD_TRACE_REAL_IO) < 0)
         return -1;

@@ -112,6 +112,7 @@ int afd_rec_begin(void *mem, size_t size, int prefault)
     afd_rec_extra_cost = 0;
     afd_deadline_reset();
     afd_cancel_reset();
+    afd_slots_reset();
     if (!rec->interned || !rec->qual_counts || !rec->keep)
         return -1;
     return 0;
@@ -148,6 +149,12 @@ uint64_t afd_rec_steps(void)
 void afd_rec_event(uint8_t kind, uint8_t flags, uint32_t task, uint32_t a, uint32_t b, uint64_t vtime,
                    uint64_t cost)
 {
+    afd_rec_event_wall(kind, flags, task, a, b, vtime, cost, 0);
+}
+
+void afd_rec_event_wall(uint8_t kind, uint8_t flags, uint32_t task, uint32_t a, uint32_t b, uint64_t vtime,
+                        uint64_t cost, uint64_t wall)
+{
     afd_shm_header *h = rec->hdr;
     if (!h)
         return;
@@ -165,7 +172,7 @@ void afd_rec_event(uint8_t kind, uint8_t flags, uint32_t task, uint32_t a, uint3
     e->b = b;
     e->vtime = vtime;
     e->cost = cost;
-    e->wall = 0;
+    e->wall = wall;
     h->n_events++; /* published last: a reader after a kill sees only whole events */
 }
 
@@ -563,6 +570,7 @@ void afd_rec_result(uint32_t outcome, const char *failure, size_t len)
     afd_shm_header *h = rec->hdr;
     if (len > h->failure_cap)
         len = h->failure_cap;
+    afd_slots_record(); /* the measure is complete when the run is */
     memcpy(rec->failure, failure, len);
     h->failure_len = (uint32_t)len;
     h->outcome = outcome;

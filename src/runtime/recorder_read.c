@@ -189,6 +189,42 @@ PyObject *afd_rt_steps(PyObject *self, PyObject *unused)
     return recorded_rows(step_row);
 }
 
+static PyObject *slot_row(const afd_trace *tr, const afd_event *e)
+{
+    if (e->kind != AFD_EV_SLOT)
+        return NULL;
+    return Py_BuildValue("(sIKKKK)", task_label_of(e->task), e->a, (unsigned long long)(e->b - 1),
+                         (unsigned long long)e->vtime, (unsigned long long)e->cost,
+                         (unsigned long long)e->wall);
+}
+
+/* slots(): the recorded SLOT events as (label, ordinal, step index, cost_ns, margin_ns, reads)
+ * tuples (margin 2**64 - 1: no comparison would flip). For tests and in-process use. */
+PyObject *afd_rt_slots(PyObject *self, PyObject *unused)
+{
+    return recorded_rows(slot_row);
+}
+
+/* trace_digests(): (afd_trace_digest, afd_trace_order_digest) of the recording as it stands. The
+ * recording holds no token or mode (the fork server adds them), so the first is comparable only
+ * between in-process recordings. */
+PyObject *afd_rt_trace_digests(PyObject *self, PyObject *unused)
+{
+    if (!rec->hdr)
+        return Py_BuildValue("(KK)", 0ULL, 0ULL);
+    afd_trace tr;
+    if (afd_trace_init(&tr) < 0)
+        return PyErr_NoMemory();
+    int rc = afd_rec_to_trace(rec->mem, rec->size, &tr);
+    PyObject *r = rc < 0 ? NULL
+                         : Py_BuildValue("(KK)", (unsigned long long)afd_trace_digest(&tr),
+                                         (unsigned long long)afd_trace_order_digest(&tr));
+    afd_trace_finish(&tr);
+    if (rc < 0)
+        PyErr_SetString(PyExc_RuntimeError, afd_strerror(rc));
+    return r;
+}
+
 /* trace_info(): the recording's counters: steps, events, dropped, truncated, flags. */
 PyObject *afd_rt_trace_info(PyObject *self, PyObject *unused)
 {

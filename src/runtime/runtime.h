@@ -78,7 +78,10 @@ typedef struct afd_handle_ext {
                                as 1 + its index (0: outside any step). */
     uint32_t handoff_label; /* that HANDOFF's b */
     uint8_t handoff_flags;  /* bit 0: a HANDOFF scheduled this wake-up; bit 1: its future was cancelled */
+    uint8_t timeout;        /* Timers: a timeout's (asyncio.timeout, wait_for, wait(timeout=)): it cancels
+                               or releases a waiter when it fires */
     uint8_t is_timer;
+    uint64_t mask; /* Timers: the marked steps whose costs move the deadline (slots.c), 0 when none. */
 } afd_handle_ext;
 
 #define AFD_HANDLE_MAX_SLOTS 16
@@ -163,6 +166,9 @@ void afd_cancel_wakeup_scheduled(afd_rt_state *st, afd_handle *h, PyObject *cb, 
  * caught. Both keep any pending exception. */
 void afd_cancel_step_begin(afd_rt_state *st, afd_handle *h, uint32_t id);
 void afd_cancel_step_end(afd_rt_state *st, uint32_t id);
+/* Whether a timer's callback is a timeout's: Timeout._on_timeout, or the _release_waiter of
+ * wait_for (before 3.12) and wait(timeout=). */
+int afd_cancel_is_timeout(PyObject *callback);
 
 /* ---- Recorder (recorder.c) -------------------------------------------------------------- */
 
@@ -173,6 +179,8 @@ typedef struct afd_run_config {
     afd_schedule schedule;
     uint64_t max_steps; /* 0: unbounded */
     int trace_lines;    /* record the lines of user code each step runs */
+    uint64_t mark_lo;   /* the slots of steps [mark_lo, mark_lo + mark_n) are measured (slots.c) */
+    uint32_t mark_n;    /* 0: none; at most AFD_SLOTS_MAX */
 } afd_run_config;
 extern afd_run_config afd_rt_config;
 
@@ -201,6 +209,9 @@ void afd_rec_step(afd_rt_state *st, uint32_t id, uint32_t ordinal, uint64_t vsta
                   uint64_t wall);
 void afd_rec_event(uint8_t kind, uint8_t flags, uint32_t task, uint32_t a, uint32_t b, uint64_t vtime,
                    uint64_t cost);
+/* The same with the event's wall field set (afd_rec_event records 0 there). */
+void afd_rec_event_wall(uint8_t kind, uint8_t flags, uint32_t task, uint32_t a, uint32_t b, uint64_t vtime,
+                        uint64_t cost, uint64_t wall);
 /* Interns a Python str (or a C string when s is NULL) into the string table. */
 uint32_t afd_rec_intern(PyObject *s, const char *cs);
 void afd_rec_flag(uint32_t flag);
@@ -267,6 +278,45 @@ PyObject *afd_rt_op_event(PyObject *self, PyObject *const *args, Py_ssize_t narg
 PyObject *afd_rt_steps(PyObject *self, PyObject *unused);
 PyObject *afd_rt_events(PyObject *self, PyObject *unused);
 PyObject *afd_rt_trace_info(PyObject *self, PyObject *unused);
+PyObject *afd_rt_slots(PyObject *self, PyObject *unused);
+PyObject *afd_rt_trace_digests(PyObject *self, PyObject *unused);
+
+/* ---- Slot measurement (slots.c) --------------------------------------------------------- */
+
+/* The most steps one run measures: one bit each of a 64-bit mask. */
+#define AFD_SLOTS_MAX 64u
+
+/* Forgets every step's measure: a new recording starts (afd_rec_begin). */
+void afd_slots_reset(void);
+/* Whether loops created now measure: a controlled run that asked for marks. A loop asks once, when
+ * it starts; a loop that does not measure calls nothing below. */
+int afd_slots_enabled(void);
+/* At the end of the step with run-wide index `index` (afd_rec_steps() at its start) whose schedule
+ * cost was `cost`: the bit the loop's clock gains (0 unless the step is marked). */
+uint64_t afd_slots_step_end(uint64_t index, uint32_t task, uint32_t ordinal, uint64_t cost);
+/* One iteration's comparisons at clock c with mask clock_mask: begin, then every timer popped as
+ * expired in the order popped, then end with what the heap still holds. */
+typedef struct afd_slot_batch {
+    uint64_t clock_ns, clock_mask;
+    int have_prev; /* the last uncancelled timer popped, for the order of consecutive ones */
+    uint64_t prev_ceil, prev_seq, prev_mask;
+    int prev_deadline; /* that timer is a deadline the program armed */
+} afd_slot_batch;
+void afd_slots_batch_begin(afd_slot_batch *b, uint64_t clock_ns, uint64_t clock_mask);
+void afd_slots_popped(afd_slot_batch *b, afd_handle *h);
+void afd_slots_batch_end(const afd_slot_batch *b, afd_handle *const *heap, size_t n);
+/* The end of a step (the clock at clock_ns with clock_mask, the step's own bit included) whose
+ * schedule watches deadlines (afd_deadline_step_end): its comparisons with the pending deadlines
+ * of the heap. */
+void afd_slots_step_deadlines(uint64_t clock_ns, uint64_t clock_mask, afd_handle *const *heap, size_t n);
+/* An idle loop at clock_ns about to jump towards its heap top (to `due`, afd_rt_ceil_ns of its
+ * deadline): the clock's mask after the jump. */
+uint64_t afd_slots_idle(uint64_t clock_ns, uint64_t clock_mask, afd_handle *top, uint64_t due);
+/* A loop.time() call while the clock carries clock_mask. */
+void afd_slots_time_read(uint64_t clock_mask);
+/* Records one AFD_EV_SLOT per marked step that ran, in step order, once per recording: called
+ * when the run's outcome is recorded. */
+void afd_slots_record(void);
 
 /* ---- Loop (loop.c, loop_running.c) ------------------------------------------------------ */
 PyObject *afd_loopcore_type_spec_new(PyObject *module);

@@ -52,12 +52,10 @@ static void fixture_run(fixture *x, const afd_view *v, int failed, int blocked, 
     x->n_sums++;
 }
 
-/* Builds the views of the traces as they are now and decides. */
-static void decide(fixture *x)
+/* Decides over the views built (decide builds them; a test that gives their accesses what a
+ * scan of the source would calls this after it). */
+static void decide_views(fixture *x)
 {
-    tb_view(&x->f, &x->tf);
-    if (x->have_p)
-        tb_view(&x->p, &x->tp);
     x->in.fail = &x->f;
     x->in.pass = x->have_p ? &x->p : NULL;
     x->in.hist.sums = x->sums;
@@ -65,6 +63,15 @@ static void decide(fixture *x)
     x->in.hist.natural = x->natural;
     x->in.hist.n = x->n_sums;
     CHECK_EQ_INT(afd_cause_decide(&x->in, &x->c, &x->ev), 0);
+}
+
+/* Builds the views of the traces as they are now and decides. */
+static void decide(fixture *x)
+{
+    tb_view(&x->f, &x->tf);
+    if (x->have_p)
+        tb_view(&x->p, &x->tp);
+    decide_views(x);
 }
 
 static void fixture_finish(fixture *x)
@@ -208,6 +215,113 @@ TEST(check_then_act)
     /* the atomicity row is a lost update's only */
     CHECK(!has_claim(&x.ev, "a task wrote between another task's read and its write (atomicity violation)"));
     fixture_finish(&x);
+}
+
+/* Gives access i of v what a scan of the source tells of it: inferred, at file:line, with roles. */
+static void infer_access(afd_view *v, uint32_t i, const char *file, uint32_t line, uint8_t role)
+{
+    CHECK(i < v->n_acc);
+    v->acc[i].inferred = 1;
+    v->acc[i].file = file;
+    v->acc[i].line = line;
+    v->acc[i].role = role;
+}
+
+/* The lazy init `if not self.ready: await build(); self.ready = True`: deposit#0's accesses are
+ * the lost update's shape (no re-read before the write), but both tasks store the same literal,
+ * so the overwrite loses nothing: what the stale check let deposit#1 do is the harm, a
+ * check-then-act. With a computed value stored by the other task, the same run stays a lost
+ * update. */
+TEST(same_literal_overwrite_is_check_then_act)
+{
+    for (int literal = 0; literal < 2; literal++) {
+        fixture x;
+        fixture_init(&x);
+        lost_update_run(&x.tf);
+        tb_view(&x.f, &x.tf);
+        CHECK_EQ_INT(x.f.n_acc, 4); /* #0 reads, #1 reads, #0 writes, #1 writes */
+        infer_access(&x.f, 0, "q.py", 32, AFD_PYACC_TEST);
+        infer_access(&x.f, 1, "q.py", 32, AFD_PYACC_TEST);
+        infer_access(&x.f, 2, "q.py", 36, literal ? AFD_PYACC_LITERAL : 0);
+        infer_access(&x.f, 3, "q.py", 36, literal ? AFD_PYACC_LITERAL : 0);
+        decide_views(&x);
+        CHECK_EQ_INT(x.c.kind, literal ? AFD_CAUSE_CHECK_THEN_ACT : AFD_CAUSE_LOST_UPDATE);
+        CHECK_EQ_STR(x.c.resource, "BALANCE");
+        CHECK_EQ_STR(x.c.await_site, "bank.py:11");
+        CHECK_EQ_INT(x.c.n_ops, 3);
+        CHECK_EQ_STR(x.c.ops[0].task, "deposit#1");
+        CHECK_EQ_INT(x.c.ops[2].line, 36);
+        CHECK(strncmp(x.c.summary, literal ? "check-then-act on BALANCE" : "lost update on BALANCE", 20) ==
+              0);
+        fixture_finish(&x);
+    }
+    /* Two literal writes at different lines may store different values: still a lost update. */
+    fixture x;
+    fixture_init(&x);
+    lost_update_run(&x.tf);
+    tb_view(&x.f, &x.tf);
+    infer_access(&x.f, 2, "q.py", 36, AFD_PYACC_LITERAL);
+    infer_access(&x.f, 3, "q.py", 38, AFD_PYACC_LITERAL);
+    decide_views(&x);
+    CHECK_EQ_INT(x.c.kind, AFD_CAUSE_LOST_UPDATE);
+    fixture_finish(&x);
+}
+
+/* The check-then-act run of TEST(check_then_act) (the write re-reads in its step), with the
+ * source's roles: when the stale read sits in a condition it is a check-then-act; when it is a
+ * value read (`count = len(self.events)`, then `self.events = self.events[:count]`), what the task
+ * writes is computed from the stale value: a lost update. Annotated accesses (no role known) keep
+ * the structural answer, which TEST(check_then_act) shows. */
+static void stale_value_run(afd_trace *t)
+{
+    uint32_t l0 = tb_str(t, "withdraw#0"), l1 = tb_str(t, "withdraw#1"), bal = tb_str(t, "balance");
+    uint32_t site0 = tb_str(t, "acct.py:5"), site1 = tb_str(t, "acct.py:6");
+    tb_task(t, 1, 0, l0);
+    tb_task(t, 2, 0, l1);
+    tb_wake(t, 1, 0, 1);
+    tb_op(t, 1, AFD_NOSTR, bal, 0);
+    tb_step(t, 1, 0, site0);
+    tb_wake(t, 2, 0, 2);
+    tb_op(t, 2, AFD_NOSTR, bal, 0);
+    tb_step(t, 2, 0, site1);
+    tb_wake(t, 1, 1, 3);
+    tb_op(t, 1, AFD_NOSTR, bal, 0);
+    tb_op(t, 1, AFD_NOSTR, bal, 1);
+    tb_step(t, 1, 1, AFD_NOSTR);
+    tb_wake(t, 2, 2, 4);
+    tb_op(t, 2, AFD_NOSTR, bal, 0);
+    tb_op(t, 2, AFD_NOSTR, bal, 1);
+    tb_step(t, 2, 1, AFD_NOSTR);
+}
+
+TEST(stale_value_read_is_lost_update)
+{
+    for (int test = 0; test < 2; test++) {
+        fixture x;
+        fixture_init(&x);
+        stale_value_run(&x.tf);
+        tb_view(&x.f, &x.tf);
+        CHECK_EQ_INT(x.f.n_acc, 6);
+        uint8_t role = test ? AFD_PYACC_TEST : 0;
+        infer_access(&x.f, 0, "acct.py", 4, role); /* the stale reads */
+        infer_access(&x.f, 1, "acct.py", 4, role);
+        for (uint32_t i = 2; i < 6; i++) /* the re-reads and the writes */
+            infer_access(&x.f, i, "acct.py", 8, 0);
+        decide_views(&x);
+        CHECK_EQ_INT(x.c.kind, test ? AFD_CAUSE_CHECK_THEN_ACT : AFD_CAUSE_LOST_UPDATE);
+        CHECK_EQ_STR(x.c.resource, "balance");
+        CHECK_EQ_STR(x.c.await_site, "acct.py:6");
+        CHECK_EQ_INT(x.c.n_ops, 3);
+        CHECK_EQ_STR(x.c.ops[0].task, "withdraw#1");
+        CHECK_EQ_INT(x.c.ops[0].line, 4);
+        CHECK_EQ_INT(x.c.ops[2].write, 1);
+        CHECK_EQ_STR(x.c.summary,
+                     test ? "check-then-act on balance: withdraw#1 reads it, yields at acct.py:6, withdraw#0 "
+                            "writes it, then withdraw#1 acts on what it read and writes it"
+                          : "lost update on balance: withdraw#1 reads it, yields at acct.py:6, withdraw#0 "
+                            "writes it, then withdraw#1 writes back the stale value");
+        fixture_finish(&x);
+    }
 }
 
 /* reader#0 reads X before writer#0 writes it in the failing run, after it in the passing run. */
@@ -603,5 +717,6 @@ int main(void)
               T(order_violation_writer_only_in_the_passing_run), T(deadlock), T(lock_order),
               T(lock_order_cycle_beside_another_kind_is_evidence), T(starvation),
               T(starvation_from_the_natural_runs), T(other), T(none), T(kind_and_access_names_round_trip),
-              T(evidence_rows_keep_their_order_and_copies), T(cause_add_op_and_race));
+              T(evidence_rows_keep_their_order_and_copies), T(cause_add_op_and_race),
+              T(same_literal_overwrite_is_check_then_act), T(stale_value_read_is_lost_update));
 }

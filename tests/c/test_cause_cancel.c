@@ -9,69 +9,7 @@
 #include "harness.h"
 #include "trace.h"
 #include "tracebuild.h"
-
-typedef struct fixture {
-    afd_trace tf, tp;
-    afd_view f, p;
-    int have_p;
-    afd_cause_input in;
-    afd_cause c;
-    afd_evidence ev;
-} fixture;
-
-static void fixture_init(fixture *x)
-{
-    memset(x, 0, sizeof *x);
-    CHECK_EQ_INT(afd_trace_init(&x->tf), 0);
-    CHECK_EQ_INT(afd_trace_init(&x->tp), 0);
-    afd_cause_init(&x->c);
-    afd_evidence_init(&x->ev);
-    x->in.k_fail = x->in.n_fail = 10;
-    x->in.k_pass = x->in.n_pass = 10;
-    x->in.hist.slow_step_ms = 1e9;
-}
-
-static void decide(fixture *x)
-{
-    tb_view(&x->f, &x->tf);
-    if (x->have_p)
-        tb_view(&x->p, &x->tp);
-    x->in.fail = &x->f;
-    x->in.pass = x->have_p ? &x->p : NULL;
-    CHECK_EQ_INT(afd_cause_decide(&x->in, &x->c, &x->ev), 0);
-}
-
-static void fixture_finish(fixture *x)
-{
-    afd_cause_finish(&x->c);
-    afd_evidence_finish(&x->ev);
-    afd_view_finish(&x->f);
-    afd_view_finish(&x->p);
-    afd_trace_finish(&x->tf);
-    afd_trace_finish(&x->tp);
-}
-
-static void check_row(const afd_evidence *ev, size_t i, const char *claim, const char *measured,
-                      const char *strength)
-{
-    CHECK(i < ev->n);
-    CHECK_EQ_STR(ev->rows[i].claim, claim);
-    CHECK_EQ_STR(ev->rows[i].measured, measured);
-    CHECK_EQ_STR(ev->rows[i].strength, strength);
-}
-
-static void check_op(const afd_cause_op *op, afd_cause_access access, const char *task, const char *operation,
-                     const char *resource, const char *site)
-{
-    CHECK_EQ_INT(op->access, access);
-    CHECK_EQ_STR(op->task, task);
-    CHECK_EQ_STR(op->operation, operation);
-    CHECK_EQ_STR(op->resource, resource);
-    if (site)
-        CHECK_EQ_STR(op->site, site);
-    else
-        CHECK(op->site == NULL);
-}
+#include "cancel_fixture.h"
 
 /* ---- the runs ---- */
 
@@ -271,6 +209,51 @@ TEST(lost_wakeup)
               "woken in worker#0 step 0; resumed into CancelledError", "observed");
     check_row(&x.ev, 2, "lock_waiter#1 woke no other waiter (no later hand-off or release of it)",
               "in the minimal failing run", "observed");
+    fixture_finish(&x);
+}
+
+/* Marks the run's first hand-off as a future completed with None (AFD_HANDOFF_NONE). */
+static void handoff_of_none(afd_trace *t)
+{
+    for (uint32_t i = 0; i < t->n_events; i++)
+        if (t->events[i].kind == AFD_EV_HANDOFF) {
+            t->events[i].flags |= AFD_HANDOFF_NONE;
+            return;
+        }
+}
+
+/* A plain future completed with None hands over only the wake-up: cancelled before it resumed,
+ * the waiter lost no value, and while others wait forever at the same await it is a lost wake-up;
+ * without the hang it is neither kind. */
+TEST(lost_wakeup_of_a_none_result)
+{
+    fixture x;
+    fixture_init(&x);
+    handoff_run(&x.tf, END_CANCELLED, 0);
+    handoff_of_none(&x.tf);
+    deadlock_end(&x.tf, 0, 0);
+    decide(&x);
+    CHECK_EQ_INT(x.c.kind, AFD_CAUSE_LOST_WAKEUP);
+    CHECK_EQ_STR(x.c.resource, "Future@pool.py:28");
+    CHECK_EQ_STR(x.c.await_site, "pool.py:30");
+    CHECK_EQ_STR(
+        x.c.summary,
+        "lost wake-up on Future@pool.py:28: lock_waiter#1, waiting at pool.py:30, was woken for it by "
+        "set_result() in worker#0 and cancelled by wait_for (pool.py:40) without taking it or waking "
+        "another; lock_waiter#2 waits for it forever");
+    fixture_finish(&x);
+    /* the same result, not None, is a value handed over and lost, hang or not */
+    fixture_init(&x);
+    handoff_run(&x.tf, END_CANCELLED, 0);
+    deadlock_end(&x.tf, 0, 0);
+    decide(&x);
+    CHECK_EQ_INT(x.c.kind, AFD_CAUSE_CANCELLED_HANDOFF);
+    fixture_finish(&x);
+    fixture_init(&x);
+    handoff_run(&x.tf, END_CANCELLED, 0);
+    handoff_of_none(&x.tf);
+    decide(&x);
+    CHECK_EQ_INT(x.c.kind, AFD_CAUSE_OTHER);
     fixture_finish(&x);
 }
 
@@ -684,5 +667,6 @@ int main(void)
               T(lost_wakeup_near_misses), T(deadlock_with_a_cycle_and_teardown_cancels_stays_a_deadlock),
               T(cancel_ordering), T(cancel_ordering_near_misses), T(cancel_swallowed_caught_and_went_on),
               T(cancel_swallowed_near_misses), T(cancel_swallowed_by_a_completion_in_the_same_iteration),
-              T(view_facts_of_a_cancelled_handoff), T(bad_ids_are_ignored));
+
+              T(lost_wakeup_of_a_none_result), T(view_facts_of_a_cancelled_handoff), T(bad_ids_are_ignored));
 }

@@ -324,6 +324,101 @@ TEST(order_violation_names_the_readers_own_await)
     decided_finish(&d);
 }
 
+/* A source file for the common function's kind: deposit (lines 3-6) is `async def` when
+ * is_async, else a plain def; its path into path (a template). */
+static void write_bank(char *path, int is_async)
+{
+    int fd = mkstemps(path, 3);
+    CHECK(fd >= 0);
+    const char *src = is_async ? "import asyncio\n\n"
+                                 "async def deposit(self):\n"
+                                 "    if self.check():\n"
+                                 "        await self.io()\n"
+                                 "        self.store()\n"
+                               : "import asyncio\n\n"
+                                 "def deposit(self):\n"
+                                 "    if self.check():\n"
+                                 "        self.io()\n"
+                                 "        self.store()\n";
+    CHECK_EQ_INT(write(fd, src, strlen(src)), (long)strlen(src));
+    close(fd);
+}
+
+/* The common function's statements for deposit#1's read (in check(), called at line 4) and its
+ * write (in store(), called at line 6), from afd_cause_chain_await on the view. */
+static void common_of(const char *file, const char *rtail, const char *wtail, afd_cause_await *aw)
+{
+    char sc[700], rc[700], wc[700];
+    snprintf(sc, sizeof sc, "%s:5 deposit\nutil.py:8 io", file);
+    snprintf(rc, sizeof rc, "%s:4 deposit\n%s", file, rtail);
+    snprintf(wc, sizeof wc, "%s:6 deposit\n%s", file, wtail);
+    afd_trace t;
+    lost_update(&t, "util.py:8", sc, rc, wc);
+    afd_view v;
+    tb_view(&v, &t);
+    CHECK_EQ_INT(v.n_acc, 4);
+    afd_cause c;
+    afd_cause_init(&c);
+    /* deposit#1's read (access 1) and write (access 3) */
+    CHECK(afd_cause_chain_await(&c, &v, &v.acc[1], &v.acc[3], &v.steps[v.acc[1].step], aw) >= 0);
+    afd_cause_finish(&c);
+    afd_view_finish(&v);
+    afd_trace_finish(&t);
+}
+
+TEST(common_statements_of_the_lowest_common_function)
+{
+    char path[] = "/tmp/afd_chain_XXXXXX.py";
+    write_bank(path, 1);
+    afd_cause_await aw;
+    common_of(path, "bank.py:30 check", "bank.py:40 store", &aw);
+    CHECK_EQ_STR(aw.common_file, path);
+    CHECK_EQ_INT(aw.common_first_line, 4);
+    CHECK_EQ_INT(aw.common_second_line, 6);
+    CHECK_EQ_INT(aw.common_async, 1);
+    /* the write made in deposit itself (its innermost frame): the line is the write's own */
+    common_of(path, "bank.py:30 check", "", &aw);
+    CHECK_EQ_INT(aw.common_first_line, 4);
+    CHECK_EQ_INT(aw.common_second_line, 6);
+    unlink(path);
+    /* a plain def holds them: not async, so no `async with` can go there */
+    char plain[] = "/tmp/afd_chain_XXXXXX.py";
+    write_bank(plain, 0);
+    common_of(plain, "bank.py:30 check", "bank.py:40 store", &aw);
+    CHECK_EQ_INT(aw.common_first_line, 4);
+    CHECK_EQ_INT(aw.common_async, 0);
+    unlink(plain);
+}
+
+TEST(no_common_statements_when_the_chains_do_not_meet)
+{
+    afd_trace t;
+    lost_update(&t, "util.py:8", "bank.py:20 deposit\nutil.py:8 io", "other.py:3 job\nother.py:4 read",
+                "bank.py:22 deposit\nbank.py:40 store");
+    afd_view v;
+    tb_view(&v, &t);
+    afd_cause c;
+    afd_cause_init(&c);
+    afd_cause_await aw;
+    CHECK(afd_cause_chain_await(&c, &v, &v.acc[1], &v.acc[3], &v.steps[v.acc[1].step], &aw) >= 0);
+    CHECK_EQ_STR(aw.common_file, "");
+    CHECK_EQ_INT(aw.common_first_line, 0);
+    CHECK_EQ_INT(aw.common_second_line, 0);
+    /* an access with neither a chain nor a line (an explicit operation): nothing known */
+    afd_cause_finish(&c);
+    afd_view_finish(&v);
+    afd_trace_finish(&t);
+    lost_update(&t, "util.py:8", "bank.py:20 deposit\nutil.py:8 io", "bank.py:21 deposit\nbank.py:30 check",
+                NULL);
+    tb_view(&v, &t);
+    afd_cause_init(&c);
+    CHECK(afd_cause_chain_await(&c, &v, &v.acc[1], &v.acc[3], &v.steps[v.acc[1].step], &aw) >= 0);
+    CHECK_EQ_INT(aw.common_first_line, 0);
+    afd_cause_finish(&c);
+    afd_view_finish(&v);
+    afd_trace_finish(&t);
+}
+
 int main(void)
 {
     RUN_TESTS("chain", T(chain_strings_parse_outermost_first), T(view_attaches_chains_to_steps_and_accesses),
@@ -332,5 +427,7 @@ int main(void)
               T(lost_update_without_a_chain_is_unchanged), T(lost_update_in_the_innermost_frame_is_unchanged),
               T(lost_update_names_the_lowest_common_frame), T(check_in_a_helper_is_paired_through_the_caller),
               T(two_activations_of_one_helper_meet_in_their_caller),
-              T(chains_that_do_not_meet_change_nothing), T(order_violation_names_the_readers_own_await));
+              T(chains_that_do_not_meet_change_nothing), T(order_violation_names_the_readers_own_await),
+              T(common_statements_of_the_lowest_common_function),
+              T(no_common_statements_when_the_chains_do_not_meet));
 }

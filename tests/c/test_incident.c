@@ -136,14 +136,14 @@ TEST(small_document_gains_only_the_schema_key)
     afd_incident_finish(&inc);
 }
 
-/* Replaces the first occurrence of from in SMALL with to, then expects a refusal whose reason is
+/* Replaces the first occurrence of from in base with to, then expects a refusal whose reason is
  * want. */
-static void check_refused(const char *from, const char *to, const char *want)
+static void check_refused_in(const char *base, const char *from, const char *to, const char *want)
 {
-    char doc[2048];
-    const char *at = strstr(SMALL, from);
+    char doc[8192];
+    const char *at = strstr(base, from);
     CHECK(at != NULL);
-    snprintf(doc, sizeof doc, "%.*s%s%s", (int)(at - SMALL), SMALL, to, at + strlen(from));
+    snprintf(doc, sizeof doc, "%.*s%s%s", (int)(at - base), base, to, at + strlen(from));
     afd_incident inc;
     char err[300] = "unset";
     CHECK_EQ_INT(afd_incident_from_json(doc, strlen(doc), &inc, err, sizeof err), AFD_EINVAL);
@@ -159,6 +159,11 @@ static void check_refused(const char *from, const char *to, const char *want)
     CHECK(text && strncmp(text, want, strlen(want)) == 0 && text[strlen(want)] == '\n');
     afd_buf_finish(&notes);
     afd_incident_finish(&inc);
+}
+
+static void check_refused(const char *from, const char *to, const char *want)
+{
+    check_refused_in(SMALL, from, to, want);
 }
 
 TEST(bad_documents_are_refused_naming_the_key)
@@ -345,11 +350,187 @@ TEST(verdict_table)
     CHECK_EQ_INT(afd_verdict_parse(NULL), AFD_VERDICT_NONE);
 }
 
+/* ---- the search and the systematic tier (optional keys) ---- */
+
+static void sys_fill(afd_incident_sys *s, uint64_t seed, int exhausted)
+{
+    s->max_delays = 2;
+    s->pruning = (int)(seed & 1);
+    s->runs = 100 + seed;
+    s->budget_spent = !exhausted;
+    s->clock_reads = seed;
+    s->n_levels = 3;
+    for (uint32_t k = 0; k < 3; k++) {
+        afd_incident_sys_level *lv = &s->levels[k];
+        lv->delays = k;
+        lv->schedules = 10 * k + seed;
+        lv->cum_schedules = 11 * k + seed;
+        lv->orders = 5 * k + 1;
+        lv->classes = 3 * k + 1;
+        lv->failed = k * seed;
+        lv->no_slot = k;
+        lv->pruned = k * (seed & 1);
+        lv->exhausted = exhausted || k < 2;
+        lv->estimated_total = k == 2 && !exhausted ? -1 : (int64_t)lv->schedules;
+        lv->why_not = lv->exhausted ? NULL : strdup("budget spent");
+    }
+}
+
+/* An incident with the search (found by the systematic search, its coverage) and a fix whose tiers
+ * ran, the systematic one included. */
+static void searched_incident(afd_incident *inc)
+{
+    afd_incident_init(inc);
+    inc->verdict = AFD_VERDICT_REPRODUCED;
+    inc->nodeid = strdup("t.py::t");
+    inc->token = strdup("afd1:abc");
+    inc->ci95_lo = inc->ci95_hi = 0.5;
+    inc->seconds = 2;
+    inc->has_search = 1;
+    inc->search_random_runs = 200;
+    inc->found_by = strdup("systematic");
+    inc->has_search_sys = 1;
+    sys_fill(&inc->search_sys, 3, 0);
+    inc->has_fix = 1;
+    inc->fix.kind = strdup("LOCK");
+    inc->fix.tiers_ran = 1;
+    for (int i = 0; i < AFD_TIER__COUNT; i++)
+        inc->fix.tier_ran[i] = 1;
+    inc->fix.token_failed_before = strdup("10/10");
+    inc->fix.natural_rate_below = NAN;
+    inc->fix.median_ms_before = inc->fix.median_ms_after = NAN;
+    inc->fix.regression_why = strdup("none");
+    inc->fix.has_sys_tier = 1;
+    sys_fill(&inc->fix.sys_before, 4, 1);
+    sys_fill(&inc->fix.sys_after, 0, 1);
+}
+
+TEST(search_and_systematic_tier_round_trip)
+{
+    afd_incident inc, back;
+    searched_incident(&inc);
+    char *first = NULL, *second = NULL, err[300] = "";
+    CHECK_EQ_INT(afd_incident_to_json(&inc, &first, NULL), 0);
+    CHECK(strstr(first,
+                 "\"natural\": {\"runs\": 0, \"failed\": 0, \"ci95\": [0.5, 0.5]}, \"search\": "
+                 "{\"random_runs\": 200, \"found_by\": \"systematic\", \"systematic\": {\"max_delays\": 2, "
+                 "\"pruning\": \"classes\", \"runs\": 103, \"budget_spent\": true, \"clock_reads\": 3, "
+                 "\"levels\": [{\"delays\": 0, \"schedules\": 3, \"cum_schedules\": 3, \"orders\": 1, "
+                 "\"classes\": 1, \"failed\": 0, \"no_slot\": 0, \"pruned\": 0, \"exhausted\": true, "
+                 "\"estimated_total\": 3, \"why_not\": null}, ") != NULL);
+    CHECK(strstr(first, "\"exhausted\": false, \"estimated_total\": null, \"why_not\": \"budget spent\"}]}}, "
+                        "\"token\": \"afd1:abc\"") != NULL);
+    CHECK(strstr(first, "\"median_ms_after\": null}, \"systematic\": {\"before\": {\"max_delays\": 2, "
+                        "\"pruning\": \"none\", \"runs\": 104,") != NULL);
+    CHECK_EQ_INT(afd_incident_from_json(first, strlen(first), &back, err, sizeof err), 0);
+    CHECK_EQ_STR(err, "");
+    CHECK_EQ_INT(afd_incident_to_json(&back, &second, NULL), 0);
+    CHECK_EQ_STR(second, first);
+    CHECK_EQ_INT(back.has_search, 1);
+    CHECK_EQ_U64(back.search_random_runs, 200);
+    CHECK_EQ_STR(back.found_by, "systematic");
+    CHECK_EQ_INT(back.has_search_sys, 1);
+    CHECK_EQ_INT(back.search_sys.n_levels, 3);
+    CHECK_EQ_INT(back.search_sys.pruning, 1);
+    CHECK_EQ_INT(back.search_sys.levels[2].estimated_total, -1);
+    CHECK_EQ_STR(back.search_sys.levels[2].why_not, "budget spent");
+    CHECK(back.search_sys.levels[1].why_not == NULL);
+    CHECK_EQ_U64(back.search_sys.levels[2].failed, 6);
+    CHECK_EQ_INT(back.fix.has_sys_tier, 1);
+    CHECK_EQ_U64(back.fix.sys_before.levels[2].failed, 8);
+    CHECK_EQ_INT(back.fix.sys_after.levels[2].exhausted, 1);
+    CHECK_EQ_INT(back.fix.sys_after.levels[2].estimated_total, 20);
+    /* The tier is written after the other four whether or not they ran. */
+    free(second);
+    back.fix.tiers_ran = 0;
+    CHECK_EQ_INT(afd_incident_to_json(&back, &second, NULL), 0);
+    CHECK(strstr(second, "\"overhead\": \"not attempted\", \"systematic\": {\"before\": ") != NULL);
+    afd_incident_finish(&back);
+    CHECK_EQ_INT(afd_incident_from_json(second, strlen(second), &back, err, sizeof err), 0);
+    CHECK_EQ_INT(back.fix.has_sys_tier, 1);
+    CHECK_EQ_U64(back.fix.sys_before.runs, 104);
+    free(first);
+    free(second);
+    afd_incident_finish(&back);
+    afd_incident_finish(&inc);
+}
+
+TEST(documents_without_the_search_read_without_it)
+{
+    afd_incident inc;
+    char *out = round_trip(SMALL, sizeof SMALL - 1, &inc);
+    CHECK_EQ_INT(inc.has_search, 0);
+    CHECK_EQ_INT(inc.has_search_sys, 0);
+    CHECK(inc.found_by == NULL && !strstr(out, "\"search\""));
+    free(out);
+    afd_incident_finish(&inc);
+    out = round_trip(FULL, sizeof FULL - 1, &inc);
+    CHECK_EQ_INT(inc.has_search, 0);
+    CHECK_EQ_INT(inc.fix.has_sys_tier, 0);
+    CHECK(!strstr(out, "systematic"));
+    free(out);
+    afd_incident_finish(&inc);
+}
+
+#define LEVEL0                                                                                               \
+    "{\"delays\": 0, \"schedules\": 1, \"cum_schedules\": 1, \"orders\": 1, \"classes\": 1, \"failed\": 0, " \
+    "\"no_slot\": 0, \"pruned\": 0, \"exhausted\": true, \"estimated_total\": 1, \"why_not\": null}"
+#define SYS_HEAD                                                                                             \
+    "{\"max_delays\": 0, \"pruning\": \"none\", \"runs\": 1, \"budget_spent\": false, \"clock_reads\": 0, "
+
+TEST(bad_search_keys_are_refused_naming_the_key)
+{
+    const char *at = "\"token\": null";
+    check_refused(
+        at, "\"search\": {\"random_runs\": \"x\", \"found_by\": null, \"systematic\": null}, \"token\": null",
+        "search.random_runs: not an integer");
+    check_refused(at, "\"search\": [], \"token\": null", "search: not an object");
+    check_refused(at, "\"search\": {\"random_runs\": 1, \"systematic\": null}, \"token\": null",
+                  "search.found_by: missing");
+    check_refused(
+        at, "\"search\": {\"random_runs\": 1, \"found_by\": \"luck\", \"systematic\": null}, \"token\": null",
+        "search.found_by: unknown: \"luck\"");
+    check_refused(at,
+                  "\"search\": {\"random_runs\": 1, \"found_by\": null, \"systematic\": 3}, \"token\": null",
+                  "search.systematic: not an object or null");
+    check_refused(at,
+                  "\"search\": {\"random_runs\": 1, \"found_by\": null, \"systematic\": " SYS_HEAD
+                  "\"pruning\": \"some\", \"levels\": []}}, \"token\": null",
+                  "search.systematic.pruning: neither \"none\" nor \"classes\"");
+    check_refused(at,
+                  "\"search\": {\"random_runs\": 1, \"found_by\": null, \"systematic\": " SYS_HEAD
+                  "\"levels\": [" LEVEL0 ", " LEVEL0 ", " LEVEL0 ", " LEVEL0 ", " LEVEL0 ", " LEVEL0
+                  "]}}, \"token\": null",
+                  "search.systematic.levels: more than 5 levels");
+    check_refused(at,
+                  "\"search\": {\"random_runs\": 1, \"found_by\": null, \"systematic\": " SYS_HEAD
+                  "\"levels\": [{\"delays\": 0}]}}, \"token\": null",
+                  "search.systematic.levels.schedules: missing");
+    check_refused(at,
+                  "\"search\": {\"random_runs\": 1, \"found_by\": null, \"systematic\": " SYS_HEAD
+                  "\"levels\": [{\"delays\": 0, \"schedules\": 1, \"cum_schedules\": 1, \"orders\": 1, "
+                  "\"classes\": 1, \"failed\": 0, \"no_slot\": 0, \"pruned\": 0, \"exhausted\": true, "
+                  "\"estimated_total\": -2, \"why_not\": null}]}}, \"token\": null",
+                  "search.systematic.levels.estimated_total: out of range");
+    const char *tier = "\"median_ms_after\": 1.5}";
+    check_refused_in(FULL, tier, "\"median_ms_after\": 1.5}, \"systematic\": []",
+                     "fix.tiers.systematic: not an object");
+    check_refused_in(FULL, tier,
+                     "\"median_ms_after\": 1.5}, \"systematic\": {\"before\": " SYS_HEAD "\"levels\": []}}",
+                     "fix.tiers.systematic.after: missing");
+    check_refused_in(FULL, tier,
+                     "\"median_ms_after\": 1.5}, \"systematic\": {\"before\": " SYS_HEAD
+                     "\"levels\": []}, \"after\": {\"max_delays\": 0, \"pruning\": \"none\", \"runs\": 1, "
+                     "\"budget_spent\": 1, \"clock_reads\": 0, \"levels\": [" LEVEL0 "]}}",
+                     "fix.tiers.systematic.after.budget_spent: not a boolean");
+}
+
 int main(void)
 {
     RUN_TESTS("incident", T(full_document_round_trips_byte_for_byte),
               T(small_document_gains_only_the_schema_key), T(bad_documents_are_refused_naming_the_key),
               T(not_json_is_refused), T(lenient_read_leaves_what_it_cannot_read_unset),
               T(lenient_read_refuses_only_what_is_not_an_object), T(writer_replaces_bytes_that_are_not_utf8),
-              T(verdict_table));
+              T(verdict_table), T(search_and_systematic_tier_round_trip),
+              T(documents_without_the_search_read_without_it), T(bad_search_keys_are_refused_naming_the_key));
 }

@@ -42,7 +42,9 @@ static afd_run_req sample_run(void)
                      .mode = AFD_MODE_CONTROLLED,
                      .timeout_ms = 30000,
                      .max_steps = 1000000,
-                     .token = "afd1:abcdefgh"};
+                     .token = "afd1:abcdefgh",
+                     .mark_lo = 0x1112131415161718ULL,
+                     .mark_n = 64};
     return r;
 }
 
@@ -113,7 +115,10 @@ TEST(run_roundtrip)
     CHECK_EQ_U64(d.timeout_ms, 30000);
     CHECK_EQ_U64(d.max_steps, 1000000);
     CHECK_EQ_STR(d.token, "afd1:abcdefgh");
+    CHECK_EQ_U64(d.mark_lo, 0x1112131415161718ULL);
+    CHECK_EQ_U64(d.mark_n, 64);
     afd_run_req_finish(&d);
+    CHECK(d.token == NULL && d.mark_lo == 0 && d.mark_n == 0);
     afd_run_req_finish(NULL);
 
     /* A natural run carries an empty token. */
@@ -126,6 +131,47 @@ TEST(run_roundtrip)
     CHECK_EQ_INT(d.mode, AFD_MODE_NATURAL);
     CHECK_EQ_STR(d.token, "");
     afd_run_req_finish(&d);
+
+    /* No measurement: the fields are still sent, as zeros. */
+    r.mark_lo = 0;
+    r.mark_n = 0;
+    b.len = 0;
+    afd_proto_put_run(&b, &r);
+    off = check_frame(&b, AFD_MSG_RUN);
+    CHECK_EQ_INT(afd_proto_get_run(&d, b.data + off, b.len - off), 0);
+    CHECK_EQ_U64(d.mark_lo, 0);
+    CHECK_EQ_U64(d.mark_n, 0);
+    afd_run_req_finish(&d);
+    afd_buf_finish(&b);
+}
+
+TEST(run_marks_bounded)
+{
+    /* A run measures at most 64 steps (one bit each of a mask): 65 is a protocol error, and the
+     * message is left zeroed. */
+    afd_run_req r = sample_run(), d;
+    afd_buf b;
+    afd_buf_init(&b);
+    r.mark_n = AFD_PROTO_MAX_MARKS + 1;
+    afd_proto_put_run(&b, &r);
+    size_t off = check_frame(&b, AFD_MSG_RUN);
+    CHECK_EQ_INT(afd_proto_get_run(&d, b.data + off, b.len - off), AFD_EPROTO);
+    CHECK(d.token == NULL && d.run_id == 0 && d.mark_lo == 0 && d.mark_n == 0);
+    /* The largest count passes, and so does any first index. */
+    r.mark_n = AFD_PROTO_MAX_MARKS;
+    r.mark_lo = UINT64_MAX;
+    b.len = 0;
+    afd_proto_put_run(&b, &r);
+    off = check_frame(&b, AFD_MSG_RUN);
+    CHECK_EQ_INT(afd_proto_get_run(&d, b.data + off, b.len - off), 0);
+    CHECK_EQ_U64(d.mark_lo, UINT64_MAX);
+    CHECK_EQ_U64(d.mark_n, AFD_PROTO_MAX_MARKS);
+    afd_run_req_finish(&d);
+    /* A frame of the old layout (no mark fields) is refused: both ends change together. */
+    b.len = 0;
+    afd_proto_put_run(&b, &r);
+    off = check_frame(&b, AFD_MSG_RUN);
+    CHECK_EQ_INT(afd_proto_get_run(&d, b.data + off, b.len - off - 12), AFD_EPROTO);
     afd_buf_finish(&b);
 }
 
@@ -745,11 +791,19 @@ TEST(write_all_broken_pipe)
 }
 
 static volatile sig_atomic_t interrupts;
+/* When >= 0, the handler acknowledges each signal with a byte here, so a sender can wait for one
+ * signal to be handled before it sends the next (two pending SIGUSR1 merge into one under load). */
+static volatile sig_atomic_t ack_fd = -1;
 
 static void on_usr1(int sig)
 {
     (void)sig;
     interrupts++;
+    if (ack_fd >= 0) {
+        char c = 1;
+        ssize_t w = write(ack_fd, &c, 1);
+        (void)w;
+    }
 }
 
 /* SIGUSR1 without SA_RESTART, so a blocked read or write returns early with EINTR or short. */
@@ -844,17 +898,21 @@ TEST(large_write_to_slow_reader)
 {
     /* The reverse direction: write_all must push 4 MiB through short writes and interruptions. */
     catch_usr1();
-    int fds[2];
+    interrupts = 0;
+    int fds[2], ack[2];
     CHECK_EQ_INT(pipe(fds), 0);
+    CHECK_EQ_INT(pipe(ack), 0);
+    ack_fd = ack[1];
     pid_t parent = getpid();
     pid_t pid = fork();
     CHECK(pid >= 0);
     if (pid == 0) {
-        /* The reader lets the pipe fill and interrupts the blocked writer a few times: the first
-         * signal cuts a write short, the next ones find a write that made no progress (EINTR).
-         * Then it reads in small slow pieces and the rest at once; exits 0 only if it received
-         * exactly the frame. */
+        /* The reader lets the pipe fill and interrupts the blocked writer a few times, each signal
+         * once the previous one was handled: the first cuts a write short, the next ones find a
+         * write that made no progress (EINTR). Then it reads in small slow pieces and the rest at
+         * once; exits 0 only if it received exactly the frame. */
         close(fds[1]);
+        close(ack[1]);
         uint8_t *trace = malloc(BIG);
         if (!trace)
             _exit(2);
@@ -866,6 +924,9 @@ TEST(large_write_to_slow_reader)
         for (int i = 0; i < 5; i++) {
             usleep(2000);
             kill(parent, SIGUSR1);
+            char c;
+            while (read(ack[0], &c, 1) < 0 && errno == EINTR)
+                ;
         }
         size_t pos = 0;
         for (int i = 0;; i++) {
@@ -887,6 +948,7 @@ TEST(large_write_to_slow_reader)
         _exit(same ? 0 : 4);
     }
     close(fds[0]);
+    close(ack[0]);
     uint8_t *trace = malloc(BIG);
     CHECK(trace != NULL);
     afd_buf out;
@@ -895,6 +957,8 @@ TEST(large_write_to_slow_reader)
     close(fds[1]);
     int st;
     CHECK_EQ_INT(waitpid(pid, &st, 0), pid);
+    ack_fd = -1;
+    close(ack[1]);
     CHECK(WIFEXITED(st));
     CHECK_EQ_INT(WEXITSTATUS(st), 0);
     CHECK(interrupts > 1);
@@ -939,7 +1003,7 @@ TEST(write_all_nonblocking_fd)
 
 int main(void)
 {
-    RUN_TESTS("proto", T(hello_roundtrip), T(run_roundtrip), T(result_roundtrip),
+    RUN_TESTS("proto", T(hello_roundtrip), T(run_roundtrip), T(run_marks_bounded), T(result_roundtrip),
               T(result_failure_keeps_nul_bytes), T(quit_frame), T(writer_refuses_oversize_frame),
               T(framer_one_byte_at_a_time), T(framer_random_chunks), T(framer_whole_stream_at_once),
               T(framer_rejects_oversize_and_empty), T(framer_memory_stays_bounded),

@@ -100,9 +100,11 @@ static const snippet SNIPPETS[] = {
      "    self.a.sort()\n    self.a.reverse()\n    self.a.__setitem__(1, 2)\n    self.a.__delitem__(1)\n"
      "    self.a.appendleft(1)\n    self.a.extendleft(x)\n    self.a.popleft()\n",
      0,
-     "2:W:self:.a@f;3:W:self:.a@f;4:W:self:.a@f;5:W:self:.a@f;6:W:self:.a@f;7:W:self:.a@f;"
-     "8:W:self:.a@f;9:W:self:.a@f;10:W:self:.a@f;11:W:self:.a@f;12:W:self:.a@f;13:W:self:.a@f;"
-     "14:W:self:.a@f;15:W:self:.a@f;16:W:self:.a@f;17:W:self:.a@f;18:W:self:.a@f;19:W:self:.a@f",
+     "2:W:self:.a@f;3:W:self:.a@f;4:W:self:.a@f;5:W:self:.a@f;6:R:self:.a@f;6:W:self:.a@f;"
+     "7:R:self:.a@f;7:W:self:.a@f;8:W:self:.a@f;9:W:self:.a@f;10:W:self:.a@f;11:W:self:.a@f;12:W:self:.a@f;"
+     "13:W:self:.a@f;"
+     "14:W:self:.a@f;15:W:self:.a@f;16:W:self:.a@f;17:W:self:.a@f;18:W:self:.a@f;19:R:self:.a@f;19:W:self:.a@"
+     "f",
      "", ""},
     {"readonly_methods",
      "def f(self):\n    self.a.get(1)\n    self.a.keys()\n    self.a.values()\n    self.a.items()\n"
@@ -116,7 +118,10 @@ static const snippet SNIPPETS[] = {
      "2:R:self:.a@f;2:R:self:.b@f;3:W:self:.a[\"k\"]@f", "", ""},
     /* ---- aliases ---- */
     {"alias", "def f(self, k, v):\n    s = self.sessions\n    s[k] = v\n    s.pop(k)\n    return s.get(k)\n",
-     0, "2:R:self:.sessions@f;3:W:self:.sessions[*]@f;4:W:self:.sessions@f;5:R:self:.sessions@f", "", ""},
+     0,
+     "2:R:self:.sessions@f;3:W:self:.sessions[*]@f;4:R:self:.sessions@f;4:W:self:.sessions@f;5:R:self:."
+     "sessions@f",
+     "", ""},
     {"alias_rebound", "def f(self):\n    s = self.a\n    s = []\n    s.append(1)\n", 0,
      "2:R:self:.a@f;4:W:$s:@f", "", ""},
     {"alias_of_alias", "def f(self):\n    s = self.a\n    t = s[\"x\"]\n    t.append(1)\n", 0,
@@ -292,6 +297,101 @@ TEST(line_lookup)
     afd_pyscan_finish(&z);
 }
 
+/* The roles the scan tells: a read in the condition of an if, elif or while is a test (a call's
+ * receiver, a comparison's operand and a `not` beneath it too), a read in the body is not; a write
+ * of a literal constant is marked, one of a computed value or an f-string with a field is not. */
+TEST(roles)
+{
+    const char *src = "class C:\n"
+                      "    async def f(self, v):\n"
+                      "        if self.ready:\n"                   /* 3 */
+                      "            return self.value\n"            /* 4 */
+                      "        elif self.events.get(v) is None:\n" /* 5 */
+                      "            self.ready = True\n"            /* 6 */
+                      "        while not self.n < 3:\n"            /* 7 */
+                      "            self.n = v + self.n\n"          /* 8 */
+                      "        self.name = f\"x{v}\"\n"            /* 9 */
+                      "        self.tag = \"x\"\n"                 /* 10 */
+                      "        self.none = None\n";                /* 11 */
+    struct {
+        uint32_t line;
+        const char *path;
+        int write, flags;
+    } want[] = {{3, ".ready", 0, AFD_PYACC_TEST},
+                {4, ".value", 0, 0},
+                {5, ".events", 0, AFD_PYACC_TEST},
+                {6, ".ready", 1, AFD_PYACC_LITERAL},
+                {7, ".n", 0, AFD_PYACC_TEST},
+                {8, ".n", 1, 0},
+                {8, ".n", 0, 0},
+                {9, ".name", 1, 0},
+                {10, ".tag", 1, AFD_PYACC_LITERAL},
+                {11, ".none", 1, AFD_PYACC_LITERAL}};
+    afd_pyscan s;
+    CHECK_EQ_INT(afd_pyscan_source(src, strlen(src), &s), 0);
+    CHECK_EQ_INT(s.n_acc, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < s.n_acc && i < sizeof want / sizeof want[0]; i++) {
+        CHECK_EQ_INT(s.acc[i].line, want[i].line);
+        CHECK_EQ_STR(s.acc[i].path, want[i].path);
+        CHECK_EQ_INT(s.acc[i].write, want[i].write);
+        CHECK_EQ_INT(s.acc[i].flags, want[i].flags);
+    }
+    afd_pyscan_finish(&s);
+}
+
+/* The statement marks by line: a condition's lines are TEST (not its body's), a return's value
+ * RETURN, the value of an assignment to a name a later condition of the same function reads
+ * NAME_TESTED (not one only an attribute of that name, or another function, reads; not one
+ * assigned after the only test). A pop's read is a take; an awaited call named like a container's
+ * mutating method (`await self.api.add(x)`) reads its receiver. */
+TEST(line_marks)
+{
+    const char *src = "class C:\n"
+                      "    async def f(self, k):\n"
+                      "        value = await self.get(k)\n" /* 3: NAME_TESTED */
+                      "        ok = self.x\n"               /* 4: only the attribute self.ok is */
+                      "        if value is not None and self.value or late:\n" /* 5: TEST */
+                      "            return value\n"                             /* 6: RETURN */
+                      "        late = 1\n"           /* 7: tested before, not after */
+                      "        while not self.ok(\n" /* 8: TEST */
+                      "                k):\n"        /* 9: TEST */
+                      "            pass\n"           /* 10 */
+                      "        return (self.a +\n"   /* 11: RETURN */
+                      "                1)\n"         /* 12: RETURN */
+                      "    def g(self):\n"
+                      "        if value:\n"                /* 14: TEST, another function's value */
+                      "            return self.d.pop(0)\n" /* 15: RETURN, a take */
+                      "        elif self.d:\n"             /* 16: TEST */
+                      "            x = 2\n"
+                      "    async def h(self):\n"
+                      "        await self.api.add(1)\n"; /* 19: a read */
+    afd_pyscan s;
+    CHECK_EQ_INT(afd_pyscan_source(src, strlen(src), &s), 0);
+    uint8_t want[21] = {0};
+    want[3] = AFD_PYLINE_NAME_TESTED;
+    want[5] = want[8] = want[9] = want[14] = want[16] = AFD_PYLINE_TEST;
+    want[6] = want[11] = want[12] = want[15] = AFD_PYLINE_RETURN;
+    for (uint32_t l = 0; l < 21; l++) {
+        if (afd_pyscan_line_flags(&s, l) != want[l])
+            fprintf(stderr, "  line %u: flags %u, want %u\n", l, afd_pyscan_line_flags(&s, l), want[l]);
+        CHECK_EQ_INT(afd_pyscan_line_flags(&s, l), want[l]);
+    }
+    CHECK_EQ_INT(afd_pyscan_line_flags(&s, 100000), 0);
+    CHECK_EQ_INT(afd_pyscan_line_flags(NULL, 3), 0);
+    size_t first, count;
+    afd_pyscan_line(&s, 15, &first, &count);
+    CHECK_EQ_INT(count, 2); /* the take: a read, then the write */
+    CHECK_EQ_INT(s.acc[first].write, 0);
+    CHECK_EQ_INT(s.acc[first].flags & AFD_PYACC_TAKE, AFD_PYACC_TAKE);
+    CHECK_EQ_INT(s.acc[first + 1].write, 1);
+    CHECK_EQ_INT(s.acc[first + 1].flags & AFD_PYACC_TAKE, 0);
+    afd_pyscan_line(&s, 19, &first, &count);
+    CHECK_EQ_INT(count, 1);
+    CHECK_EQ_STR(s.acc[first].path, ".api");
+    CHECK_EQ_INT(s.acc[first].write, 0);
+    afd_pyscan_finish(&s);
+}
+
 TEST(arguments)
 {
     afd_pyscan s;
@@ -443,5 +543,5 @@ TEST(large_file)
 int main(void)
 {
     RUN_TESTS("pyscan", T(snippets), T(line_lookup), T(arguments), T(oversize), T(deep_nesting),
-              T(truncated_tree_refused), T(large_file));
+              T(truncated_tree_refused), T(large_file), T(roles), T(line_marks));
 }

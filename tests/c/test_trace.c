@@ -55,6 +55,7 @@ static void sample(afd_trace *t)
         tb_event_timed(AFD_EV_UNCANCEL, 0, 2, 2, S_SITE, 8100000, 0, 33),
         tb_event_timed(AFD_EV_CANCEL_CAUGHT, 2, 2, 5, S_SITE, 8100000, 0, 34),
         tb_event_timed(AFD_EV_HANDOFF, AFD_HANDOFF_EXCEPTION, 1, 2, S_RESOURCE, 8200000, 1, 35),
+        tb_event_timed(AFD_EV_SLOT, 0, 2, 1, 2, 200000, 499750, 3),
         tb_event_timed(AFD_EV_RESUME, AFD_RESUME_CANCELLED, 2, 7, S_RESOURCE, 8300000, 0, 36),
     };
     CHECK_EQ_INT(afd_trace_add_events(t, evs, (uint32_t)(sizeof evs / sizeof evs[0])), 0);
@@ -341,6 +342,130 @@ TEST(digest_ignores_wall_python_failure)
     afd_trace_finish(&d);
     afd_trace_finish(&a);
     afd_trace_finish(&b);
+}
+
+/* The digest of sample() as the code computed it before SLOT events existed (sample() had no SLOT
+ * then): a trace without SLOT events digests exactly as before, and the SLOT event sample() now
+ * holds changes nothing. */
+#define SAMPLE_DIGEST_BEFORE_SLOTS 0xcffc5f481b6aa1e2ULL
+
+/* sample() without its SLOT events. */
+static void drop_slots(afd_trace *t)
+{
+    uint32_t j = 0;
+    for (uint32_t i = 0; i < t->n_events; i++)
+        if (t->events[i].kind != AFD_EV_SLOT)
+            t->events[j++] = t->events[i];
+    t->n_events = j;
+}
+
+TEST(digests_skip_slot_events)
+{
+    afd_trace t;
+    sample(&t);
+    CHECK_EQ_U64(afd_trace_digest(&t), SAMPLE_DIGEST_BEFORE_SLOTS);
+    uint64_t order = afd_trace_order_digest(&t);
+    /* Any SLOT field, or the SLOT itself, is measurement: neither digest moves. */
+    for (uint32_t i = 0; i < t.n_events; i++) {
+        afd_event *e = &t.events[i];
+        if (e->kind != AFD_EV_SLOT)
+            continue;
+        e->cost = UINT64_MAX;
+        e->vtime++;
+        e->task = 1;
+        e->a += 3;
+        e->b += 5;
+    }
+    CHECK_EQ_U64(afd_trace_digest(&t), SAMPLE_DIGEST_BEFORE_SLOTS);
+    CHECK_EQ_U64(afd_trace_order_digest(&t), order);
+    drop_slots(&t);
+    CHECK_EQ_U64(afd_trace_digest(&t), SAMPLE_DIGEST_BEFORE_SLOTS);
+    CHECK_EQ_U64(afd_trace_order_digest(&t), order);
+    /* More SLOT events, anywhere, neither. */
+    afd_event slot = tb_event_timed(AFD_EV_SLOT, 0, 1, 0, 1, 250, 17, 0);
+    CHECK_EQ_INT(afd_trace_add_events(&t, &slot, 1), 0);
+    CHECK_EQ_U64(afd_trace_digest(&t), SAMPLE_DIGEST_BEFORE_SLOTS);
+    CHECK_EQ_U64(afd_trace_order_digest(&t), order);
+    /* The order digest is not the digest. */
+    CHECK(order != SAMPLE_DIGEST_BEFORE_SLOTS);
+    afd_trace_finish(&t);
+}
+
+TEST(order_digest_ignores_times)
+{
+    afd_trace base, t;
+    sample(&base);
+    uint64_t d0 = afd_trace_order_digest(&base);
+    sample(&t);
+    /* Every time field of every event, the token, the flags, the step count, the failure text and
+     * python: none is order. */
+    for (uint32_t i = 0; i < t.n_events; i++) {
+        afd_event *e = &t.events[i];
+        e->vtime = e->vtime * 3 + 7;
+        e->wall = ~e->wall;
+        if (e->kind != AFD_EV_LINE && e->kind != AFD_EV_LOCAL) /* their cost is a string id */
+            e->cost += 1000;
+        if (e->kind == AFD_EV_IDLE)
+            e->a += 12345; /* the lateness */
+    }
+    CHECK_EQ_INT(afd_trace_set_str(&t, &t.token, "afd1:zzzzzz", 11), 0);
+    CHECK_EQ_INT(afd_trace_set_str(&t, &t.failure, "AssertionError: 3 ms", 20), 0);
+    CHECK_EQ_INT(afd_trace_set_str(&t, &t.python, "3.13.0", 6), 0);
+    t.steps++;
+    t.flags = 0;
+    CHECK_EQ_U64(afd_trace_order_digest(&t), d0);
+    CHECK(afd_trace_digest(&t) != afd_trace_digest(&base));
+    afd_trace_finish(&t);
+    afd_trace_finish(&base);
+}
+
+TEST(order_digest_sees_order_and_identity)
+{
+    afd_trace base;
+    sample(&base);
+    uint64_t d0 = afd_trace_order_digest(&base);
+    for (int change = 0; change < 9; change++) {
+        afd_trace t;
+        sample(&t);
+        afd_event *step = &t.events[3];
+        switch (change) {
+        case 0: /* a step of another task */
+            step->task = 1;
+            break;
+        case 1: /* another ordinal */
+            step->a++;
+            break;
+        case 2: /* another suspension site */
+            step->b = S_OPNAME;
+            break;
+        case 3: /* two steps swap places */
+        {
+            afd_event tmp = t.events[3];
+            t.events[3] = t.events[4];
+            t.events[4] = tmp;
+            break;
+        }
+        case 4: /* a wake-up scheduled by another step */
+            t.events[11].a++;
+            break;
+        case 5: /* a write instead of a read */
+            t.events[6].flags ^= 1;
+            break;
+        case 6:
+            t.outcome = AFD_OUT_PASS;
+            break;
+        case 7: /* another string */
+            t.strings[S_SITE][0] = 'T';
+            break;
+        case 8: /* an event fewer (not a SLOT) */
+            t.n_events--;
+            break;
+        }
+        if (afd_trace_order_digest(&t) == d0)
+            FAIL_AT("change %d left the order digest unchanged", change);
+        afd_trace_finish(&t);
+    }
+    afd_trace_finish(&base);
 }
 
 TEST(digest_sees_every_other_field)
@@ -698,6 +823,16 @@ TEST(decode_refuses_bad_fields)
                               idle + 8, unc + 8,   as_begin + 8, as_end + 8};
     for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
         CHECK_EQ_INT(decode_patched(numbers[i], past, 4, 0), 0);
+    /* A SLOT's only flag is AFD_SLOT_DEADLINE, and its b is 1 + a step index: never 0. */
+    size_t slot = event_off(len, n, n - 2);
+    v = AFD_SLOT_DEADLINE;
+    CHECK_EQ_INT(decode_patched(slot + 1, &v, 1, 0), 0);
+    v = AFD_SLOT_DEADLINE << 1;
+    CHECK_EQ_INT(decode_patched(slot + 1, &v, 1, 0), AFD_ETRACE_CORRUPT);
+    uint8_t zero[4] = {0, 0, 0, 0};
+    CHECK_EQ_INT(decode_patched(slot + 12, zero, 4, 0), AFD_ETRACE_CORRUPT);
+    CHECK_EQ_INT(decode_patched(slot + 12, nostr, 4, 0), 0);
+    CHECK_EQ_INT(decode_patched(slot + 8, nostr, 4, 0), 0);
 }
 
 /* A counter-based generator: the mutation sequence depends only on the seed. */
@@ -816,6 +951,10 @@ TEST(format_event_lines)
     check_line(&t, &t.events[8], "assertion on report.status by task test_x#0");
     check_line(&t, &t.events[9], "assertion on report.status by task test_x#0 raised");
     check_line(&t, &t.events[10], "uncontrolled at t=7.000ms: a thread called back into the loop");
+    check_line(
+        &t, &t.events[t.n_events - 2],
+        "slot of step 1 (task finalize_report#0 #1): cost 200000 ns, 499750 ns more flips a comparison, "
+        "3 clock reads");
 
     afd_event ev = tb_event_timed(AFD_EV_OP_END, 0, 42, AFD_NOSTR, S_RESOURCE, 0, 0, 0);
     check_line(&t, &ev, "read report.status by task task-42 ended");
@@ -833,6 +972,10 @@ TEST(format_event_lines)
     check_line(&t, &ev, "uncontrolled at t=0.000ms: an event loop affidavit does not control ran");
     ev = tb_event_timed(AFD_EV_UNCONTROLLED, 0, 0, 1u << 10, 0, 0, 0, 0);
     check_line(&t, &ev, "uncontrolled at t=0.000ms: source 0x400");
+    ev = tb_event_timed(AFD_EV_SLOT, 0, 1, 0, 5, 250, UINT64_MAX, 0);
+    check_line(
+        &t, &ev,
+        "slot of step 4 (task test_x#0 #0): cost 250 ns, no larger cost flips a comparison, 0 clock reads");
     ev = tb_event_timed(77, 0, 0, 0, 0, 0, 0, 0);
     check_line(&t, &ev, "event of unknown kind 77");
     afd_trace_finish(&t);
@@ -843,7 +986,8 @@ int main(void)
     RUN_TESTS("trace", T(init_finish), T(roundtrip_every_kind), T(roundtrip_empty_and_appended),
               T(large_trace_grows_amortized), T(strings_and_labels), T(producer_limits),
               T(encode_refuses_what_decode_would), T(digest_ignores_wall_python_failure),
-              T(digest_sees_every_other_field), T(decode_bad_magic_and_version),
+              T(digest_sees_every_other_field), T(digests_skip_slot_events), T(order_digest_ignores_times),
+              T(order_digest_sees_order_and_identity), T(decode_bad_magic_and_version),
               T(decode_flipped_byte_anywhere), T(decode_truncated_at_every_length),
               T(decode_huge_counts_without_allocating), T(decode_string_bounds), T(failure_keeps_nul_bytes),
               T(decode_refuses_bad_fields), T(mutation_robustness), T(format_event_lines));

@@ -109,7 +109,7 @@ TEST(cancel_events_checked)
         uint8_t kind, bad_flags;
     } cases[] = {
         {AFD_EV_CANCEL, 1u << 3}, {AFD_EV_CANCEL_DELIVERED, 1}, {AFD_EV_CANCEL_CAUGHT, 1u << 2},
-        {AFD_EV_UNCANCEL, 1},     {AFD_EV_TIMEOUT, 1u << 2},    {AFD_EV_HANDOFF, 1u << 2},
+        {AFD_EV_UNCANCEL, 1},     {AFD_EV_TIMEOUT, 1u << 2},    {AFD_EV_HANDOFF, 1u << 3},
         {AFD_EV_RESUME, 1u << 1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

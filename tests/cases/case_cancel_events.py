@@ -31,7 +31,7 @@ async def uncanceller() -> int:
 
 
 async def slow() -> None:
-    await asyncio.sleep(10)
+    await asyncio.sleep(10)  # mark: slow
 
 
 async def holder(lock: asyncio.Lock) -> None:
