@@ -715,6 +715,34 @@ static void format_cancel_event(const afd_trace *self, const afd_event *ev, afd_
 
 /* The header asks for "one line"; it is read as one line without a trailing newline, so callers
  * can put the text inside a larger line or a table cell. */
+/* A deadline armed or outlasted, and a delayed step's measured slot: the time model's events. */
+static void format_time_event(const afd_trace *self, const afd_event *ev, afd_buf *out)
+{
+    if (ev->kind == AFD_EV_SLOT) {
+        afd_buf_printf(out, "slot of step %" PRIu32 " (task ", ev->b - 1);
+        put_task(out, self, ev->task);
+        afd_buf_printf(out, " #%" PRIu32 "): cost %" PRIu64 " ns, ", ev->a, ev->vtime);
+        if (ev->cost == UINT64_MAX)
+            afd_buf_printf(out, "no larger cost flips a comparison");
+        else
+            afd_buf_printf(out, "%" PRIu64 " ns more flips a comparison", ev->cost);
+        afd_buf_printf(out, ", %" PRIu64 " clock reads", ev->wall);
+        return;
+    }
+    afd_buf_printf(out, ev->kind == AFD_EV_DEADLINE ? "deadline #%" PRIu32 " of " : "task ", ev->a);
+    if (ev->kind == AFD_EV_DEADLINE) {
+        put_ms(out, ev->cost);
+        afd_buf_printf(out, " armed at %s by task ",
+                       ev->b == AFD_NOSTR ? "?" : afd_trace_string(self, ev->b));
+        put_task(out, self, ev->task);
+    } else {
+        put_task(out, self, ev->task);
+        afd_buf_printf(out, " outlasted deadline #%" PRIu32 " (", ev->a);
+        put_ms(out, ev->cost);
+        afd_buf_printf(out, ", armed at %s)", ev->b == AFD_NOSTR ? "?" : afd_trace_string(self, ev->b));
+    }
+}
+
 void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf *out)
 {
     size_t start = out->len;
@@ -819,31 +847,11 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
         break;
     case AFD_EV_DEADLINE:
     case AFD_EV_DEADLINE_LATE:
-        afd_buf_printf(out, ev->kind == AFD_EV_DEADLINE ? "deadline #%" PRIu32 " of " : "task ", ev->a);
-        if (ev->kind == AFD_EV_DEADLINE) {
-            put_ms(out, ev->cost);
-            afd_buf_printf(out, " armed at %s by task ",
-                           ev->b == AFD_NOSTR ? "?" : afd_trace_string(self, ev->b));
-            put_task(out, self, ev->task);
-        } else {
-            put_task(out, self, ev->task);
-            afd_buf_printf(out, " outlasted deadline #%" PRIu32 " (", ev->a);
-            put_ms(out, ev->cost);
-            afd_buf_printf(out, ", armed at %s)", ev->b == AFD_NOSTR ? "?" : afd_trace_string(self, ev->b));
-        }
+    case AFD_EV_SLOT:
+        format_time_event(self, ev, out);
         break;
     case AFD_EV_CHAIN:
         format_chain_event(self, ev, out);
-        break;
-    case AFD_EV_SLOT:
-        afd_buf_printf(out, "slot of step %" PRIu32 " (task ", ev->b - 1);
-        put_task(out, self, ev->task);
-        afd_buf_printf(out, " #%" PRIu32 "): cost %" PRIu64 " ns, ", ev->a, ev->vtime);
-        if (ev->cost == UINT64_MAX)
-            afd_buf_printf(out, "no larger cost flips a comparison");
-        else
-            afd_buf_printf(out, "%" PRIu64 " ns more flips a comparison", ev->cost);
-        afd_buf_printf(out, ", %" PRIu64 " clock reads", ev->wall);
         break;
     case AFD_EV_WAITFOR:
         afd_buf_printf(out, "deadlock: task ");
