@@ -20,21 +20,6 @@
  * times what valid code needs bounds the wait. */
 #define PARSE_MICROS_BASE 2000000u
 #define PARSE_MICROS_PER_BYTE 2u
-/* Code built with AddressSanitizer (the grammar's lexer among it) runs two to three times slower,
- * and CI machines another two: brackets nested past CPython's limit parse at about 4 us a byte
- * unsanitized here (the blanked brackets leave a long run of expressions to error-recover), which
- * a sanitized build on a loaded runner pushed past the bound. The bound exists to stop garbage in
- * a deployed build, not to time the tests of an instrumented one. */
-#if defined(__SANITIZE_ADDRESS__)
-#define PARSE_SLOWDOWN 4u
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PARSE_SLOWDOWN 4u
-#endif
-#endif
-#ifndef PARSE_SLOWDOWN
-#define PARSE_SLOWDOWN 1u
-#endif
 /* The bound is on the parsing thread's CPU time, not the wall clock, so that a loaded machine (a
  * CI runner running other jobs, say) parses what an idle one parses: tree-sitter's own timeout is
  * wall-clock, so it is used in slices, and a parse it stops is resumed (tree-sitter continues where
@@ -179,9 +164,8 @@ int afd_pysrc_parse(afd_pysrc *p, const char *src, size_t len, afd_pysrc_line_fn
     p->parser = ts_parser_new();
     if (!p->parser || !ts_parser_set_language(p->parser, tree_sitter_python()))
         return AFD_ENOMEM;
-    TSTree *tree =
-        parse_bounded(p->parser, p->text, (uint32_t)len,
-                      PARSE_SLOWDOWN * (PARSE_MICROS_BASE + PARSE_MICROS_PER_BYTE * (uint64_t)len));
+    TSTree *tree = parse_bounded(p->parser, p->text, (uint32_t)len,
+                                 PARSE_MICROS_BASE + PARSE_MICROS_PER_BYTE * (uint64_t)len);
     if (!tree)
         return AFD_EFULL; /* timed out: tree-sitter aborts the process when out of memory */
     if (tree_truncated(p->text, len, ts_tree_root_node(tree)))
