@@ -40,7 +40,7 @@ test-c: build
 	meson test -C $(CBUILD) --print-errorlogs
 
 test-py: build
-	$(VPY) -m pytest tests -q
+	$(VPY) -m pytest tests -q --durations=25
 
 test: test-c test-py
 
@@ -80,7 +80,7 @@ asan-build: deps $(ASAN_VENV)/.deps-stamp
 
 test-asan: asan-build
 	$(ASAN_ENV) meson test -C $(ASAN_CBUILD) --print-errorlogs --timeout-multiplier 4
-	PATH=$(CURDIR)/$(ASAN_VENV)/bin:$$PATH $(ASAN_ENV) $(ASAN_VPY) -m pytest tests -q
+	PATH=$(CURDIR)/$(ASAN_VENV)/bin:$$PATH $(ASAN_ENV) $(ASAN_VPY) -m pytest tests -q --durations=25
 
 # The C sources (src/, tests/c/, fuzz/) against .clang-format, with the pinned clang-format-14:
 # format rewrites them, format-check only reports (and fails) what format would change.
