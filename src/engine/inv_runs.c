@@ -331,11 +331,15 @@ static int search_systematic(inv *v, outcome *o, tally *search, double left)
     uint64_t sys_runs = left_runs > random_left ? left_runs - random_left : 0;
     if (sys_runs < left_runs / 2)
         sys_runs = left_runs / 2;
+    /* The time left is shared as the runs are: where --seconds binds before --runs (a slow test, a
+     * loaded machine), the systematic search would otherwise spend all of it and the random
+     * schedules after it would never run. */
+    double sys_seconds = left > 0 && left_runs ? left * (double)sys_runs / (double)left_runs : left;
     o->sys_opts = (afd_sys_opts){.max_delays = cli->max_delays_set ? cli->max_delays : AFD_SYS_DEFAULT_DELAYS,
                                  .prune_classes = cli->prune_classes,
                                  .seed = v->seed,
                                  .max_runs = sys_runs ? sys_runs : 1,
-                                 .seconds = left,
+                                 .seconds = sys_seconds,
                                  .stop_on_failure = 1,
                                  .observe = observe_sys,
                                  .observe_ctx = v};
@@ -413,6 +417,8 @@ int inv_search(inv *v, outcome *o)
     afd_tally_finish(&search);
     if (rc < 0 || v->error)
         return rc < 0 ? rc : v->error;
+    int cut_by_time =
+        cli->seconds > 0 && search.runs < cli->n && (double)(afd_runs_now_ns() - start) / 1e9 >= cli->seconds;
     if (v->found_index == UINT64_MAX && v->cand_index != UINT64_MAX) {
         /* Nothing failed without outlasting a deadline: the failure that did is reproduced and
          * then checked below the deadline (the reproduce stage). */
@@ -430,6 +436,11 @@ int inv_search(inv *v, outcome *o)
         if (o->natural.failed) {
             o->verdict = "abstained";
             const char *why = afd_runs_uncontrolled_words(v->failing_flags);
+            if (!why && cut_by_time)
+                why = "it failed naturally but under none of the controlled schedules the search ran "
+                      "before its --seconds budget ran out (fewer than --runs): a longer search may "
+                      "find one; failing that, the likely source is one affidavit does not control "
+                      "(threads, real sockets, wall-clock reads, os.urandom or other unseeded entropy)";
             o->abstain_reason =
                 why ? why
                     : "it failed naturally but under no controlled schedule: the likely source is "
