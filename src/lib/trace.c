@@ -713,8 +713,6 @@ static void format_cancel_event(const afd_trace *self, const afd_event *ev, afd_
     }
 }
 
-/* The header asks for "one line"; it is read as one line without a trailing newline, so callers
- * can put the text inside a larger line or a table cell. */
 /* A deadline armed or outlasted, and a delayed step's measured slot: the time model's events. */
 static void format_time_event(const afd_trace *self, const afd_event *ev, afd_buf *out)
 {
@@ -743,6 +741,8 @@ static void format_time_event(const afd_trace *self, const afd_event *ev, afd_bu
     }
 }
 
+/* The header asks for "one line"; it is read as one line without a trailing newline, so callers
+ * can put the text inside a larger line or a table cell. */
 void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf *out)
 {
     size_t start = out->len;
