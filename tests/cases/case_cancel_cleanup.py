@@ -44,7 +44,9 @@ class Pool:
 
 @pytest.mark.asyncio
 async def test_connection_back_after_deadline() -> None:
+    # One query, failing about half the time: a test that fails nearly every run (three queries
+    # in a row failed 7 runs in 8) can fail all of a short natural sample and every controlled
+    # schedule tried, and is then rightly called deterministic by what was run.
     pool = Pool()
-    for _ in range(3):
-        await with_deadline(pool.query(), 0.002)
-        assert len(pool.idle) == 2
+    await with_deadline(pool.query(), 0.002)
+    assert len(pool.idle) == 2
