@@ -80,7 +80,7 @@ static int model_hello(const uint8_t *p, size_t len, model *m)
     m->s[0] = take_str(&c, TEXT_MAX);
     m->s[1] = take_str(&c, TEXT_MAX);
     m->s[2] = take_str(&c, AFD_TRACE_MAX_FAILURE);
-    m->s[3] = take_str(&c, TEXT_MAX);
+    m->s[3] = take_str(&c, AFD_PROTO_MAX_FRAME); /* node ids, one per line */
     return !c.bad && c.off == len;
 }
 
@@ -93,8 +93,9 @@ static int model_run(const uint8_t *p, size_t len, model *m)
     m->u[2] = take_le(&c, 4);
     m->u[3] = take_le(&c, 8);
     m->s[0] = take_str(&c, AFD_PROTO_MAX_FRAME);
-    m->u[4] = take_le(&c, 8); /* mark_lo */
-    m->u[5] = take_le(&c, 4); /* mark_n */
+    m->u[4] = take_le(&c, 8);         /* mark_lo */
+    m->u[5] = take_le(&c, 4);         /* mark_n */
+    m->s[1] = take_str(&c, TEXT_MAX); /* item */
     return !c.bad && c.off == len && (m->u[1] & ~(uint64_t)AFD_MODE_TRACE_LINES) <= AFD_MODE_CONTROLLED &&
            m->u[5] <= AFD_PROTO_MAX_MARKS;
 }
@@ -206,7 +207,7 @@ static void check_run(const uint8_t *p, size_t len)
     if (rc != (ok ? 0 : AFD_EPROTO))
         FAIL("get_run returned %d, the model says %s", rc, ok ? "valid" : "invalid");
     if (rc) {
-        if (r.token || r.run_id || r.mode || r.timeout_ms || r.max_steps || r.mark_lo || r.mark_n)
+        if (r.token || r.item || r.run_id || r.mode || r.timeout_ms || r.max_steps || r.mark_lo || r.mark_n)
             FAIL("run request not zeroed after an error");
         return;
     }
@@ -214,6 +215,7 @@ static void check_run(const uint8_t *p, size_t len)
         r.mark_lo != m.u[4] || r.mark_n != m.u[5])
         FAIL("run request integers differ");
     text_eq(r.token, m.s[0], "run token");
+    text_eq(r.item, m.s[1], "run item");
     afd_buf b, want;
     afd_buf_init(&b);
     afd_buf_init(&want);
@@ -222,13 +224,14 @@ static void check_run(const uint8_t *p, size_t len)
     canonical(&want, widths, 4, &m, 1, 0);
     afd_buf_put_u64(&want, m.u[4]); /* the mark fields follow the token */
     afd_buf_put_u32(&want, (uint32_t)m.u[5]);
+    afd_buf_put_str(&want, (const char *)m.s[1].p, text_len(m.s[1])); /* then the item */
     check_frame(&b, AFD_MSG_RUN, &want, "run");
     afd_run_req r2;
     if (afd_proto_get_run(&r2, b.data + 5, b.len - 5) != 0)
         FAIL("re-encoded run request does not decode");
     if (r2.run_id != r.run_id || r2.mode != r.mode || r2.timeout_ms != r.timeout_ms ||
         r2.max_steps != r.max_steps || r2.mark_lo != r.mark_lo || r2.mark_n != r.mark_n ||
-        strcmp(r2.token, r.token))
+        strcmp(r2.token, r.token) || strcmp(r2.item, r.item))
         FAIL("run request round trip differs");
     afd_run_req_finish(&r2);
     afd_run_req_finish(&r);

@@ -154,12 +154,13 @@ def test_nonexistent_file() -> None:
     assert_usage_error(afd("sample", f"{CASES}/case_missing.py::test_x", "-n", "2"), "not found", "case_missing.py")
 
 
-def test_node_id_selecting_several_tests() -> None:
-    assert_usage_error(afd("sample", HANG, "-n", "1"), "selects 3 tests")
+def test_investigating_a_node_id_of_several_tests() -> None:
+    # sample and explore run every test such an argument collects (test_many.py); investigate is of one
+    assert_usage_error(afd("investigate", HANG, "--runs", "1"), "selects 3 tests", "give the node id of one test")
 
 
-def test_directory_as_node_id() -> None:
-    assert_usage_error(afd("sample", "examples", "-n", "1"), "examples selects", "give the node id of one test")
+def test_a_directory_of_no_tests() -> None:
+    assert_usage_error(afd("sample", "docs", "-n", "1"), "no test matches docs")
 
 
 @pytest.mark.parametrize("nodeid", ["", "  "], ids=["empty", "blank"])
@@ -230,7 +231,7 @@ def test_string_that_is_not_a_token() -> None:
         (("sample",), ["node id"]),
         (("explore",), ["node id"]),
         (("replay", ZERO_TOKEN), ["token and a node id"]),
-        (("sample", PASSING, "extra-positional"), ["one node id"]),
+        (("sample", PASSING, "extra-positional"), ["not found", "extra-positional"]),
         (("replay", ZERO_TOKEN, PASSING, "extra-positional"), ["unexpected argument", "extra-positional"]),
         (("sample", PASSING, "-n", "0"), ["-n"]),
         (("sample", PASSING, "-n", "-3"), ["-n"]),

@@ -467,16 +467,18 @@ def test_sync_tests_that_drive_a_loop_are_explored(tmp_path: Path) -> None:
 
 # ---- the JSON contract: timing_sensitive is listed apart ----
 
+# `affidavit explore --stdin ...` as the plugin runs it: a node id a line in, a document a line out.
 FAKE_ENGINE = '''#!{python}
 import json, sys
-nodeid = sys.argv[2]
-print(json.dumps({{"nodeid": nodeid, "found": True, "verdict": "timing_sensitive", "token": "afd1:fake",
-                  "runs": 5, "failing_run": 2, "failure": "test_ok.py:9: TimeoutError", "outcome": "fail",
-                  "schedule": "pct(seed=1, d=2)", "shard": "1/1",
-                  "timing": {{"summary": "fails only when one step takes longer than the 0.1 s timer armed at "
-                                         "test_ok.py:8: a slow machine, not a race",
-                             "duration_us": 100000, "site": "test_ok.py:8"}}}}))
-sys.exit(1)
+assert sys.argv[1:3] == ["explore", "--stdin"], sys.argv
+for line in sys.stdin:
+    nodeid = line.strip()
+    print(json.dumps({{"nodeid": nodeid, "found": True, "verdict": "timing_sensitive", "token": "afd1:fake",
+                      "runs": 5, "failing_run": 2, "failure": "test_ok.py:9: TimeoutError", "outcome": "fail",
+                      "schedule": "pct(seed=1, d=2)", "shard": "1/1",
+                      "timing": {{"summary": "fails only when one step takes longer than the 0.1 s timer armed "
+                                             "at test_ok.py:8: a slow machine, not a race",
+                                 "duration_us": 100000, "site": "test_ok.py:8"}}}}), flush=True)
 '''
 
 

@@ -40,6 +40,7 @@ from typing import Any, Dict, Generator, Iterator, List, Optional, Tuple
 import pytest
 
 from affidavit._verdicts import WORDS as VERDICT_WORDS
+from affidavit.engine_session import EngineSession
 
 DEFAULTS: Dict[str, str] = {"budget": "60", "explore": "0", "strategy": "portfolio", "slow_step": "100",
                             "report_dir": ".affidavit", "max_delays": "2"}
@@ -342,6 +343,9 @@ class ExploreHooks:
         self.timing: List[Tuple[str, str]] = []  # (node id, summary)
         self.not_explored: Dict[str, List[str]] = {}  # reason -> node ids, in the order seen
         self.loops: Dict[str, str] = {}  # node id -> the class of the loop a sync test ran
+        self.files: List[str] = []  # the session's test files, relative to the rootdir
+        self.engine: Optional[EngineSession] = None  # started by the first test explored
+        self.per_file: Dict[str, EngineSession] = {}  # when the session's engine cannot start
 
     def _shard_path(self) -> str:
         shard = (self.settings.shard or "1/1").replace("/", "-of-")
@@ -461,30 +465,43 @@ class ExploreHooks:
     def _pytest_args(self) -> List[str]:
         return [f"--pytest-arg={a}" for a in self.args]
 
-    def _explore(self, nodeid: str) -> Dict[str, Any]:
-        cmd = [_engine(), "explore", nodeid, "--runs", str(self.settings.explore), "--strategy",
-               self.settings.strategy, "--json", *self._pytest_args()]
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """The files the session's tests come from, in order: what the session's one engine
+        collects (engine_session.py)."""
+        root = str(self.config.rootpath)
+        seen: Dict[str, None] = {}
+        for item in session.items:
+            path = os.path.relpath(str(item.path), root)
+            if not path.startswith(".."):  # a test outside the rootdir has no node id to name it by
+                seen.setdefault(path, None)
+        self.files = list(seen)
+
+    def _new_engine(self, files: List[str]) -> EngineSession:
+        cmd = [_engine(), "explore", "--stdin", *(files or ["."]), "--runs", str(self.settings.explore),
+               "--strategy", self.settings.strategy, "--json", *self._pytest_args()]
         if self.settings.shard:
             cmd += ["--shard", self.settings.shard]
         if self.settings.strategy == "systematic":
             cmd += ["--max-delays", str(self.settings.max_delays)]
-        limit = max(60.0, self.settings.budget * 2)
-        try:
-            p = subprocess.run(cmd, cwd=str(self.config.rootpath), capture_output=True, text=True,
-                               timeout=limit, env=_engine_env(self.config, self.settings))
-        except subprocess.TimeoutExpired:
-            return {"error": f"the exploration did not end within {limit:.0f} s"}
-        except OSError as exc:
-            return {"error": f"the engine could not be started: {exc}"}
-        if p.returncode not in (0, 1):
-            lines = [l[len("affidavit: error: "):] if l.startswith("affidavit: error: ") else l
-                     for l in p.stderr.splitlines() if l.strip()]
-            return {"error": " ".join(lines) or f"the engine exited with code {p.returncode}"}
-        try:
-            data: Dict[str, Any] = json.loads(p.stdout)
-        except ValueError:
-            return {"error": f"the engine printed no result (exit code {p.returncode})"}
-        self._keep(data)
+        return EngineSession(cmd, str(self.config.rootpath), _engine_env(self.config, self.settings),
+                             max(60.0, self.settings.budget * 2))
+
+    def _explore(self, nodeid: str) -> Dict[str, Any]:
+        """One engine for the session's files; when it cannot start (a conftest or a file that a
+        worker cannot load stops the whole collection), one engine per file, so that one file's
+        reason is its own tests' only."""
+        if self.engine is None:
+            self.engine = self._new_engine(self.files)
+        data: Dict[str, Any] = {}
+        if not self.engine.broken:
+            data = self.engine.explore(nodeid)
+        if self.engine.broken:
+            path = nodeid.split("::", 1)[0]
+            if path not in self.per_file:
+                self.per_file[path] = self._new_engine([path])
+            data = self.per_file[path].explore(nodeid)
+        if not data.get("error"):
+            self._keep(data)
         return data
 
     def _keep(self, data: Dict[str, Any]) -> None:
@@ -496,6 +513,11 @@ class ExploreHooks:
             f.write(json.dumps(data) + "\n")
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        for engine in [self.engine, *self.per_file.values()]:
+            if engine is not None:
+                engine.stop()
+        self.engine = None
+        self.per_file.clear()
         if hasattr(self.config, "workerinput") or not self.settings.strict or not self.not_explored:
             return
         if session.exitstatus == pytest.ExitCode.OK:

@@ -1,4 +1,6 @@
 """python -m affidavit.worker NODEID: the fork server for one pytest test.
+python -m affidavit.worker --many N ARG...: the fork server for every test the N pytest arguments
+(node ids, files, directories) collect; each run request names its test.
 
 The engine starts one worker per core with the request pipe on stdin and the result pipe on
 stdout. The worker runs pytest in-process up to collection, takes over the run loop
@@ -289,10 +291,12 @@ class _StockPolicy:
 
 
 class _Server:
-    """A pytest plugin that turns the session into a fork server for one item."""
+    """A pytest plugin that turns the session into a fork server for one item, or for every
+    collected item (many)."""
 
-    def __init__(self, nodeid: str, req_fd: int, res_fd: int) -> None:
+    def __init__(self, nodeid: str, req_fd: int, res_fd: int, many: bool = False) -> None:
         self.nodeid = nodeid
+        self.many = many
         self.req_fd = req_fd
         self.res_fd = res_fd
         self.error = ""
@@ -324,7 +328,7 @@ class _Server:
         items = session.items
         if self.error:
             return True
-        if len(items) != 1:
+        if len(items) != 1 and not (self.many and items):
             if not items:
                 self.error = f"no test matches {self.nodeid}"
             else:
@@ -333,14 +337,21 @@ class _Server:
                     f"e.g. {items[0].nodeid}"
                 )
             return True
+        # Each collected item by its node id: a node id collected twice (a file given twice)
+        # is served once, as pytest runs it once per collection.
+        by_id = {}
+        for it in items:
+            by_id.setdefault(it.nodeid, it)
         item = items[0]
         import pytest
         from _pytest.runner import get_reraise_exceptions
 
         self.reraise = get_reraise_exceptions(session.config)
         self.setup_only = bool(session.config.getoption("setuponly", False))
-        self.log_reports = _logs_reports(item)
-        _control_loop_factory(item)
+        logs = {nodeid: _logs_reports(it) for nodeid, it in by_id.items()}
+        notes = {nodeid: _loop_note(it).encode()[:1000].decode("utf-8", "ignore") for nodeid, it in by_id.items()}
+        for it in by_id.values():
+            _control_loop_factory(it)
 
         self.lesson = tempfile.TemporaryFile()
         known = _regex_keys()
@@ -350,12 +361,19 @@ class _Server:
         # session began, which were the collection log: they go to /dev/null like fds 1 and 2.
         captures = _fd_captures(session.config)
 
-        def run_child(mode: int, token: str) -> None:
+        def run_child(mode: int, token: str, nodeid: str) -> None:
             # Every child of this worker writes into the same capture files (one open file, one
             # offset): a child killed mid-run leaves its output there, and it is not this run's.
             for cap in captures:
                 cap.tmpfile.seek(0)
                 cap.tmpfile.truncate()
+            item = by_id.get(nodeid) if nodeid else items[0]
+            if item is None:  # the engine only names collected tests (pool.c)
+                _runtime.result(_runtime.OUT_ERROR, f"affidavit: {nodeid} was not collected by this worker")
+                return
+            self.log_reports = logs[item.nodeid]
+            if notes[item.nodeid] and self.many:
+                _runtime.set_context(_BASE, notes[item.nodeid])
             if mode == _runtime.MODE_CONTROLLED:
                 random.seed(_runtime.random_seed())
             try:
@@ -383,9 +401,9 @@ class _Server:
         for fd in [1, 2] + [cap.targetfd_save for cap in captures]:
             os.dup2(devnull, fd)
         os.close(devnull)
-        # the runtime keeps at most 1 KiB of the note: cut it at a character boundary first
-        note = _loop_note(item).encode()[:1000].decode("utf-8", "ignore")
-        if note:
+        # the runtime keeps at most 1 KiB of a note: cut at a character boundary above
+        note = notes[item.nodeid]
+        if any(notes.values()):
             session.config.pluginmanager.register(_StockPolicy(), "affidavit-stock-policy")
         _runtime.set_context(_BASE, note)
         # Children share the parent's pages until they write: a frozen heap is not walked (and so
@@ -397,7 +415,7 @@ class _Server:
         gc.freeze()
         _runtime.trim_heap()
         self.served = True
-        _runtime.send_hello(self.res_fd, PYTHON, HASH_SEED, "", item.nodeid)
+        _runtime.send_hello(self.res_fd, PYTHON, HASH_SEED, "", "\n".join(by_id) if self.many else item.nodeid)
         # The first run teaches the worker what every run would otherwise redo (_learn_regexes);
         # the rest start from what it learned.
         if _runtime.serve(self.req_fd, self.res_fd, run_child, PYTHON, HASH_SEED, 1) == 1:
@@ -461,11 +479,25 @@ def _is_usage_error(code: int, error: str, log_fd: int) -> bool:
     return b"while loading conftest" not in os.read(log_fd, 1 << 20)
 
 
+def _arguments(argv: List[str]) -> Optional[Tuple[List[str], List[str], bool]]:
+    """NODEID ARGS... or --many N ARG1..ARGN ARGS...: what to collect, pytest's other arguments,
+    and whether the worker serves several tests; None for a command line that is neither."""
+    if argv[:1] == ["--many"]:
+        if len(argv) < 2 or not argv[1].isdigit() or not 0 < int(argv[1]) <= len(argv) - 2:
+            return None
+        n = int(argv[1])
+        return argv[2 : 2 + n], argv[2 + n :], True
+    return (argv[:1], argv[1:], False) if argv else None
+
+
 def main(argv: List[str]) -> int:
-    if not argv:
-        print("usage: python -m affidavit.worker NODEID [PYTEST-ARGS...]", file=sys.stderr)
+    parsed = _arguments(argv)
+    if parsed is None:
+        print("usage: python -m affidavit.worker NODEID [PYTEST-ARGS...]\n"
+              "       python -m affidavit.worker --many N ARG1..ARGN [PYTEST-ARGS...]", file=sys.stderr)
         return 2
-    nodeid, extra = argv[0], argv[1:]
+    collect, extra, many = parsed
+    nodeid = " ".join(collect)
     os.environ.pop("AFFIDAVIT_WORKER_HEAP", None)  # read by _runtime's init; not for the test's processes
     req_fd = os.dup(0)
     res_fd = os.dup(1)
@@ -483,7 +515,7 @@ def main(argv: List[str]) -> int:
 
     # Before the test module is imported: `from time import sleep` there must get the recorded one.
     _runtime.install_hooks()
-    server = _Server(nodeid, req_fd, res_fd)
+    server = _Server(nodeid, req_fd, res_fd, many)
     global ACTIVE
     ACTIVE = True  # the affidavit pytest plugin stays inert in this process (pytest_plugin._in_worker)
     # run as `python -m affidavit.worker`, this module is __main__: under its own name too, so that
@@ -498,7 +530,7 @@ def main(argv: List[str]) -> int:
     # its session, whose cache writes are removed below.
     cache_dir = tempfile.mkdtemp(prefix="affidavit-cache-")
     os.rmdir(cache_dir)
-    args = [nodeid, "-q", "--no-header", *extra, "-o", f"cache_dir={cache_dir}"]
+    args = [*collect, "-q", "--no-header", *extra, "-o", f"cache_dir={cache_dir}"]
     try:
         code = pytest.main(args, plugins=[server])
     except BaseException as exc:  # a crashing plugin or conftest must still produce one message

@@ -39,7 +39,7 @@ int afd_cmd_sample(const afd_cli *cli)
     afd_progress_init(&prog, "sample");
     rc = afd_runs_batch(pool, 0, cli->n, 0, afd_runs_make_natural, afd_runs_take_none, NULL, &prog, &t);
     afd_progress_done(&prog);
-    afd_pool_free(pool);
+    afd_runs_stop_pool(cli, pool);
     if (rc == AFD_EIO) {
         rc = afd_runs_interrupted_exit(&t);
         afd_tally_finish(&t);
@@ -93,6 +93,8 @@ int afd_cmd_sample(const afd_cli *cli)
         afd_term_write(stdout, o.data, o.len);
     afd_buf_finish(&o);
     rc = t.failed ? AFD_EXIT_FAILURE : AFD_EXIT_CLEAN;
+    if (cli->summary)
+        *cli->summary = (afd_item_summary){t.runs, t.failed, 0};
     afd_tally_finish(&t);
     return rc;
 }
@@ -391,7 +393,7 @@ int afd_cmd_explore(const afd_cli *cli)
         c.timing.crossed = 0;
     }
     afd_progress_done(&prog);
-    afd_pool_free(pool);
+    afd_runs_stop_pool(cli, pool);
     if (rc == AFD_EIO) {
         rc = afd_runs_interrupted_exit(&t);
         goto out;
@@ -452,6 +454,8 @@ int afd_cmd_explore(const afd_cli *cli)
     afd_buf_finish(&o);
     free(desc);
     rc = found ? AFD_EXIT_FAILURE : AFD_EXIT_CLEAN;
+    if (cli->summary)
+        *cli->summary = (afd_item_summary){t.runs, t.failed, found && c.timing.sensitive};
 out:
     afd_sys_result_finish(&sr);
     free(c.classes);
@@ -610,7 +614,7 @@ int afd_cmd_replay(const afd_cli *cli)
     replay_ctx rctx = {.token = canon ? canon : cli->token, .events = cli->events, .sched = &s, .ran = ran};
     rc = afd_runs_batch(pool, 0, cli->n, 0, make_replay_token, take_replay_events, &rctx, &prog, &t);
     afd_progress_done(&prog);
-    afd_pool_free(pool);
+    afd_runs_stop_pool(cli, pool);
     if (rc == AFD_EIO) {
         rc = afd_runs_interrupted_exit(&t);
         goto out;

@@ -50,10 +50,29 @@ typedef struct afd_cli {
      * from argv, in order) */
     const char *const *pytest_args;
     int n_pytest_args;
+    /* explore/sample of several tests (many.c): the pytest arguments given (node ids, files,
+     * directories: borrowed from argv), which one pool collects once; --stdin: the node ids to run
+     * are read from standard input, one per line, each answered on stdout as it ends */
+    const char *const *collect;
+    int n_collect;
+    int from_stdin;
+    /* The pool a command runs on instead of starting its own (borrowed; many.c's), and where it
+     * leaves what a summary of several tests shows (borrowed; NULL: nowhere). */
+    struct afd_pool *pool;
+    struct afd_item_summary *summary;
 } afd_cli;
+
+/* One test's result, for the table that ends a run over several tests. */
+typedef struct afd_item_summary {
+    uint64_t runs, failed;
+    int timing_sensitive; /* explore: the failing schedule needs the test to outlast its own timeout */
+} afd_item_summary;
 
 int afd_cmd_sample(const afd_cli *cli);
 int afd_cmd_explore(const afd_cli *cli);
+/* sample or explore (cmd) over every test cli->collect collects, or the node ids --stdin names,
+ * on one pool (many.c). */
+int afd_cmd_many(const afd_cli *cli, int (*cmd)(const afd_cli *));
 int afd_cmd_replay(const afd_cli *cli);
 int afd_cmd_investigate(const afd_cli *cli);
 int afd_cmd_gate(const afd_cli *cli);

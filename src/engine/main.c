@@ -21,6 +21,11 @@ static const char usage[] =
     "  explore NODEID [--strategy S] [--runs 500] [--seconds S] [--seed N] [--shard K/N]\n"
     "          [--max-delays K] [--prune classes]\n"
     "                                   controlled schedules until one fails; prints its token\n"
+    "  sample|explore ARG... [--stdin]  several tests (node ids, files, directories: every test\n"
+    "                                   pytest collects from them) on one warm pool, each in turn,\n"
+    "                                   then a table (--json: a document per test, a line each;\n"
+    "                                   --stdin: the node ids to run are read from standard input,\n"
+    "                                   one a line, each answered as it ends)\n"
     "  replay TOKEN NODEID [-n 10] [--events]\n"
     "                                   run one schedule again, n times (--events: print the first\n"
     "                                   run's steps and operations on stderr)\n"
@@ -131,7 +136,8 @@ typedef struct cmd_kind {
 
 /* The options of argv[2...] into cli, and up to two positional arguments into pos. Returns 0, or
  * the usage error's exit code (bad() printed the line). */
-static int parse_options(int argc, char **argv, afd_cli *cli, const cmd_kind *k, const char **pos, int *npos)
+static int parse_options(int argc, char **argv, afd_cli *cli, const cmd_kind *k, const char **pos, int *npos,
+                         int max_pos)
 {
     /* The --pytest-arg values are gathered, in order, at the front of argv[2...]: the k-th value
      * is found at an index of at least 2 + k, so it only ever overwrites a slot already parsed
@@ -142,6 +148,8 @@ static int parse_options(int argc, char **argv, afd_cli *cli, const cmd_kind *k,
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--json")) {
             cli->json = 1;
+        } else if ((k->sample || k->explore) && !strcmp(a, "--stdin")) {
+            cli->from_stdin = 1;
         } else if (k->replay && !strcmp(a, "--events")) {
             cli->events = 1;
         } else if (k->investigate && !strcmp(a, "--fix")) {
@@ -266,13 +274,15 @@ static int parse_options(int argc, char **argv, afd_cli *cli, const cmd_kind *k,
         } else if (a[0] == '-' && a[1]) {
             return bad("unknown option", a);
         } else {
-            if (*npos == 2)
+            if (*npos == max_pos)
                 return bad("unexpected argument", a);
             pos[(*npos)++] = a;
         }
     }
     return 0;
 }
+
+static int run_command(afd_cli *cli_, const char **pos, int npos, const cmd_kind *kind);
 
 int main(int argc, char **argv)
 {
@@ -308,12 +318,28 @@ int main(int argc, char **argv)
     cli.check_calls = 50;
     if (is_investigate)
         cli.seconds = 60;
-    const char *pos[2] = {NULL, NULL};
+    /* sample and explore take any number of positional arguments; the others one or two */
+    const char **pos = calloc((size_t)argc + 1, sizeof *pos);
+    if (!pos)
+        return AFD_EXIT_INTERNAL;
     int npos = 0;
     cmd_kind k = {is_sample, is_explore, is_replay, is_investigate, is_gate, is_check};
-    int prc = parse_options(argc, argv, &cli, &k, pos, &npos);
-    if (prc)
+    int prc = parse_options(argc, argv, &cli, &k, pos, &npos, is_sample || is_explore ? argc : 2);
+    if (prc) {
+        free(pos);
         return prc;
+    }
+    int rc = run_command(&cli, pos, npos, &k);
+    free(pos);
+    return rc;
+}
+
+/* The positional arguments checked and the command run. */
+static int run_command(afd_cli *cli_, const char **pos, int npos, const cmd_kind *kind)
+{
+    afd_cli cli = *cli_;
+    int is_sample = kind->sample, is_explore = kind->explore, is_replay = kind->replay,
+        is_investigate = kind->investigate, is_gate = kind->gate, is_check = kind->check;
     if (is_check) {
         if (npos != 1)
             return bad("check needs one file: affidavit check FILE --cls CLASS --method METHOD", NULL);
@@ -326,12 +352,22 @@ int main(int argc, char **argv)
             return bad("replay needs a token and a node id: affidavit replay TOKEN NODEID", NULL);
         cli.token = pos[0];
         cli.nodeid = pos[1];
+    } else if (is_sample || is_explore) {
+        if (npos < 1)
+            return bad(is_sample ? "sample needs a node id: affidavit sample NODEID..."
+                                 : "explore needs a node id: affidavit explore NODEID...",
+                       NULL);
+        for (int i = 0; i < npos; i++)
+            if (!pos[i][strspn(pos[i], " \t\r\n")])
+                return bad("the node id is empty", NULL);
+        /* one pool collects them all: a node id of one test runs as it always has */
+        cli.nodeid = pos[0];
+        cli.collect = pos;
+        cli.n_collect = npos;
     } else {
         if (npos != 1)
-            return bad(is_sample    ? "sample needs one node id: affidavit sample NODEID"
-                       : is_explore ? "explore needs one node id: affidavit explore NODEID"
-                       : is_gate    ? "gate needs one diff file: affidavit gate DIFF (- reads stdin)"
-                                    : "investigate needs one node id: affidavit investigate NODEID",
+            return bad(is_gate ? "gate needs one diff file: affidavit gate DIFF (- reads stdin)"
+                               : "investigate needs one node id: affidavit investigate NODEID",
                        NULL);
         cli.nodeid = pos[0];
     }
@@ -344,6 +380,7 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOFBF, 1 << 16);
     int rc = is_check         ? afd_cmd_check(&cli)
              : is_gate        ? afd_cmd_gate(&cli)
+             : cli.collect    ? afd_cmd_many(&cli, is_sample ? afd_cmd_sample : afd_cmd_explore)
              : is_sample      ? afd_cmd_sample(&cli)
              : is_explore     ? afd_cmd_explore(&cli)
              : is_investigate ? afd_cmd_investigate(&cli)

@@ -77,6 +77,13 @@ static uint64_t afd_runs_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+static char progress_prefix[512];
+
+void afd_progress_prefix(const char *prefix)
+{
+    snprintf(progress_prefix, sizeof progress_prefix, "%s%s", prefix ? prefix : "", prefix ? " " : "");
+}
+
 void afd_progress_init(afd_progress *self, const char *what)
 {
     self->enabled = isatty(2);
@@ -104,7 +111,7 @@ void afd_progress_update(afd_progress *self, uint64_t done, uint64_t total, uint
         return;
     self->last_ns = now;
     self->shown = 1;
-    fprintf(stderr, "\r\033[K%s", self->what);
+    fprintf(stderr, "\r\033[K%s%s", progress_prefix, self->what);
     if (self->stage)
         fprintf(stderr, " [%d/%d %s]", self->stage_k, self->stage_n, self->stage);
     if (total)

@@ -42,5 +42,8 @@ void afd_progress_stage(afd_progress *self, int k, int n, const char *name);
 /* Shows "what: done/total runs, failed failing" (total 0: unknown). */
 void afd_progress_update(afd_progress *self, uint64_t done, uint64_t total, uint64_t failed);
 void afd_progress_done(afd_progress *self); /* Clears the line. */
+/* What every progress line starts with from now on (copied; NULL: nothing): a run over several
+ * tests names the test and how far it is, "[3/120] tests/test_x.py::test_a". */
+void afd_progress_prefix(const char *prefix);
 
 #endif

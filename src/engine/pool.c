@@ -64,6 +64,8 @@ struct afd_pool {
     int argv_owned_from;      /* argv[argv_owned_from ...] are owned copies */
     worker *w;                /* Owned array of opts.workers. */
     char *python, *hash_seed; /* Owned, from the first HELLO. */
+    char *items;              /* Owned, from the first HELLO: the collected node ids, one per line. */
+    char *item;               /* Owned: the test runs are submitted for ("": the only one). */
 };
 
 static uint64_t afd_runs_now_ns(void)
@@ -278,6 +280,7 @@ static int await_hello(afd_pool *self, worker *w, char *err, size_t errlen)
             if (!self->python) {
                 self->python = strdup(h.python);
                 self->hash_seed = strdup(h.hash_seed);
+                self->items = strdup(h.nodeid);
             }
             afd_hello_finish(&h);
             return 0;
@@ -337,16 +340,32 @@ int afd_pool_new(afd_pool **out, const afd_pool_opts *opts, char *err, size_t er
     /* the pytest arguments are the caller's: copied, and the copies are not kept in opts */
     int nargs = self->opts.n_pytest_args > 0 ? self->opts.n_pytest_args : 0;
     self->opts.pytest_args = NULL;
-    self->argv = calloc((size_t)nargs + 5, sizeof *self->argv);
+    /* python -m affidavit.worker NODEID ARGS..., or --many N COLLECT... ARGS... */
+    int ncollect = self->opts.n_collect > 0 ? self->opts.n_collect : 0;
+    self->opts.collect = NULL;
+    self->argv = calloc((size_t)nargs + (size_t)ncollect + 7, sizeof *self->argv);
     if (!self->argv)
         goto fail;
     self->argv[0] = (char *)self->opts.python;
     self->argv[1] = (char *)"-m";
     self->argv[2] = (char *)"affidavit.worker";
-    self->argv[3] = (char *)self->opts.nodeid;
-    self->argv_owned_from = 4;
+    int at = 3;
+    if (ncollect) {
+        self->argv[at++] = (char *)"--many";
+        self->argv_owned_from = at;
+        char n[16];
+        snprintf(n, sizeof n, "%d", ncollect);
+        if (!(self->argv[at++] = strdup(n)))
+            goto fail;
+        for (int i = 0; i < ncollect; i++)
+            if (!(self->argv[at++] = strdup(opts->collect[i])))
+                goto fail;
+    } else {
+        self->argv[at++] = (char *)self->opts.nodeid;
+        self->argv_owned_from = at;
+    }
     for (int i = 0; i < nargs; i++)
-        if (!(self->argv[4 + i] = strdup(opts->pytest_args[i])))
+        if (!(self->argv[at++] = strdup(opts->pytest_args[i])))
             goto fail;
     if (self->opts.workers < 1)
         self->opts.workers = 1;
@@ -389,7 +408,39 @@ void afd_pool_free(afd_pool *self)
         free(self->owned_strings[i]);
     free(self->python);
     free(self->hash_seed);
+    free(self->items);
+    free(self->item);
     free(self);
+}
+
+const char *afd_pool_items(const afd_pool *self)
+{
+    return self->items ? self->items : "";
+}
+
+int afd_pool_set_item(afd_pool *self, const char *nodeid)
+{
+    if (!nodeid)
+        nodeid = "";
+    size_t n = strlen(nodeid);
+    if (n) {
+        const char *p = self->items ? self->items : "";
+        int found = 0;
+        while (!found && *p) {
+            const char *nl = strchr(p, '\n');
+            size_t len = nl ? (size_t)(nl - p) : strlen(p);
+            found = len == n && !memcmp(p, nodeid, n);
+            p += len + (nl != NULL);
+        }
+        if (!found)
+            return AFD_EINVAL;
+    }
+    char *copy = strdup(nodeid);
+    if (!copy)
+        return AFD_ENOMEM;
+    free(self->item);
+    self->item = copy;
+    return 0;
 }
 
 const char *afd_pool_python(const afd_pool *self)
@@ -439,6 +490,7 @@ int afd_pool_submit_marked(afd_pool *self, uint64_t run_id, uint8_t mode, const 
             .token = (char *)token,
             .mark_lo = mark_lo,
             .mark_n = mark_n,
+            .item = self->item,
         };
         afd_buf b;
         afd_buf_init(&b);

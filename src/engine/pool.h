@@ -32,6 +32,11 @@ typedef struct afd_pool_opts {
      * "x=y": the user's command-line configuration. The pool copies them. */
     const char *const *pytest_args;
     int n_pytest_args;
+    /* A pool that serves several tests: the workers collect every one of these pytest arguments
+     * (node ids, files, directories) once, and each run names its test (afd_pool_set_item).
+     * nodeid is then only what messages call the collection. 0: the one test nodeid names. */
+    const char *const *collect;
+    int n_collect;
 } afd_pool_opts;
 
 /* Starts the workers and waits for each one's HELLO. On failure returns a negative code and
@@ -42,6 +47,12 @@ void afd_pool_free(afd_pool *self); /* Accepts NULL. Stops and reaps every worke
  * freed; "" before any worker has greeted). */
 const char *afd_pool_python(const afd_pool *self);
 const char *afd_pool_hash_seed(const afd_pool *self);
+/* The node ids the workers collected, one per line in collection order (borrowed, valid until the
+ * pool is freed): the test nodeid names, or every test a pool of opts.collect collected. */
+const char *afd_pool_items(const afd_pool *self);
+/* The test the runs submitted from now on run (copied; NULL or "": the workers' only test). A
+ * node id that is not one of afd_pool_items' is refused with AFD_EINVAL. */
+int afd_pool_set_item(afd_pool *self, const char *nodeid);
 int afd_pool_idle(const afd_pool *self);
 int afd_pool_busy(const afd_pool *self);
 /* Sends a run to an idle worker (AFD_EFULL when none is idle). token is copied into the frame.

@@ -38,13 +38,26 @@ int afd_runs_is_failure(int outcome)
            outcome == AFD_OUT_CRASH;
 }
 
+/* The last error line, for a run over several tests, which reports each test's error with it. */
+static char last_error[4096];
+
+const char *afd_runs_last_error(void)
+{
+    return last_error;
+}
+
+void afd_runs_clear_error(void)
+{
+    last_error[0] = 0;
+}
+
 void afd_runs_error_line(const char *fmt, const char *a, const char *b)
 {
     /* The arguments are often the user's (a node id, the worker's collection error), so the line
      * goes through the terminal filter; a line too long for the buffer is cut, not lost. */
-    char line[4096];
-    int n = snprintf(line, sizeof line, fmt, a, b);
-    size_t len = n < 0 ? 0 : (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;
+    char *line = last_error;
+    int n = snprintf(line, sizeof last_error, fmt, a, b);
+    size_t len = n < 0 ? 0 : (size_t)n < sizeof last_error ? (size_t)n : sizeof last_error - 1;
     fputs("affidavit: error: ", stderr);
     afd_term_write(stderr, line, len);
     fputc('\n', stderr);
@@ -210,7 +223,22 @@ const char *afd_runs_find_python(const afd_cli *cli, char *buf, size_t len)
 
 int afd_runs_start_pool(const afd_cli *cli, afd_pool **pool)
 {
+    if (cli->pool) {
+        *pool = cli->pool;
+        int rc = afd_pool_set_item(cli->pool, cli->nodeid);
+        if (rc == 0)
+            return 0;
+        afd_runs_error_line(rc == AFD_EINVAL ? "%s was not collected (%s)" : "%s: %s", cli->nodeid,
+                            rc == AFD_EINVAL ? "no test of that node id" : afd_strerror(rc));
+        return rc == AFD_EINVAL ? AFD_EXIT_USAGE : AFD_EXIT_INTERNAL;
+    }
     return afd_runs_start_pool_in(cli, pool, NULL);
+}
+
+void afd_runs_stop_pool(const afd_cli *cli, afd_pool *pool)
+{
+    if (pool != cli->pool)
+        afd_pool_free(pool);
 }
 
 int afd_runs_start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd)
@@ -241,6 +269,8 @@ int afd_runs_start_pool_in(const afd_cli *cli, afd_pool **pool, const char *cwd)
         .import_hint = cli->check_cls ? import_hint : NULL,
         .pytest_args = cli->pytest_args,
         .n_pytest_args = cli->n_pytest_args,
+        .collect = cli->collect,
+        .n_collect = cli->n_collect,
     };
     char err[8192] = ""; /* the worker's message whole: pytest's usage errors run long */
     int rc = afd_pool_new(pool, &o, err, sizeof err);

@@ -55,8 +55,14 @@ void afd_runs_json_outcomes(afd_buf *o, const tally *t);
 void afd_runs_json_uncontrolled(afd_buf *o, uint32_t flags);
 /* Words for the first uncontrolled source in flags, or NULL. */
 const char *afd_runs_uncontrolled_words(uint32_t flags);
-/* Starts the pool; on failure prints the one-line error and returns the exit code. */
+/* Starts the pool (or takes cli->pool, set to run cli->nodeid); on failure prints the one-line
+ * error and returns the exit code. */
 int afd_runs_start_pool(const afd_cli *cli, afd_pool **pool);
+/* Frees a pool afd_runs_start_pool started; cli->pool is its owner's. */
+void afd_runs_stop_pool(const afd_cli *cli, afd_pool *pool);
+/* The last line afd_runs_error_line wrote (without its "affidavit: error: "), "" when none. */
+const char *afd_runs_last_error(void);
+void afd_runs_clear_error(void);
 /* The interpreter workers run: --python, AFFIDAVIT_PYTHON, beside the engine, python3. */
 const char *afd_runs_find_python(const afd_cli *cli, char *buf, size_t len);
 /* The same with the workers in directory cwd (the verifier's mirror of the project). */

@@ -354,7 +354,7 @@ int afd_cmd_explore_systematic(const afd_cli *cli)
     if (rc == 0 && r.fail_run && r.timing.crossed)
         rc = afd_timing_check(&r.timing, pool, r.fail_token, &prog);
     afd_progress_done(&prog);
-    afd_pool_free(pool);
+    afd_runs_stop_pool(cli, pool);
     if (rc == AFD_EIO) {
         rc = afd_runs_interrupted_exit(&t);
         goto out;
@@ -387,6 +387,8 @@ int afd_cmd_explore_systematic(const afd_cli *cli)
     afd_buf_finish(&o);
     free(desc);
     rc = r.fail_run ? AFD_EXIT_FAILURE : AFD_EXIT_CLEAN;
+    if (cli->summary)
+        *cli->summary = (afd_item_summary){t.runs, t.failed, r.fail_run && r.timing.sensitive};
 out:
     afd_sys_result_finish(&r);
     afd_tally_finish(&t);

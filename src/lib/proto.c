@@ -76,6 +76,7 @@ void afd_proto_put_run(afd_buf *out, const afd_run_req *m)
     put_text(out, m->token);
     afd_buf_put_u64(out, m->mark_lo);
     afd_buf_put_u32(out, m->mark_n);
+    put_text(out, m->item);
     frame_end(out, start);
 }
 
@@ -121,7 +122,8 @@ int afd_proto_get_hello(afd_hello *m, const uint8_t *payload, size_t len)
     /* The preparation error is read with the failure text's bound: it may hold a whole traceback
      * (a syntax error, an import error), which the header leaves open. */
     m->error = afd_reader_str(&r, AFD_TRACE_MAX_FAILURE);
-    m->nodeid = afd_reader_str(&r, TEXT_MAX);
+    /* a whole suite's node ids, one per line: the frame bounds them */
+    m->nodeid = afd_reader_str(&r, AFD_PROTO_MAX_FRAME);
     int rc = finish_decode(&r);
     if (rc)
         afd_hello_finish(m);
@@ -142,6 +144,7 @@ int afd_proto_get_run(afd_run_req *m, const uint8_t *payload, size_t len)
     m->token = afd_reader_str(&r, AFD_PROTO_MAX_FRAME);
     m->mark_lo = afd_reader_u64(&r);
     m->mark_n = afd_reader_u32(&r);
+    m->item = afd_reader_str(&r, TEXT_MAX);
     if (!afd_reader_error(&r) &&
         ((m->mode & ~AFD_MODE_TRACE_LINES) > AFD_MODE_CONTROLLED || m->mark_n > AFD_PROTO_MAX_MARKS))
         afd_reader_fail(&r, AFD_EPROTO);
@@ -198,6 +201,7 @@ void afd_run_req_finish(afd_run_req *m)
     if (!m)
         return;
     free(m->token);
+    free(m->item);
     memset(m, 0, sizeof *m);
 }
 

@@ -8,10 +8,12 @@
  * Messages:
  *   HELLO   worker -> engine, once: i32 pid | str python version | str hash seed | str error
  *           (error non-empty: the worker could not prepare the test, e.g. not found, syntax error;
- *           it exits after sending it) | str nodeid (as collected)
+ *           it exits after sending it) | str nodeid (as collected; a worker that serves several
+ *           tests sends every collected node id, one per line, in collection order)
  *   RUN     engine -> worker: u64 run_id | u8 mode | u32 timeout_ms | u64 max_steps | str token |
  *           u64 mark_lo | u32 mark_n (the steps whose slots the run measures: step indices
- *           [mark_lo, mark_lo + mark_n), mark_n <= AFD_PROTO_MAX_MARKS; 0 = no measurement)
+ *           [mark_lo, mark_lo + mark_n), mark_n <= AFD_PROTO_MAX_MARKS; 0 = no measurement) |
+ *           str item (the node id of the test to run, one of the HELLO's; "" for the only one)
  *   RESULT  worker -> engine: u64 run_id | u8 outcome | i32 status (exit code, or -signal) |
  *           u64 wall_ns | str failure | str trace bytes (an encoded trace, possibly empty)
  *   QUIT    engine -> worker: empty; the worker exits. */
@@ -34,7 +36,7 @@ typedef struct afd_hello {
     char *python;    /* Owned. */
     char *hash_seed; /* Owned. */
     char *error;     /* Owned; "" when the worker is ready. */
-    char *nodeid;    /* Owned. */
+    char *nodeid;    /* Owned: one node id, or several separated by newlines. */
 } afd_hello;
 
 typedef struct afd_run_req {
@@ -45,6 +47,7 @@ typedef struct afd_run_req {
     char *token;      /* Owned; "" for a natural run. */
     uint64_t mark_lo; /* the first step index whose slot is measured */
     uint32_t mark_n;  /* how many (0: none; at most AFD_PROTO_MAX_MARKS) */
+    char *item;       /* Owned; the node id of the test to run, "" for the worker's only test. */
 } afd_run_req;
 
 typedef struct afd_run_result {

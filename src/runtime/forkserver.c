@@ -272,7 +272,7 @@ static void child_main(PyObject *run_child, void *shm, const afd_run_req *req, i
     afd_rt_config.configured = 1;
     if (afd_rt_config.trace_lines)
         afd_rec_flag(AFD_TRACE_LINES);
-    PyObject *r = PyObject_CallFunction(run_child, "is", (int)mode, req->token);
+    PyObject *r = PyObject_CallFunction(run_child, "iss", (int)mode, req->token, req->item);
     if (!r) {
         /* The worker glue itself failed: report it as an error of the run, with its text. */
         PyObject *exc = afd_take_exception();

@@ -44,7 +44,8 @@ static afd_run_req sample_run(void)
                      .max_steps = 1000000,
                      .token = "afd1:abcdefgh",
                      .mark_lo = 0x1112131415161718ULL,
-                     .mark_n = 64};
+                     .mark_n = 64,
+                     .item = "tests/test_x.py::test_a[1]"};
     return r;
 }
 
@@ -117,19 +118,22 @@ TEST(run_roundtrip)
     CHECK_EQ_STR(d.token, "afd1:abcdefgh");
     CHECK_EQ_U64(d.mark_lo, 0x1112131415161718ULL);
     CHECK_EQ_U64(d.mark_n, 64);
+    CHECK_EQ_STR(d.item, "tests/test_x.py::test_a[1]");
     afd_run_req_finish(&d);
-    CHECK(d.token == NULL && d.mark_lo == 0 && d.mark_n == 0);
+    CHECK(d.token == NULL && d.item == NULL && d.mark_lo == 0 && d.mark_n == 0);
     afd_run_req_finish(NULL);
 
-    /* A natural run carries an empty token. */
+    /* A natural run carries an empty token; no item is the worker's only test. */
     r.mode = AFD_MODE_NATURAL;
     r.token = "";
+    r.item = NULL;
     b.len = 0;
     afd_proto_put_run(&b, &r);
     off = check_frame(&b, AFD_MSG_RUN);
     CHECK_EQ_INT(afd_proto_get_run(&d, b.data + off, b.len - off), 0);
     CHECK_EQ_INT(d.mode, AFD_MODE_NATURAL);
     CHECK_EQ_STR(d.token, "");
+    CHECK_EQ_STR(d.item, "");
     afd_run_req_finish(&d);
 
     /* No measurement: the fields are still sent, as zeros. */
