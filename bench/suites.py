@@ -1,6 +1,6 @@
 """Real asyncio libraries' own test suites under `pytest --affidavit-explore=N`.
 
-Usage: .venv/bin/python bench/suites.py [--explore N] [--only NAME,...] [--affidavit PATH]
+Usage: .venv/bin/python bench/suites.py [--explore N] [--rounds N] [--only NAME,...] [--affidavit PATH]
        .venv/bin/python bench/suites.py --table    (the table of the committed results again)
 
 Each library below is built from its PyPI sdist (which ships its tests) into build/bench-env/suites,
@@ -12,11 +12,12 @@ pytest-asyncio 1.5 requires and an older suite does not set). affidavit reaches 
 .pth file naming a directory that holds only its package and its dist-info (the pytest11 entry
 point), and the engine runs workers with that venv's interpreter (AFFIDAVIT_PYTHON).
 
-Per suite, three sessions of the same command, one after the other:
+Per suite, --rounds (default 10) rounds of three sessions of the same command, the order flipped
+every round (plain, inactive, explore; then explore, inactive, plain):
   plain     python -m pytest ... -p no:affidavit
   inactive  python -m pytest ...                 (the plugin installed, not asked for anything)
   explore   python -m pytest ... --affidavit-explore=N
-Each writes a JUnit XML file; outcomes per test come from those files, never from parsing text. From
+so that each ratio to plain is the median (and range) of ten interleaved pairs (pairs.py). Each writes a JUnit XML file; outcomes per test come from those files, never from parsing text. From
 the explore session also: the plugin's own summary lines (the lines starting with "affidavit:") and
 the explore documents it kept (.affidavit/explore/*.jsonl) for each test's verdict.
 
@@ -24,7 +25,8 @@ Counted per suite: tests; passed plainly; of those, async or loop-driving tests 
 listed as not explored (with reasons); tests red under explore that passed plainly, split by verdict
 (`failure`, `timing_sensitive`) and by whether the failing schedule was the zero schedule (a red under
 zero delays on a test that passes plainly is a difference between our loop and stock asyncio, never a
-race); wall times as ratios to plain. Nothing asserts: the table is printed and written to
+race; the first round's, and which went red in any round); wall times as ratios to plain; explore runs
+per second. Nothing asserts: the table is printed and written to
 bench/suites_results.json with the machine state beside it.
 """
 
@@ -41,6 +43,8 @@ import tarfile
 import time
 import xml.etree.ElementTree as ET
 from typing import Any, Dict, List, Optional
+
+import pairs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = os.path.join(ROOT, "build", "bench-env", "suites")
@@ -269,8 +273,25 @@ def machine() -> Dict[str, Any]:
     return {"loadavg": load, "thp": thp, "cpu": cpu, "cores": os.cpu_count()}
 
 
+def add_rounds(t: Dict[str, Any], got: List[Dict[str, Dict[str, Any]]]) -> None:
+    """The ratios from every round's pair (median, range, the pairs), the runs per second of the
+    explore sessions, and the tests that went red in any round, not only the first."""
+    t["explore_over_plain_pairs"] = pairs.summarize([(g["plain"]["wall_s"], g["explore"]["wall_s"]) for g in got])
+    t["inactive_over_plain_pairs"] = pairs.summarize([(g["plain"]["wall_s"], g["inactive"]["wall_s"]) for g in got])
+    t["explore_over_plain"] = t["explore_over_plain_pairs"]["median"]
+    t["inactive_over_plain"] = t["inactive_over_plain_pairs"]["median"]
+    rates = [sum(int(d.get("runs") or 0) for d in g["explore"]["explore_docs"]) / g["explore"]["wall_s"] for g in got]
+    t["runs_per_s_median"] = pairs.median(rates)
+    red = set()
+    for g in got:
+        passed = {k for k, v in g["plain"]["outcomes"].items() if v == "passed"}
+        red |= {k for k in passed if g["explore"]["outcomes"].get(k) in ("failed", "error")}
+    t["red_any_round"] = sorted(red)
+
+
 def main(argv: List[str]) -> int:
     explore = 30
+    rounds = pairs.MIN_PAIRS
     only: Optional[List[str]] = None
     engine = os.path.join(ROOT, ".venv", "bin", "affidavit")
     it = iter(argv)
@@ -281,29 +302,36 @@ def main(argv: List[str]) -> int:
             return 0
         if a == "--explore":
             explore = int(next(it))
+        elif a == "--rounds":
+            rounds = int(next(it))
         elif a == "--only":
             only = next(it).split(",")
         elif a == "--affidavit":
             engine = os.path.abspath(next(it))
         else:
-            print(f"usage: suites.py [--explore N] [--only NAME,...] [--affidavit PATH] (not {a!r})", file=sys.stderr)
+            print(f"usage: suites.py [--explore N] [--rounds N] [--only NAME,...] [--affidavit PATH] (not {a!r})",
+                  file=sys.stderr)
             return 2
     py = env_python(engine)
-    results: Dict[str, Any] = {"machine_before": machine(), "explore": explore, "suites": {}}
+    results: Dict[str, Any] = {"machine_before": machine(), "explore": explore, "rounds": rounds, "suites": {}}
     for s in SUITES:
         if only and s["name"] not in only:
             continue
-        log(f"{s['name']}: plain, inactive, explore={explore}")
-        plain = session(py, s, "plain", explore, "plain")
-        inactive = session(py, s, "inactive", explore, "inactive")
-        exp = session(py, s, "explore", explore, "explore")
-        t = tally(plain, inactive, exp, async_tests(py, s))
+        log(f"{s['name']}: {rounds} rounds of plain, inactive, explore={explore}")
+        got = []
+        for i in range(rounds):
+            # the order flips every round, so that neither end is always the one that runs warm
+            order = ("plain", "inactive", "explore") if i % 2 == 0 else ("explore", "inactive", "plain")
+            got.append({mode: session(py, s, mode, explore, f"{mode}-{i}") for mode in order})
+        t = tally(got[0]["plain"], got[0]["inactive"], got[0]["explore"], async_tests(py, s))
+        add_rounds(t, got)
         t["pin"] = s["pin"]
         t["args"] = s["args"]
         results["suites"][s["name"]] = t
         log(f"{s['name']}: {t['passed_plain']}/{t['tests']} pass plainly; explore: {t['red']} red "
-            f"{t['red_by_verdict']}, {len(t['red_under_zero_schedule'])} under zero delays; "
-            f"x{t['explore_over_plain']:.1f} plain")
+            f"{t['red_by_verdict']} (red in any round: {len(t['red_any_round'])}), "
+            f"{len(t['red_under_zero_schedule'])} under zero delays; explore / plain "
+            f"{pairs.text(t['explore_over_plain_pairs'], '.1f')}")
         for line in t["summary_lines"]:
             log(f"  {line}")
     results["machine_after"] = machine()
@@ -314,22 +342,30 @@ def main(argv: List[str]) -> int:
     return 0
 
 
+def ratio_cell(t: Dict[str, Any], what: str, fmt: str) -> str:
+    p = t.get(f"{what}_over_plain_pairs")
+    if not p:  # a result from before the rounds: one session each
+        return f"{t[f'{what}_over_plain']:{fmt}}x (1)"
+    return f"{p['median']:{fmt}}x ({p['min']:{fmt}}-{p['max']:{fmt}})"
+
+
 def table(r: Dict[str, Any]) -> str:
     head = f"{'suite':<14} {'tests':>5} {'pass':>5} {'async':>5} {'explored':>8} {'not':>4} {'red':>4} {'race':>5} {'timing':>6} " \
-           f"{'zero':>5} {'listed':>6} {'inactive':>9} {'explore':>8}"
+           f"{'zero':>5} {'listed':>6} {'inactive / plain':>22} {'explore / plain':>19} {'runs/s':>6}"
     out = [head, "-" * len(head)]
     for name, t in r["suites"].items():
         k = t["red_by_verdict"]
         out.append(f"{name:<14} {t['tests']:>5} {t['passed_plain']:>5} {t['async_passed_plain']:>5} {t['explored']:>8} {t['not_explored']:>4} {t['red']:>4} "
                    f"{k.get('failure', 0):>5} {k.get('timing_sensitive', 0):>6} "
                    f"{len(t['red_under_zero_schedule']):>5} {t['explore_verdicts'].get('timing_sensitive', 0):>6} "
-                   f"{t['inactive_over_plain']:>8.2f}x "
-                   f"{t['explore_over_plain']:>7.1f}x")
+                   f"{ratio_cell(t, 'inactive', '.2f'):>22} "
+                   f"{ratio_cell(t, 'explore', '.1f'):>19} {t.get('runs_per_s_median', 0):>6.0f}")
     out.append("pass: passed plainly; async: of those, async tests; explored: tests with an explore result; not: the plugin's own count of tests not explored; "
                "red: passed plainly, failed under explore; "
                "race: red with verdict failure; timing: red with verdict timing_sensitive (only under --affidavit-strict-timing); zero: red under "
                "the zero schedule (a loop difference, never a race); listed: timing_sensitive results listed apart, "
-               "not red; ratios are wall time over the plain session (one each)")
+               "not red; ratios: wall time over the plain session, median (range) of the rounds' interleaved pairs; "
+               "runs/s: explore runs per second of the explore session, median")
     return "\n".join(out)
 
 

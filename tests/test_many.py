@@ -219,3 +219,17 @@ def test_the_plugin_explores_a_session_on_one_engine(tmp_path: Path) -> None:
     assert sorted(d["nodeid"] for d in docs) == ["test_other.py::test_o_first", "test_other.py::test_o_second",
                                                  "test_state.py::test_first", "test_state.py::test_second"], docs
     assert all(d["runs"] == 20 and d["found"] is False for d in docs), docs
+
+
+def test_under_xdist_each_worker_explores_its_tests_on_its_own_engine(tmp_path: Path) -> None:
+    root = project(tmp_path, {"test_state.py": STATE, "test_other.py": STATE.replace("test_", "test_o_")})
+    proc = pytest_run(root, "-q", "-p", "no:cacheprovider", "-n", "2", "--affidavit-explore=20")
+    assert proc.returncode == 0, describe(proc)
+    assert "affidavit: 4 tests explored, 0 not explored" in proc.stdout, describe(proc)
+    assert "4 passed" in proc.stdout, describe(proc)
+    results = root / ".affidavit" / "explore" / "shard-1-of-1.jsonl"
+    docs = [json.loads(l) for l in results.read_text().splitlines()]
+    assert sorted(d["nodeid"] for d in docs) == [
+        "test_other.py::test_o_first", "test_other.py::test_o_second",
+        "test_state.py::test_first", "test_state.py::test_second"], docs
+    assert all(d["runs"] == 20 and d["found"] is False for d in docs), docs
