@@ -145,17 +145,6 @@ def investigate_times(repeats: int = 3) -> Dict[str, Any]:
     return {"repeats": repeats, "examples": rows, "median_of_medians_s": meds[len(meds) // 2]}
 
 
-def machine_state() -> Dict[str, Any]:
-    """What moves absolute figures: the load and the transparent huge pages setting."""
-    thp = None
-    try:
-        with open("/sys/kernel/mm/transparent_hugepage/enabled", encoding="utf-8") as f:
-            thp = next((w.strip("[]") for w in f.read().split() if w.startswith("[")), None)
-    except OSError:
-        pass
-    return {"load": [round(x, 2) for x in os.getloadavg()], "thp": thp}
-
-
 def machine() -> Dict[str, Any]:
     """What the numbers were measured on."""
     info: Dict[str, Any] = {"platform": platform.platform(), "python": platform.python_version(),
@@ -171,7 +160,7 @@ def machine() -> Dict[str, Any]:
         pass
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     info["commit"] = commit.stdout.strip() or None
-    info["state"] = machine_state()
+    info["state"] = foundation.machine_state()
     return info
 
 
@@ -293,7 +282,7 @@ def main() -> None:
     traced = min((ring("controlled-traced") for _ in range(3)), key=lambda r: r["us_per_hop"])
     # every ratio quoted: the median and range of interleaved A/B pairs (foundation.py, pairs.py)
     pair = foundation.measure()
-    where["state_after"] = machine_state()
+    where["state_after"] = foundation.machine_state()
     results = {
         "machine": where,
         "command": "make bench",

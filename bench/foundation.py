@@ -64,7 +64,7 @@ def reinvocation_run_s(runs: int = 4) -> float:
     return (time.perf_counter() - t0) / runs
 
 
-def pytest_repeat_run_s(n: int = 1000) -> float:
+def pytest_repeat_run_s(n: int = 5000) -> float:
     """One rerun's steady cost under pytest-repeat (the suites' bench venv has it), in seconds."""
     base = [SUITES_PY, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:affidavit", "-p", "repeat", NODE]
     return (timed(base + ["--count", str(n)]) - timed(base + ["--count", "2"])) / (n - 2)
@@ -138,3 +138,44 @@ def rows(r: Dict[str, Any]) -> List[tuple]:  # type: ignore[type-arg]
         value = pairs.text(x, ".2f") if "median" in x else "not measured"
         got.append((label, value, note if "median" in x else str(x.get("not_measured", ""))))
     return got
+
+
+def machine_state() -> Dict[str, Any]:
+    """The machine and what moves absolute figures on it: load, transparent huge pages, CPU model."""
+    thp = None
+    try:
+        with open("/sys/kernel/mm/transparent_hugepage/enabled", encoding="utf-8") as f:
+            thp = next((w.strip("[]") for w in f.read().split() if w.startswith("[")), None)
+    except OSError:
+        pass
+    cpu = None
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), None)
+    except OSError:
+        pass
+    return {"load": [round(x, 2) for x in os.getloadavg()], "thp": thp, "cpu": cpu, "cpus": os.cpu_count(),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def main(argv: List[str]) -> int:
+    """python bench/foundation.py [--pairs N]: the pairs alone (make bench runs them with the rest),
+    written to bench/foundation_results.json with the machine state before and after."""
+    n = int(argv[argv.index("--pairs") + 1]) if "--pairs" in argv else pairs.MIN_PAIRS
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    before = machine_state()
+    got = measure(n)
+    result = {"commit": commit.stdout.strip() or None, "machine_before": before, "machine_after": machine_state(),
+              "pairs": got}
+    with open(os.path.join(ROOT, "bench", "foundation_results.json"), "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=2)
+        f.write("\n")
+    print(f"machine: {before['cpu']}, {before['cpus']} cpus, load {before['load']} -> "
+          f"{result['machine_after']['load']}, transparent huge pages {before['thp']}")
+    for label, value, note in rows(got):
+        print(f"{label:<62} {value:>32}  {note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
