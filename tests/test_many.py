@@ -184,18 +184,19 @@ def test_the_pool_survives_tests_that_crash_hang_or_kill_their_worker(tmp_path: 
     proc = engine("explore", "test_bad.py", "--runs", "3", "--timeout", "1", cwd=root, timeout=180)
     assert proc.returncode == 1, describe(proc)
     rows = table(proc.stdout)
-    # A run whose worker died has no trace, so no token to replay: its failures are counted, and
-    # the table says that none could be kept.
+    # a run whose worker died with it has no trace: its schedule is the one it was made from
     assert rows == {
         "test_bad.py::test_a_crash": "failing schedule",
         "test_bad.py::test_b_hang": "failing schedule",
-        "test_bad.py::test_c_kills_its_worker": "failed untraced",
+        "test_bad.py::test_c_kills_its_worker": "failing schedule",
         "test_bad.py::test_d_exits": "failing schedule",
         "test_bad.py::test_e_passes": "no failing schedule",
     }, describe(proc)
     assert "killed by SIGSEGV" in proc.stdout and "no result within 1000 ms" in proc.stdout, describe(proc)
-    # the worker test_c killed was replaced (once a run: three runs), and test_d and test_e ran
-    assert starts(root) == 2 + 3, describe(proc)
+    assert re.search(r"test_c_kills_its_worker: failing schedule found at run 1 of 1 \(zero\)\n"
+                     r"  crash: crash: the worker died\n  token:  afd1:", proc.stdout), describe(proc)
+    # the worker test_c killed was replaced, and test_d and test_e ran
+    assert starts(root) == 2 + 1, describe(proc)
 
 
 def pytest_run(root: Path, *args: str) -> "subprocess.CompletedProcess[str]":

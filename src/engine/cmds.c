@@ -177,17 +177,18 @@ static int make_portfolio(void *vctx, uint64_t i, uint8_t *mode, char **token)
     return afd_runs_portfolio_token(c->seed, index, c->est_steps, c->only, mode, token);
 }
 
-/* Keeps run i's token, failure text and outcome when it is earlier than the run kept so far (*index,
- * UINT64_MAX if none); returns whether it did. The strings are owned by the caller's context. */
-static int keep_earliest(uint64_t i, const afd_run_result *res, const afd_trace *tr, uint64_t *index,
+/* Keeps run i's token (run_token), failure text and outcome when it is earlier than the run kept so
+ * far (*index, UINT64_MAX if none); returns whether it did. The strings are owned by the caller's
+ * context. */
+static int keep_earliest(uint64_t i, const afd_run_result *res, const char *run_token, uint64_t *index,
                          char **token, char **failure, size_t *failure_len, int *outcome)
 {
-    if (i >= *index || !tr)
+    if (i >= *index || !run_token)
         return 0;
     *index = i;
     free(*token);
     free(*failure);
-    *token = strdup(tr->token);
+    *token = strdup(run_token);
     *failure = afd_runs_text_dup(res->failure, res->failure_len, failure_len);
     *outcome = res->outcome;
     return 1;
@@ -201,17 +202,27 @@ static int take_explore(void *vctx, uint64_t i, afd_run_result *res, afd_trace *
     note_class(c, tr);
     if (!afd_runs_is_failure(res->outcome))
         return 0;
+    /* A run whose worker died with it (the test killed its worker) has no trace: its schedule is
+     * the one this run was made from, which is the token to replay. */
+    char *made = NULL;
+    uint8_t mode;
+    if (!tr && afd_runs_portfolio_token(c->seed, i * c->shard_n + c->shard_k, c->est_steps, c->only, &mode,
+                                        &made) < 0)
+        made = NULL;
+    const char *run_token = tr ? tr->token : made;
     i += c->offset;
     afd_timing tm;
     afd_timing_from_trace(&tm, tr);
     if (tm.crossed) {
-        if (keep_earliest(i, res, tr, &c->cand_index, &c->cand_token, &c->cand_failure, &c->cand_failure_len,
-                          &c->cand_outcome))
+        if (keep_earliest(i, res, run_token, &c->cand_index, &c->cand_token, &c->cand_failure,
+                          &c->cand_failure_len, &c->cand_outcome))
             c->timing = tm;
+        free(made);
         return 0;
     }
-    keep_earliest(i, res, tr, &c->best_index, &c->best_token, &c->best_failure, &c->best_failure_len,
+    keep_earliest(i, res, run_token, &c->best_index, &c->best_token, &c->best_failure, &c->best_failure_len,
                   &c->best_outcome);
+    free(made);
     return 1;
 }
 
