@@ -497,6 +497,9 @@ class ExploreHooks:
             data = self.engine.explore(nodeid)
         if self.engine.broken:
             path = nodeid.split("::", 1)[0]
+            for other, engine in self.per_file.items():
+                if other != path:
+                    engine.stop()  # one engine at a time: its workers are a core's worth of processes each
             if path not in self.per_file:
                 self.per_file[path] = self._new_engine([path])
             data = self.per_file[path].explore(nodeid)
