@@ -372,7 +372,7 @@ class _Server:
                 _runtime.result(_runtime.OUT_ERROR, f"affidavit: {nodeid} was not collected by this worker")
                 return
             self.log_reports = logs[item.nodeid]
-            if notes[item.nodeid] and self.many:
+            if self.many:  # this test's note, or none: not the first collected test's
                 _runtime.set_context(_BASE, notes[item.nodeid])
             if mode == _runtime.MODE_CONTROLLED:
                 random.seed(_runtime.random_seed())
