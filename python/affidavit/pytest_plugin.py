@@ -339,6 +339,7 @@ class ExploreHooks:
         self.settings = settings
         self.args = _worker_args(config)
         self.explored = 0
+        self.closed = 0  # explored tests whose every schedule runs the zero schedule's run
         self.failed: List[str] = []
         self.timing: List[Tuple[str, str]] = []  # (node id, summary)
         self.not_explored: Dict[str, List[str]] = {}  # reason -> node ids, in the order seen
@@ -410,7 +411,8 @@ class ExploreHooks:
         if found.get("error"):
             return "not explored: " + _reason(str(found["error"]), item.nodeid)
         if not found.get("found"):
-            return "explored"
+            closure = found.get("closure") or {}
+            return "explored, closed" if closure.get("closed") else "explored"
         verdict = found.get("verdict") or "failure"
         timing = found.get("timing") or {}
         if verdict == "timing_sensitive" and not self.settings.strict_timing:
@@ -440,6 +442,8 @@ class ExploreHooks:
             self.explored += 1
             if status.startswith("timing_sensitive: "):
                 self.timing.append((report.nodeid, status[len("timing_sensitive: "):]))
+            elif status == "explored, closed":
+                self.closed += 1
             elif status != "explored":
                 self.failed.append(report.nodeid)
 
@@ -529,7 +533,8 @@ class ExploreHooks:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if hasattr(self.config, "workerinput"):
             return  # an xdist worker: the controller counts what every worker reported
-        for line in _summary(self.explored, self.failed, self.timing, self.not_explored, self.settings):
+        for line in _summary(self.explored, self.failed, self.timing, self.not_explored, self.settings,
+                             self.closed):
             terminalreporter.write_line(line)
 
 
@@ -542,13 +547,18 @@ def _reason(error: str, nodeid: str) -> str:
 
 
 def _summary(explored: int, failed: List[str], timing: List[Tuple[str, str]], not_explored: Dict[str, List[str]],
-             settings: Settings) -> List[str]:
+             settings: Settings, closed: int = 0) -> List[str]:
     """The summary lines: totals, then one line per reason a test was not explored (whole, with
     the first such test), then the timing_sensitive results, listed apart."""
     missing = sum(len(v) for v in not_explored.values())
     head = f"affidavit: {explored} test{'s' if explored != 1 else ''} explored"
+    notes = []
     if failed:
-        head += f" ({len(failed)} failed under a controlled schedule)"
+        notes.append(f"{len(failed)} failed under a controlled schedule")
+    if closed:
+        notes.append(f"{closed} closed: their zero schedule's run, measured, proved every schedule runs it")
+    if notes:
+        head += f" ({'; '.join(notes)})"
     head += f", {missing} not explored"
     lines: List[str] = []
     if len(not_explored) == 1:

@@ -374,8 +374,12 @@ class _Server:
             self.log_reports = logs[item.nodeid]
             if self.many:  # this test's note, or none: not the first collected test's
                 _runtime.set_context(_BASE, notes[item.nodeid])
+            seeded = None
             if mode == _runtime.MODE_CONTROLLED:
                 random.seed(_runtime.random_seed())
+                # what the schedule put into `random`: a run that leaves it changed drew from it
+                # (or reseeded it), and its schedules differ by more than timing (closure.h)
+                seeded = random.getstate()
             try:
                 item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
                 if self.reports is None:
@@ -395,7 +399,7 @@ class _Server:
                     _learn_regexes(self.lesson.fileno(), known)
                 except Exception:  # only ever a missed speed-up
                     pass
-            _runtime.result(outcome, text)
+            _runtime.result(outcome, text, seeded is not None and random.getstate() != seeded)
 
         devnull = os.open(os.devnull, os.O_WRONLY)
         for fd in [1, 2] + [cap.targetfd_save for cap in captures]:

@@ -25,6 +25,8 @@ typedef struct afd_cli {
     uint32_t max_delays;  /* --max-delays K: the systematic search's bound (when max_delays_set) */
     int max_delays_set;
     int prune_classes; /* --prune classes: the systematic search's heuristic class pruning */
+    int no_closure;    /* --no-closure: explore runs every run asked for, even once closure.h proved
+                          that every schedule runs the zero schedule's run */
     int json;
     int workers;
     uint64_t n;       /* sample/replay runs, explore max runs */
@@ -66,6 +68,7 @@ typedef struct afd_cli {
 typedef struct afd_item_summary {
     uint64_t runs, failed;
     int timing_sensitive; /* explore: the failing schedule needs the test to outlast its own timeout */
+    int closed;           /* explore: every schedule runs the zero schedule's run (closure.h) */
 } afd_item_summary;
 
 int afd_cmd_sample(const afd_cli *cli);

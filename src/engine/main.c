@@ -19,8 +19,10 @@ static const char usage[] =
     "commands:\n"
     "  sample NODEID [-n 50]            natural runs: how often does the test fail?\n"
     "  explore NODEID [--strategy S] [--runs 500] [--seconds S] [--seed N] [--shard K/N]\n"
-    "          [--max-delays K] [--prune classes]\n"
-    "                                   controlled schedules until one fails; prints its token\n"
+    "          [--max-delays K] [--prune classes] [--no-closure]\n"
+    "                                   controlled schedules until one fails; prints its token;\n"
+    "                                   stops early when the zero schedule's measured run proves\n"
+    "                                   every schedule runs it (--no-closure: run them all)\n"
     "  sample|explore ARG... [--stdin]  several tests (node ids, files, directories: every test\n"
     "                                   pytest collects from them) on one warm pool, each in turn,\n"
     "                                   then a table (--json: a document per test, a line each;\n"
@@ -234,6 +236,10 @@ static int parse_options(int argc, char **argv, afd_cli *cli, const cmd_kind *k,
                 return bad("expected --prune classes, got", v ? v : "nothing");
             cli->prune_classes = 1;
             i++;
+        } else if (!strcmp(a, "--no-closure")) {
+            if (!k->explore)
+                return bad("--no-closure applies to explore", NULL);
+            cli->no_closure = 1;
         } else if (!strcmp(a, "--strategy")) {
             if (!k->explore)
                 return bad("--strategy applies to explore", NULL);

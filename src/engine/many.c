@@ -71,6 +71,8 @@ static const char *row_word(const afd_cli *cli, const row *x)
         return explore ? (x->sum.timing_sensitive ? "timing-sensitive" : "failing schedule") : "failed";
     if (x->rc == AFD_EXIT_CLEAN && explore && x->sum.failed)
         return "failed untraced"; /* its worker died with it: no trace, so no schedule to give */
+    if (x->rc == AFD_EXIT_CLEAN && explore && x->sum.closed)
+        return "no failing (closed)"; /* every schedule runs the zero schedule's run */
     if (x->rc == AFD_EXIT_CLEAN)
         return explore ? "no failing schedule" : "passed";
     return x->rc == AFD_EXIT_INTERRUPTED ? "interrupted" : x->rc == AFD_EXIT_USAGE ? "not run" : "error";
@@ -140,7 +142,7 @@ static void set_prefix(size_t k, size_t n, const char *nodeid)
 static int run_one(const afd_cli *cli, int (*cmd)(const afd_cli *), afd_pool *pool, const char *nodeid,
                    rows *r)
 {
-    afd_item_summary sum = {0, 0, 0};
+    afd_item_summary sum = {0, 0, 0, 0};
     afd_cli one = *cli;
     one.nodeid = nodeid;
     one.collect = NULL;

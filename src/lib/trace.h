@@ -44,18 +44,20 @@ enum afd_outcome {
 const char *afd_outcome_name(int outcome); /* "pass", "fail", ... (static) */
 
 enum afd_trace_flags {
-    AFD_TRACE_TRUNCATED = 1u << 0,   /* events were dropped at the size bound */
-    AFD_TRACE_THREADS = 1u << 1,     /* a thread called back into the loop */
-    AFD_TRACE_REAL_IO = 1u << 2,     /* a real file descriptor became ready */
-    AFD_TRACE_WALL_CLOCK = 1u << 3,  /* reserved: the program read the wall clock */
-    AFD_TRACE_NO_LOOP = 1u << 4,     /* no event loop ran a single step */
-    AFD_TRACE_REAL_WAIT = 1u << 5,   /* the loop blocked on real time (I/O or threads pending) */
-    AFD_TRACE_STEP_LIMIT = 1u << 6,  /* the run stopped at the maximum number of steps */
-    AFD_TRACE_DEADLOCK = 1u << 7,    /* every task was blocked with nothing left to wake one:
-                                        the run ended as a hang (WAITFOR events say who waited) */
-    AFD_TRACE_LINES = 1u << 8,       /* the lines of user code were traced (LINE events) */
-    AFD_TRACE_FOREIGN_LOOP = 1u << 9 /* an event loop that is not affidavit's ran (its own policy or
-                                        factory): one UNCONTROLLED event, b = its description */
+    AFD_TRACE_TRUNCATED = 1u << 0,    /* events were dropped at the size bound */
+    AFD_TRACE_THREADS = 1u << 1,      /* a thread called back into the loop */
+    AFD_TRACE_REAL_IO = 1u << 2,      /* a real file descriptor became ready */
+    AFD_TRACE_WALL_CLOCK = 1u << 3,   /* reserved: the program read the wall clock */
+    AFD_TRACE_NO_LOOP = 1u << 4,      /* no event loop ran a single step */
+    AFD_TRACE_REAL_WAIT = 1u << 5,    /* the loop blocked on real time (I/O or threads pending) */
+    AFD_TRACE_STEP_LIMIT = 1u << 6,   /* the run stopped at the maximum number of steps */
+    AFD_TRACE_DEADLOCK = 1u << 7,     /* every task was blocked with nothing left to wake one:
+                                         the run ended as a hang (WAITFOR events say who waited) */
+    AFD_TRACE_LINES = 1u << 8,        /* the lines of user code were traced (LINE events) */
+    AFD_TRACE_FOREIGN_LOOP = 1u << 9, /* an event loop that is not affidavit's ran (its own policy or
+                                         factory): one UNCONTROLLED event, b = its description */
+    AFD_TRACE_RANDOM = 1u << 10       /* the program drew from the `random` module the schedule seeds
+                                         (its state at the end of the run is not the seeded one) */
 };
 #define AFD_TRACE_UNCONTROLLED                                                                               \
     (AFD_TRACE_THREADS | AFD_TRACE_REAL_IO | AFD_TRACE_REAL_WAIT | AFD_TRACE_FOREIGN_LOOP)

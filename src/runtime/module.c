@@ -89,12 +89,13 @@ static PyObject *rt_recorder_begin(PyObject *m, PyObject *args)
     Py_RETURN_NONE;
 }
 
-/* result(outcome, failure): records the run's outcome for the fork server. */
+/* result(outcome, failure, drew_random=False): records the run's outcome for the fork server;
+ * drew_random marks a run whose program drew from the `random` module the schedule seeded. */
 static PyObject *rt_result(PyObject *m, PyObject *args)
 {
-    int outcome;
+    int outcome, drew_random = 0;
     PyObject *str;
-    if (!PyArg_ParseTuple(args, "iU", &outcome, &str))
+    if (!PyArg_ParseTuple(args, "iU|p", &outcome, &str, &drew_random))
         return NULL;
     if (outcome < 0 || outcome >= AFD_OUT__COUNT) {
         PyErr_SetString(PyExc_ValueError, "unknown outcome");
@@ -105,6 +106,8 @@ static PyObject *rt_result(PyObject *m, PyObject *args)
     PyObject *bytes = PyUnicode_AsEncodedString(str, "utf-8", "backslashreplace");
     if (!bytes)
         return NULL;
+    if (drew_random)
+        afd_rec_flag(AFD_TRACE_RANDOM);
     afd_rec_result((uint32_t)outcome, PyBytes_AS_STRING(bytes), (size_t)PyBytes_GET_SIZE(bytes));
     Py_DECREF(bytes);
     Py_RETURN_NONE;
@@ -328,7 +331,9 @@ static PyMethodDef rt_methods[] = {
      "configure(mode, token='', max_steps=0, trace_lines=False, *, mark_lo=0, mark_n=0)"},
     {"random_seed", rt_random_seed, METH_NOARGS, "The seed for the program's random module."},
     {"recorder_begin", rt_recorder_begin, METH_VARARGS, "Start a fresh in-process recording."},
-    {"result", rt_result, METH_VARARGS, "result(outcome, failure)"},
+    {"result", rt_result, METH_VARARGS,
+     "result(outcome, failure, drew_random=False): the run's result; drew_random: the program drew from "
+     "`random`"},
     {"steps", afd_rt_steps, METH_NOARGS, "The recorded steps: (label, ordinal, vstart, cost, site)."},
     {"events", afd_rt_events, METH_NOARGS, "The recorded events: (kind, task, a, b, flags, vtime)."},
     {"trace_info", afd_rt_trace_info, METH_NOARGS, "The recording's counters."},
