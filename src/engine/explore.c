@@ -52,9 +52,12 @@ typedef struct explore_ctx {
     uint64_t *orders;  /* Owned: the order digest of each run with a trace (afd_trace_order_digest) */
     uint64_t *classes; /* Owned: the interleaving class of each run with a trace (iclass.h) */
     uint64_t n_classes, cap_classes;
+    uint64_t *within; /* Owned: the order digests of the runs that outlasted no deadline */
+    uint64_t n_within, cap_within;
     int closure_on;      /* run 0 measures its steps, and repeats of it the rest, for closure.h */
     afd_closure closure; /* what those runs proved */
     uint64_t measuring;  /* the repeats of run 0 made to measure further windows */
+    uint64_t skipped;    /* closed below the timeouts: the budget's schedules kept below them, not run */
 } explore_ctx;
 
 /* Notes run's interleaving class and order digest (the portfolio's coverage, in the systematic
@@ -77,8 +80,22 @@ static void note_class(explore_ctx *c, const afd_trace *tr)
         c->orders = no;
         c->cap_classes = ncap;
     }
-    c->orders[c->n_classes] = afd_trace_order_digest(tr);
+    uint64_t order = afd_trace_order_digest(tr);
+    c->orders[c->n_classes] = order;
     c->classes[c->n_classes++] = fp;
+    afd_timing tm;
+    afd_timing_from_trace(&tm, tr);
+    if (tm.crossed)
+        return;
+    if (c->n_within == c->cap_within) {
+        uint64_t ncap = c->cap_within ? c->cap_within * 2 : 256;
+        uint64_t *nv = realloc(c->within, ncap * sizeof *nv);
+        if (!nv)
+            return;
+        c->within = nv;
+        c->cap_within = ncap;
+    }
+    c->within[c->n_within++] = order;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -152,10 +169,10 @@ static int keep_earliest(uint64_t i, const afd_run_result *res, const char *run_
     return 1;
 }
 
-static int take_explore(void *vctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+/* The result of the portfolio's schedule `index`, made as run number i. */
+static int take_portfolio(explore_ctx *c, uint64_t index, uint64_t i, afd_run_result *res, afd_trace *tr)
 {
-    explore_ctx *c = vctx;
-    if (i == 0 && tr)
+    if (index == 0 && tr)
         c->est_steps = tr->steps > 0 ? (uint32_t)(tr->steps > UINT32_MAX ? UINT32_MAX : tr->steps) : 1;
     note_class(c, tr);
     if (!afd_runs_is_failure(res->outcome))
@@ -164,11 +181,9 @@ static int take_explore(void *vctx, uint64_t i, afd_run_result *res, afd_trace *
      * the one this run was made from, which is the token to replay. */
     char *made = NULL;
     uint8_t mode;
-    if (!tr && afd_runs_portfolio_token(c->seed, i * c->shard_n + c->shard_k, c->est_steps, c->only, &mode,
-                                        &made) < 0)
+    if (!tr && afd_runs_portfolio_token(c->seed, index, c->est_steps, c->only, &mode, &made) < 0)
         made = NULL;
     const char *run_token = tr ? tr->token : made;
-    i += c->offset;
     afd_timing tm;
     afd_timing_from_trace(&tm, tr);
     if (tm.crossed) {
@@ -182,6 +197,12 @@ static int take_explore(void *vctx, uint64_t i, afd_run_result *res, afd_trace *
                   &c->best_outcome);
     free(made);
     return 1;
+}
+
+static int take_explore(void *vctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+{
+    explore_ctx *c = vctx;
+    return take_portfolio(c, i * c->shard_n + c->shard_k, i + c->offset, res, tr);
 }
 
 static int take_zero(void *vctx, uint64_t i, afd_run_result *res, afd_trace *tr)
@@ -199,26 +220,9 @@ static int take_measure(void *vctx, uint64_t i, afd_run_result *res, afd_trace *
 {
     explore_ctx *c = vctx;
     c->measuring++;
-    int open = afd_closure_take(&c->closure, tr, i * AFD_SYS_WINDOW) > AFD_CLOSURE_CLOSED;
-    note_class(c, tr);
-    if (!afd_runs_is_failure(res->outcome))
-        return open;
-    char *made = NULL;
-    uint8_t mode;
-    if (!tr && afd_runs_portfolio_token(c->seed, 0, c->est_steps, c->only, &mode, &made) < 0)
-        made = NULL;
-    afd_timing tm;
-    afd_timing_from_trace(&tm, tr);
-    if (tm.crossed) {
-        if (keep_earliest(i, res, tr ? tr->token : made, &c->cand_index, &c->cand_token, &c->cand_failure,
-                          &c->cand_failure_len, &c->cand_outcome))
-            c->timing = tm;
-    } else {
-        keep_earliest(i, res, tr ? tr->token : made, &c->best_index, &c->best_token, &c->best_failure,
-                      &c->best_failure_len, &c->best_outcome);
-    }
-    free(made);
-    return 1;
+    int st = afd_closure_take(&c->closure, tr, i * AFD_SYS_WINDOW);
+    int open = st != AFD_CLOSURE_PENDING && st != AFD_CLOSURE_CLOSED && st != AFD_CLOSURE_TIMEOUTS;
+    return take_portfolio(c, 0, i, res, tr) || open;
 }
 
 /* After run 0 measured its first window: the repeats that measure the rest, when run 0 left the
@@ -232,6 +236,57 @@ static int measure_rest(const afd_cli *cli, afd_pool *pool, explore_ctx *c, afd_
     if (more == 0 || more > (cli->n - t->runs) / 2)
         return 0;
     return afd_runs_batch_marked(pool, 1, more, cli->seconds, make_measure, take_measure, c, prog, t);
+}
+
+/* Closed below the test's timeouts: the portfolio's schedules that stay below them run the zero
+ * run (closure.h) and are not run; those that go beyond are, as the portfolio would have (their
+ * failures are the timing checks' to name). beyond[k] is the k-th such index. */
+typedef struct beyond_ctx {
+    explore_ctx *c;
+    uint64_t *index;
+    uint64_t first_run; /* the run number of beyond[0] */
+} beyond_ctx;
+
+static int make_beyond(void *vctx, uint64_t k, uint8_t *mode, char **token)
+{
+    beyond_ctx *b = vctx;
+    explore_ctx *c = b->c;
+    uint64_t *ni = realloc(c->indices, (c->n_indices + 1) * sizeof *ni);
+    if (!ni)
+        return AFD_ENOMEM;
+    c->indices = ni;
+    c->indices[c->n_indices++] = b->index[k];
+    return afd_runs_portfolio_token(c->seed, b->index[k], c->est_steps, c->only, mode, token);
+}
+
+static int take_beyond(void *vctx, uint64_t k, afd_run_result *res, afd_trace *tr)
+{
+    beyond_ctx *b = vctx;
+    return take_portfolio(b->c, b->index[k], b->first_run + k, res, tr);
+}
+
+static int run_beyond(const afd_cli *cli, afd_pool *pool, explore_ctx *c, afd_progress *prog, tally *t,
+                      double seconds)
+{
+    beyond_ctx b = {.c = c, .first_run = t->runs};
+    b.index = calloc(cli->n, sizeof *b.index);
+    if (!b.index)
+        return AFD_ENOMEM;
+    uint64_t n = 0;
+    for (uint64_t i = 1; i < cli->n; i++) {
+        afd_schedule s;
+        if (afd_schedule_portfolio(&s, c->seed, i, c->est_steps, c->only) < 0)
+            continue;
+        if (!(s.flags & AFD_SCHED_BELOW_DEADLINES) && s.strategy != AFD_STRAT_ZERO)
+            b.index[n++] = i;
+        afd_schedule_finish(&s);
+    }
+    if (n > cli->n - t->runs)
+        n = cli->n - t->runs;
+    c->skipped = cli->n - t->runs - n;
+    int rc = afd_runs_batch(pool, 0, n, seconds, make_beyond, take_beyond, &b, prog, t);
+    free(b.index);
+    return rc;
 }
 
 /* The lines every failing explore result ends with: the failure, its token, the replay command. */
@@ -289,6 +344,8 @@ static int explore_search(const afd_cli *cli, afd_pool *pool, explore_ctx *c, af
     rc = measure_rest(cli, pool, c, prog, t);
     if (rc || c->best_index != UINT64_MAX || c->closure.state == AFD_CLOSURE_CLOSED)
         return rc;
+    if (c->closure.state == AFD_CLOSURE_TIMEOUTS)
+        return run_beyond(cli, pool, c, prog, t, cli->seconds);
     uint64_t measured = t->runs - 1; /* the repeats: the portfolio's run numbers start after them */
     uint64_t random_n = with_sys ? (cli->n + 1) / 2 : cli->n;
     if (random_n > cli->n - measured)
@@ -335,29 +392,40 @@ static void closure_json(afd_buf *o, const explore_ctx *c)
         afd_buf_printf(o, "null");
         return;
     }
-    int closed = z->state == AFD_CLOSURE_CLOSED;
-    afd_buf_printf(o, "{\"closed\": %s, \"open\": ", closed ? "true" : "false");
-    if (closed)
-        afd_buf_printf(o, "null");
-    else
-        afd_json_str(o, afd_closure_name(z->state));
-    afd_buf_printf(
-        o, ", \"steps\": %" PRIu64 ", \"measured_steps\": %" PRIu64 ", \"measuring_runs\": %" PRIu32 "}",
-        z->steps, z->measured, z->runs);
+    afd_buf_printf(o, "{\"state\": ");
+    afd_json_str(o, afd_closure_name(z->state));
+    afd_buf_printf(o,
+                   ", \"closed\": %s, \"steps\": %" PRIu64 ", \"measured_steps\": %" PRIu64
+                   ", \"timeout_steps\": %" PRIu64 ", \"measuring_runs\": %" PRIu32
+                   ", \"skipped_below_timeouts\": %" PRIu64 "}",
+                   z->state == AFD_CLOSURE_CLOSED ? "true" : "false", z->steps, z->measured, z->timeouts,
+                   z->runs, c->skipped);
 }
 
-/* The text of a closed search: what was measured, and what it means. */
+/* The text of a search closure ended: what was measured, and what it means. */
 static void closure_text(afd_buf *o, const afd_cli *cli, const explore_ctx *c, const tally *t)
 {
     const afd_closure *z = &c->closure;
-    afd_buf_printf(o,
-                   "%s: no failing schedule: every schedule runs as the zero schedule, proved in %" PRIu64
-                   " run%s (of %" PRIu64 ")\n",
-                   cli->nodeid, t->runs, t->runs == 1 ? "" : "s", cli->n);
-    afd_buf_printf(o,
-                   "  all %" PRIu64 " steps measured: %s;\n  so any delays and any seed give this run "
-                   "(what no schedule controls, such as a thread joined inside one step, is not varied)\n",
-                   z->steps, afd_closure_words(AFD_CLOSURE_CLOSED));
+    if (z->state == AFD_CLOSURE_CLOSED) {
+        afd_buf_printf(o,
+                       "%s: no failing schedule: every schedule runs as the zero schedule, proved in %" PRIu64
+                       " run%s (of %" PRIu64 ")\n",
+                       cli->nodeid, t->runs, t->runs == 1 ? "" : "s", cli->n);
+        afd_buf_printf(
+            o,
+            "  all %" PRIu64 " steps measured: %s;\n  so any delays and any seed give this run "
+            "(what no schedule controls, such as a thread joined inside one step, is not varied)\n",
+            z->steps, afd_closure_words(z->state));
+        return;
+    }
+    afd_buf_printf(o, "%s: no failing schedule in %" PRIu64 " runs\n", cli->nodeid, t->runs);
+    afd_buf_printf(
+        o,
+        "  every schedule that keeps the test's timeouts runs as the zero schedule, proved in %" PRIu32
+        " run%s:\n  all %" PRIu64 " steps measured: %s;\n  so of the %" PRIu64 " runs asked for, the %" PRIu64
+        " schedules that outlast a timeout ran and the %" PRIu64 " kept below them did not\n",
+        z->runs, z->runs == 1 ? "" : "s", z->steps, afd_closure_words(z->state), cli->n, t->runs - z->runs,
+        c->skipped);
 }
 
 /* explore's JSON document (docs/schema/explore.schema.json). */
@@ -404,8 +472,11 @@ static void explore_json(afd_buf *o, const afd_cli *cli, explore_ctx *c, const t
     /* the random portfolio's runs only: the systematic part counts its own */
     afd_buf_printf(o, ", \"closure\": ");
     closure_json(o, c);
-    afd_buf_printf(o, ", \"classes\": %" PRIu64 ", \"orders\": %" PRIu64 ", \"systematic\": ",
-                   distinct(c->classes, c->n_classes), distinct(c->orders, c->n_classes));
+    afd_buf_printf(o,
+                   ", \"classes\": %" PRIu64 ", \"orders\": %" PRIu64
+                   ", \"orders_within_deadlines\": %" PRIu64 ", \"systematic\": ",
+                   distinct(c->classes, c->n_classes), distinct(c->orders, c->n_classes),
+                   distinct(c->within, c->n_within));
     if (sys_ran)
         afd_sys_coverage_json(sr, so, o);
     else
@@ -500,7 +571,8 @@ int afd_cmd_explore(const afd_cli *cli)
                        cli->nodeid, c.best_index + 1, t.runs, desc ? " (" : "", desc ? desc : "",
                        desc ? ")" : "");
         failing_lines(&o, &c, cli->nodeid);
-    } else if (c.closure_on && c.closure.state == AFD_CLOSURE_CLOSED) {
+    } else if (c.closure_on &&
+               (c.closure.state == AFD_CLOSURE_CLOSED || c.closure.state == AFD_CLOSURE_TIMEOUTS)) {
         closure_text(&o, cli, &c, &t);
     } else {
         afd_buf_printf(&o, "%s: no failing schedule in %" PRIu64 " runs\n", cli->nodeid, t.runs);
@@ -527,6 +599,7 @@ out:
     afd_sys_result_finish(&sr);
     free(c.classes);
     free(c.orders);
+    free(c.within);
     free(c.indices);
     free(c.best_token);
     free(c.best_failure);

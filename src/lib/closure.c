@@ -39,9 +39,11 @@ static int went_idle(const afd_trace *tr)
     return 0;
 }
 
-/* The window [lo, end) of tr's SLOT events: each step once, none open. */
-static int window(const afd_trace *tr, uint64_t lo, uint64_t end)
+/* The window [lo, end) of tr's SLOT events: each step once, none open (a step that moves only
+ * timeouts counted in *timeouts). */
+static int window(const afd_trace *tr, uint64_t lo, uint64_t end, uint64_t *timeouts)
 {
+    uint64_t crossing = 0;
     uint64_t seen = 0, next = lo;
     int why = AFD_CLOSURE_PENDING;
     for (uint32_t j = 0; j < tr->n_events; j++) {
@@ -55,13 +57,17 @@ static int window(const afd_trace *tr, uint64_t lo, uint64_t end)
             return AFD_CLOSURE_UNMEASURED;
         next++;
         seen++;
-        if (why == AFD_CLOSURE_PENDING && ev->cost != UINT64_MAX)
+        if (ev->cost != UINT64_MAX && (ev->flags & AFD_SLOT_CROSSING))
+            crossing++;
+        else if (why == AFD_CLOSURE_PENDING && ev->cost != UINT64_MAX)
             why = AFD_CLOSURE_SLOT;
         if (why == AFD_CLOSURE_PENDING && ev->wall > 0)
             why = AFD_CLOSURE_CLOCK_READ;
     }
     if (seen != end - lo)
         return AFD_CLOSURE_UNMEASURED;
+    if (why == AFD_CLOSURE_PENDING)
+        *timeouts += crossing;
     return why;
 }
 
@@ -81,13 +87,13 @@ int afd_closure_take(afd_closure *self, const afd_trace *tr, uint64_t lo)
             why = AFD_CLOSURE_UNMEASURED;
         } else {
             uint64_t end = self->steps - lo > AFD_SYS_WINDOW ? lo + AFD_SYS_WINDOW : self->steps;
-            why = window(tr, lo, end);
+            why = window(tr, lo, end, &self->timeouts);
             if (why == AFD_CLOSURE_PENDING && went_idle(tr))
                 why = AFD_CLOSURE_IDLE;
             if (why == AFD_CLOSURE_PENDING) {
                 self->measured += end - lo;
                 if (self->measured == self->steps)
-                    why = AFD_CLOSURE_CLOSED;
+                    why = self->timeouts ? AFD_CLOSURE_TIMEOUTS : AFD_CLOSURE_CLOSED;
             }
         }
     }
@@ -97,10 +103,15 @@ int afd_closure_take(afd_closure *self, const afd_trace *tr, uint64_t lo)
 }
 
 static const char *const names[AFD_CLOSURE__COUNT] = {
-    [AFD_CLOSURE_PENDING] = "pending", [AFD_CLOSURE_CLOSED] = "closed",
-    [AFD_CLOSURE_SLOT] = "slot",       [AFD_CLOSURE_CLOCK_READ] = "clock_read",
-    [AFD_CLOSURE_RANDOM] = "random",   [AFD_CLOSURE_UNCONTROLLED] = "uncontrolled",
-    [AFD_CLOSURE_IDLE] = "idle",       [AFD_CLOSURE_UNMEASURED] = "unmeasured",
+    [AFD_CLOSURE_PENDING] = "pending",
+    [AFD_CLOSURE_CLOSED] = "closed",
+    [AFD_CLOSURE_TIMEOUTS] = "closed_below_timeouts",
+    [AFD_CLOSURE_SLOT] = "slot",
+    [AFD_CLOSURE_CLOCK_READ] = "clock_read",
+    [AFD_CLOSURE_RANDOM] = "random",
+    [AFD_CLOSURE_UNCONTROLLED] = "uncontrolled",
+    [AFD_CLOSURE_IDLE] = "idle",
+    [AFD_CLOSURE_UNMEASURED] = "unmeasured",
     [AFD_CLOSURE_DIFFERS] = "differs",
 };
 
@@ -108,6 +119,8 @@ static const char *const words[AFD_CLOSURE__COUNT] = {
     [AFD_CLOSURE_PENDING] = "not measured to the end",
     [AFD_CLOSURE_CLOSED] = "no step's delay flips a time comparison, no loop.time() read follows one, "
                            "nothing drawn from `random`",
+    [AFD_CLOSURE_TIMEOUTS] = "no step's delay flips a time comparison other than a timeout the test armed "
+                             "expiring, no loop.time() read follows one, nothing drawn from `random`",
     [AFD_CLOSURE_SLOT] = "a step's delay flips a time comparison",
     [AFD_CLOSURE_CLOCK_READ] = "the test reads loop.time() after a step whose delay moves it",
     [AFD_CLOSURE_RANDOM] = "the test draws from `random`, which each schedule seeds",

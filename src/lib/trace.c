@@ -218,7 +218,7 @@ static bool event_ok(const afd_trace *self, const afd_event *ev)
     case AFD_EV_CHAIN:
         return ev->a < self->n_strings;
     case AFD_EV_SLOT:
-        return ev->flags <= AFD_SLOT_DEADLINE && ev->b != 0;
+        return ev->flags <= (AFD_SLOT_DEADLINE | AFD_SLOT_CROSSING) && ev->b != 0;
     default:
         return false;
     }

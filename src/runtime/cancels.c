@@ -60,6 +60,9 @@ static PyObject *on_timeout_fn;               /* Owned or NULL: asyncio.timeouts
 static PyObject *release_waiter_fn;           /* Owned or NULL: asyncio.tasks._release_waiter. */
 static PyObject *cancel_and_wait_code;        /* Owned or NULL: asyncio.tasks._cancel_and_wait's code. */
 static PyObject *wait_for_code;               /* Owned or NULL: asyncio.tasks.wait_for's code. */
+static PyObject *timeout_code;                /* Owned or NULL: asyncio.timeouts.timeout's code. */
+static PyObject *reschedule_code;             /* Owned or NULL: asyncio.timeouts.Timeout.reschedule's. */
+static uint32_t timeout_read_step;            /* afd_rec_step_no of timeout()'s last loop.time() read */
 static PyObject *py_wakeup_fn;                /* Owned or NULL: asyncio.tasks._PyTask's __wakeup. */
 #define MAX_WAKE_CODES 8
 static PyObject *wake_codes[MAX_WAKE_CODES]; /* Owned: the primitives' methods that complete waiters. */
@@ -624,6 +627,8 @@ int afd_cancel_install(afd_rt_state *st)
     release_waiter_fn = lookup("asyncio.tasks", "_release_waiter");
     cancel_and_wait_code = code_of("asyncio.tasks", "_cancel_and_wait");
     wait_for_code = code_of("asyncio.tasks", "wait_for");
+    timeout_code = code_of("asyncio.timeouts", "timeout");
+    reschedule_code = code_of("asyncio.timeouts", "Timeout.reschedule");
     py_wakeup_fn = lookup("asyncio.tasks", "_PyTask._Task__wakeup");
     static const char *const wakers[][2] = {
         {"asyncio.locks", "Lock._wake_up_first"},
@@ -644,6 +649,21 @@ int afd_cancel_install(afd_rt_state *st)
         patch_method(tp, &uncancel_def, &orig_uncancel) < 0)
         return -1;
     return 0;
+}
+
+int afd_cancel_timeout_read(void)
+{
+    PyFrameObject *f = PyEval_GetFrame(); /* Borrowed. */
+    PyCodeObject *code = f && afd_rec_step_no ? PyFrame_GetCode(f) : NULL;
+    int ours = 0;
+    if (code && timeout_code && (PyObject *)code == timeout_code) {
+        timeout_read_step = afd_rec_step_no;
+        ours = 1;
+    } else if (code && reschedule_code && (PyObject *)code == reschedule_code) {
+        ours = timeout_read_step == afd_rec_step_no;
+    }
+    Py_XDECREF(code);
+    return ours;
 }
 
 int afd_cancel_is_timeout(PyObject *callback)

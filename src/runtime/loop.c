@@ -360,7 +360,7 @@ static PyObject *loop_call_later(afd_loop *self, PyObject *const *args, Py_ssize
 
 static PyObject *loop_time(afd_loop *self, PyObject *unused)
 {
-    if (self->clock_mask)
+    if (self->clock_mask && !afd_cancel_timeout_read())
         afd_slots_time_read(self->clock_mask);
     return PyFloat_FromDouble(loop_now(self));
 }

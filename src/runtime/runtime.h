@@ -169,6 +169,12 @@ void afd_cancel_step_end(afd_rt_state *st, uint32_t id);
 /* Whether a timer's callback is a timeout's: Timeout._on_timeout, or the _release_waiter of
  * wait_for (before 3.12) and wait(timeout=). */
 int afd_cancel_is_timeout(PyObject *callback);
+/* Whether the loop.time() read being made is asyncio's timeout machinery arming a timer within
+ * the current step: asyncio.timeout() computing its deadline (time + delay, handed to call_at,
+ * whose timer then carries the same clock a call_later's would), or Timeout.reschedule comparing
+ * that deadline with a second read in the same step (both carry one clock: nothing a cost moves).
+ * A reschedule in another step, or to a deadline the program computed, is the program's read. */
+int afd_cancel_timeout_read(void);
 
 /* ---- Recorder (recorder.c) -------------------------------------------------------------- */
 

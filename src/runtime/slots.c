@@ -43,6 +43,7 @@ typedef struct slot_mark {
     uint64_t cost;       /* the schedule's cost of the step (after the floor, before blocking time) */
     uint64_t margin;     /* the smallest candidate so far, UINT64_MAX: none */
     uint8_t at_deadline; /* that candidate compares with a deadline the program armed */
+    uint8_t other;       /* some candidate (not only the smallest) is not a crossing (below) */
     uint64_t reads;      /* loop.time() calls while the clock carried the step's bit */
 } slot_mark;
 
@@ -89,21 +90,27 @@ static uint64_t due_ns(double when)
 }
 
 /* Each bit of mask gets the candidate gap (at least 1 ns); deadline: the comparison involves a
- * timeout's timer (asyncio.timeout, wait_for, wait(timeout=)), which a tie names too. */
-static void candidate_at(uint64_t mask, uint64_t gap, int deadline)
+ * timeout's timer (asyncio.timeout, wait_for, wait(timeout=)), which a tie names too. crossing:
+ * the comparison is a pending timeout left unexpired (at an iteration's start or a step's end), so
+ * what flips it is the clock passing the timeout, which the step that carries it there records as
+ * DEADLINE_LATE; every other candidate marks its bits `other` (AFD_SLOT_CROSSING). */
+static void candidate_at(uint64_t mask, uint64_t gap, int deadline, int crossing)
 {
     if (gap < 1)
         gap = 1;
     while (mask) {
         int b = __builtin_ctzll(mask);
         mask &= mask - 1;
+        if (!crossing)
+            marks[b].other = 1;
         if (gap < marks[b].margin || (gap == marks[b].margin && deadline)) {
             marks[b].at_deadline = gap < marks[b].margin ? (uint8_t)(deadline != 0) : 1;
             marks[b].margin = gap;
         }
     }
 }
-#define candidate(mask, gap) candidate_at((mask), (gap), is_deadline)
+#define candidate(mask, gap) candidate_at((mask), (gap), is_deadline, 0)
+#define crossing(mask, gap) candidate_at((mask), (gap), is_deadline, is_deadline)
 
 uint64_t afd_slots_step_end(uint64_t index, uint32_t task, uint32_t ordinal, uint64_t cost)
 {
@@ -158,7 +165,7 @@ void afd_slots_batch_end(const afd_slot_batch *b, afd_handle *const *heap, size_
             continue;
         uint64_t due = due_ns(x->when);
         if (b->clock_ns < due)
-            candidate(bits, due - b->clock_ns);
+            crossing(bits, due - b->clock_ns);
     }
 }
 
@@ -174,7 +181,7 @@ void afd_slots_step_deadlines(uint64_t clock_ns, uint64_t clock_mask, afd_handle
         uint64_t due = afd_rt_ceil_ns(x->when);
         is_deadline = x->timeout;
         if (clock_ns <= due)
-            candidate(clock_mask & ~x->mask, due - clock_ns + 1);
+            crossing(clock_mask & ~x->mask, due - clock_ns + 1);
         else
             candidate(x->mask & ~clock_mask, clock_ns - due);
         if (due < first_ceil) {
@@ -227,7 +234,9 @@ void afd_slots_record(void)
             continue;
         uint64_t index = afd_rt_config.mark_lo + b;
         uint32_t b1 = index >= UINT32_MAX ? UINT32_MAX : (uint32_t)(index + 1);
-        afd_rec_event_wall(AFD_EV_SLOT, m->at_deadline ? AFD_SLOT_DEADLINE : 0, m->task, m->ordinal, b1,
-                           m->cost, m->margin, m->reads);
+        uint8_t flags = m->at_deadline ? AFD_SLOT_DEADLINE : 0;
+        if (m->margin != UINT64_MAX && !m->other)
+            flags |= AFD_SLOT_CROSSING;
+        afd_rec_event_wall(AFD_EV_SLOT, flags, m->task, m->ordinal, b1, m->cost, m->margin, m->reads);
     }
 }
