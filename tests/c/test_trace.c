@@ -823,11 +823,14 @@ TEST(decode_refuses_bad_fields)
                               idle + 8, unc + 8,   as_begin + 8, as_end + 8};
     for (size_t i = 0; i < sizeof numbers / sizeof numbers[0]; i++)
         CHECK_EQ_INT(decode_patched(numbers[i], past, 4, 0), 0);
-    /* A SLOT's only flag is AFD_SLOT_DEADLINE, and its b is 1 + a step index: never 0. */
+    /* A SLOT's only flags are AFD_SLOT_DEADLINE and AFD_SLOT_CROSSING, and its b is 1 + a step
+     * index: never 0. */
     size_t slot = event_off(len, n, n - 2);
     v = AFD_SLOT_DEADLINE;
     CHECK_EQ_INT(decode_patched(slot + 1, &v, 1, 0), 0);
-    v = AFD_SLOT_DEADLINE << 1;
+    v = AFD_SLOT_DEADLINE | AFD_SLOT_CROSSING;
+    CHECK_EQ_INT(decode_patched(slot + 1, &v, 1, 0), 0);
+    v = AFD_SLOT_CROSSING << 1;
     CHECK_EQ_INT(decode_patched(slot + 1, &v, 1, 0), AFD_ETRACE_CORRUPT);
     uint8_t zero[4] = {0, 0, 0, 0};
     CHECK_EQ_INT(decode_patched(slot + 12, zero, 4, 0), AFD_ETRACE_CORRUPT);
