@@ -233,6 +233,12 @@ def tally(plain: Dict[str, Any], inactive: Dict[str, Any], exp: Dict[str, Any], 
     for d in exp["explore_docs"]:
         v = d.get("verdict") or ("failure" if d.get("found") else "no_failure")
         verdicts[v] = verdicts.get(v, 0) + 1
+    # closure.h: how many explored tests ended after the zero run (closed), ran only the schedules
+    # past their timeouts (closed_below_timeouts), or stayed open, and why
+    closure: Dict[str, int] = {}
+    for d in exp["explore_docs"]:
+        state = (d.get("closure") or {}).get("state") or "not checked"
+        closure[state] = closure.get(state, 0) + 1
     not_explored = 0
     for line in exp["affidavit_lines"]:
         m = re.search(r"(\d+) not explored", line)
@@ -249,6 +255,7 @@ def tally(plain: Dict[str, Any], inactive: Dict[str, Any], exp: Dict[str, Any], 
         "async_passed_without_result": len(async_passed - explored_keys),
         "summary_lines": exp["affidavit_lines"],
         "explore_verdicts": verdicts,
+        "closure": closure,
         "red": len(red),
         "red_by_verdict": kinds,
         "red_under_zero_schedule": zero_reds,
@@ -332,6 +339,7 @@ def main(argv: List[str]) -> int:
             f"{t['red_by_verdict']} (red in any round: {len(t['red_any_round'])}), "
             f"{len(t['red_under_zero_schedule'])} under zero delays; explore / plain "
             f"{pairs.text(t['explore_over_plain_pairs'], '.1f')}")
+        log(f"  closure: {t['closure']}; {t['runs']} runs in the first round's explore session")
         for line in t["summary_lines"]:
             log(f"  {line}")
     results["machine_after"] = machine()
