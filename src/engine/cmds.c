@@ -5,16 +5,12 @@
  * or a run stopped at the step limit is neither a pass nor a failure and is reported separately. */
 #include "cmds.h"
 #include "runs.h"
-#include "timing.h"
 #include "afd.h"
 #include "delays.h"
 #include "out.h"
 #include "pool.h"
 #include "schedule.h"
-#include "shell.h"
-#include "iclass.h"
 #include "stats.h"
-#include "systematic.h"
 #include "token.h"
 #include "trace.h"
 
