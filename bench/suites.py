@@ -234,7 +234,7 @@ def tally(plain: Dict[str, Any], inactive: Dict[str, Any], exp: Dict[str, Any], 
         v = d.get("verdict") or ("failure" if d.get("found") else "no_failure")
         verdicts[v] = verdicts.get(v, 0) + 1
     # closure.h: how many explored tests ended after the zero run (closed), ran only the schedules
-    # past their timeouts (closed_below_timeouts), or stayed open, and why
+    # past their timeouts (closed_below_deadlines), or stayed open, and why
     closure: Dict[str, int] = {}
     for d in exp["explore_docs"]:
         state = (d.get("closure") or {}).get("state") or "not checked"

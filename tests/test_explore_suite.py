@@ -127,6 +127,12 @@ def not_explored_project(tmp_path: Path) -> Path:
     return root
 
 
+
+def closed(n: int) -> str:
+    """The summary's note on n tests closed after their zero run (closure.h)."""
+    return f"({n} closed: their zero schedule's run, measured, proved every schedule runs it)"
+
+
 @pytest.mark.parametrize("verbosity", [[], ["-q"]], ids=["default", "-q"])
 def test_every_test_not_explored_is_counted_with_its_reason(tmp_path: Path, verbosity: List[str]) -> None:
     root = not_explored_project(tmp_path)
@@ -137,7 +143,7 @@ def test_every_test_not_explored_is_counted_with_its_reason(tmp_path: Path, verb
     # explored: test_ok.py's async test and test_loops.py's asyncio.run test; not: the two under sub/
     # (the worker could not start) and the one with its own loop class; the loop-free test is no
     # candidate at all
-    assert lines[0] == "affidavit: 2 tests explored, 3 not explored", lines
+    assert lines[0] == f"affidavit: 2 tests explored {closed(2)}, 3 not explored", lines
     conftest_line = next(l for l in lines if "refuses to load in a worker" in l)
     assert conftest_line.startswith("affidavit:   2 not explored: ImportError while loading conftest "), conftest_line
     assert "RuntimeError: this conftest refuses to load in a worker (first: sub/test_a.py::test_async_ok)" \
@@ -152,8 +158,8 @@ def test_one_reason_is_one_line(tmp_path: Path) -> None:
     proc = pytest_run(root, "--affidavit-explore=3", "-q")
     assert proc.returncode == 0, describe(proc)
     assert summary_lines(proc) == [
-        "affidavit: 1 test explored, 1 not explored: the test brings its own loop class test_loops.OwnLoop under "
-        "the event loop policy affidavit.loop.ControlledPolicy (first: test_loops.py::test_own_loop_class)"
+        f"affidavit: 1 test explored {closed(1)}, 1 not explored: the test brings its own loop class "
+        "test_loops.OwnLoop under the event loop policy affidavit.loop.ControlledPolicy (first: test_loops.py::test_own_loop_class)"
     ], describe(proc)
 
 
@@ -174,7 +180,7 @@ def test_under_xdist_the_controller_prints_the_totals(tmp_path: Path) -> None:
     proc = pytest_run(root, "--affidavit-explore=3", "-q", "-n", "2", "--affidavit-strict")
     assert proc.returncode == 1, describe(proc)
     lines = summary_lines(proc)
-    assert lines[0] == "affidavit: 2 tests explored, 3 not explored", describe(proc)
+    assert lines[0] == f"affidavit: 2 tests explored {closed(2)}, 3 not explored", describe(proc)
     assert any(l.startswith("affidavit:   2 not explored: ImportError while loading conftest") for l in lines), lines
     assert "affidavit: --affidavit-strict: 3 tests not explored, so the session fails" in lines, lines
 
@@ -186,8 +192,8 @@ def test_a_project_with_filterwarnings_error_is_explored(tmp_path: Path) -> None
     root = project(tmp_path, {"test_ok.py": ASYNC_OK}, "filterwarnings = error\n")
     proc = pytest_run(root, "--affidavit-explore=3", "-q")
     assert proc.returncode == 0, describe(proc)
-    assert summary_lines(proc) == ["affidavit: 1 test explored, 0 not explored"], describe(proc)
-    assert [r["runs"] for r in results(root)] == [3], results(root)
+    assert summary_lines(proc) == [f"affidavit: 1 test explored {closed(1)}, 0 not explored"], describe(proc)
+    assert [(r["runs"], r["closure"]["state"]) for r in results(root)] == [(1, "closed")], results(root)
 
 
 def engine_in(root: Path, *args: str) -> "subprocess.CompletedProcess[str]":
@@ -245,16 +251,16 @@ def test_command_line_options_reach_the_worker(tmp_path: Path) -> None:
                       "-W", "error::DeprecationWarning", "test_db.py")
     assert proc.returncode == 0, describe(proc)
     assert outcomes(proc) == {"passed": 1}, describe(proc)
-    assert summary_lines(proc) == ["affidavit: 1 test explored, 0 not explored"], describe(proc)
+    assert summary_lines(proc) == [f"affidavit: 1 test explored {closed(1)}, 0 not explored"], describe(proc)
     (found,) = results(root)
-    assert found["outcomes"]["pass"] == 3 and found["found"] is False, found  # type: ignore[index]
+    assert found["outcomes"]["pass"] == 1 and found["found"] is False, found  # type: ignore[index]
 
 
 def test_addopts_cache_clear_works_and_the_cache_stays_the_sessions(tmp_path: Path) -> None:
     root = project(tmp_path, {"test_ok.py": ASYNC_OK}, "addopts = --cache-clear\n")
     proc = pytest_run(root, "--affidavit-explore=3", "-q")
     assert proc.returncode == 0, describe(proc)
-    assert summary_lines(proc) == ["affidavit: 1 test explored, 0 not explored"], describe(proc)
+    assert summary_lines(proc) == [f"affidavit: 1 test explored {closed(1)}, 0 not explored"], describe(proc)
     # what the session's own cache plugin writes, and nothing else: the workers write elsewhere
     cached = sorted(p.name for p in (root / ".pytest_cache" / "v" / "cache").iterdir())
     assert cached == ["nodeids"], cached

@@ -57,7 +57,7 @@ typedef struct explore_ctx {
     int closure_on;      /* run 0 measures its steps, and repeats of it the rest, for closure.h */
     afd_closure closure; /* what those runs proved */
     uint64_t measuring;  /* the repeats of run 0 made to measure further windows */
-    uint64_t skipped;    /* closed below the timeouts: the budget's schedules kept below them, not run */
+    uint64_t skipped;    /* closed below the deadlines: the budget's schedules kept below them, not run */
 } explore_ctx;
 
 /* Notes run's interleaving class and order digest (the portfolio's coverage, in the systematic
@@ -221,7 +221,7 @@ static int take_measure(void *vctx, uint64_t i, afd_run_result *res, afd_trace *
     explore_ctx *c = vctx;
     c->measuring++;
     int st = afd_closure_take(&c->closure, tr, i * AFD_SYS_WINDOW);
-    int open = st != AFD_CLOSURE_PENDING && st != AFD_CLOSURE_CLOSED && st != AFD_CLOSURE_TIMEOUTS;
+    int open = st != AFD_CLOSURE_PENDING && st != AFD_CLOSURE_CLOSED && st != AFD_CLOSURE_DEADLINES;
     return take_portfolio(c, 0, i, res, tr) || open;
 }
 
@@ -238,7 +238,7 @@ static int measure_rest(const afd_cli *cli, afd_pool *pool, explore_ctx *c, afd_
     return afd_runs_batch_marked(pool, 1, more, cli->seconds, make_measure, take_measure, c, prog, t);
 }
 
-/* Closed below the test's timeouts: the portfolio's schedules that stay below them run the zero
+/* Closed below the test's deadlines: the portfolio's schedules that stay below them run the zero
  * run (closure.h) and are not run; those that go beyond are, as the portfolio would have (their
  * failures are the timing checks' to name). beyond[k] is the k-th such index. */
 typedef struct beyond_ctx {
@@ -344,7 +344,7 @@ static int explore_search(const afd_cli *cli, afd_pool *pool, explore_ctx *c, af
     rc = measure_rest(cli, pool, c, prog, t);
     if (rc || c->best_index != UINT64_MAX || c->closure.state == AFD_CLOSURE_CLOSED)
         return rc;
-    if (c->closure.state == AFD_CLOSURE_TIMEOUTS)
+    if (c->closure.state == AFD_CLOSURE_DEADLINES)
         return run_beyond(cli, pool, c, prog, t, cli->seconds);
     uint64_t measured = t->runs - 1; /* the repeats: the portfolio's run numbers start after them */
     uint64_t random_n = with_sys ? (cli->n + 1) / 2 : cli->n;
@@ -396,9 +396,9 @@ static void closure_json(afd_buf *o, const explore_ctx *c)
     afd_json_str(o, afd_closure_name(z->state));
     afd_buf_printf(o,
                    ", \"closed\": %s, \"steps\": %" PRIu64 ", \"measured_steps\": %" PRIu64
-                   ", \"timeout_steps\": %" PRIu64 ", \"measuring_runs\": %" PRIu32
-                   ", \"skipped_below_timeouts\": %" PRIu64 "}",
-                   z->state == AFD_CLOSURE_CLOSED ? "true" : "false", z->steps, z->measured, z->timeouts,
+                   ", \"deadline_steps\": %" PRIu64 ", \"measuring_runs\": %" PRIu32
+                   ", \"skipped_below_deadlines\": %" PRIu64 "}",
+                   z->state == AFD_CLOSURE_CLOSED ? "true" : "false", z->steps, z->measured, z->deadlines,
                    z->runs, c->skipped);
 }
 
@@ -421,9 +421,10 @@ static void closure_text(afd_buf *o, const afd_cli *cli, const explore_ctx *c, c
     afd_buf_printf(o, "%s: no failing schedule in %" PRIu64 " runs\n", cli->nodeid, t->runs);
     afd_buf_printf(
         o,
-        "  every schedule that keeps the test's timeouts runs as the zero schedule, proved in %" PRIu32
-        " run%s:\n  all %" PRIu64 " steps measured: %s;\n  so of the %" PRIu64 " runs asked for, the %" PRIu64
-        " schedules that outlast a timeout ran and the %" PRIu64 " kept below them did not\n",
+        "  every schedule that keeps the test's deadlines (timeouts, TTLs) runs as the zero schedule, "
+        "proved in %" PRIu32 " run%s:\n  all %" PRIu64 " steps measured: %s;\n  so of the %" PRIu64
+        " runs asked for, the %" PRIu64 " schedules that outlast a deadline ran and the %" PRIu64
+        " kept below them did not\n",
         z->runs, z->runs == 1 ? "" : "s", z->steps, afd_closure_words(z->state), cli->n, t->runs - z->runs,
         c->skipped);
 }
@@ -572,7 +573,7 @@ int afd_cmd_explore(const afd_cli *cli)
                        desc ? ")" : "");
         failing_lines(&o, &c, cli->nodeid);
     } else if (c.closure_on &&
-               (c.closure.state == AFD_CLOSURE_CLOSED || c.closure.state == AFD_CLOSURE_TIMEOUTS)) {
+               (c.closure.state == AFD_CLOSURE_CLOSED || c.closure.state == AFD_CLOSURE_DEADLINES)) {
         closure_text(&o, cli, &c, &t);
     } else {
         afd_buf_printf(&o, "%s: no failing schedule in %" PRIu64 " runs\n", cli->nodeid, t.runs);

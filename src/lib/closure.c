@@ -40,8 +40,8 @@ static int went_idle(const afd_trace *tr)
 }
 
 /* The window [lo, end) of tr's SLOT events: each step once, none open (a step that moves only
- * timeouts counted in *timeouts). */
-static int window(const afd_trace *tr, uint64_t lo, uint64_t end, uint64_t *timeouts)
+ * deadlines counted in *deadlines). */
+static int window(const afd_trace *tr, uint64_t lo, uint64_t end, uint64_t *deadlines)
 {
     uint64_t crossing = 0;
     uint64_t seen = 0, next = lo;
@@ -67,7 +67,7 @@ static int window(const afd_trace *tr, uint64_t lo, uint64_t end, uint64_t *time
     if (seen != end - lo)
         return AFD_CLOSURE_UNMEASURED;
     if (why == AFD_CLOSURE_PENDING)
-        *timeouts += crossing;
+        *deadlines += crossing;
     return why;
 }
 
@@ -87,13 +87,13 @@ int afd_closure_take(afd_closure *self, const afd_trace *tr, uint64_t lo)
             why = AFD_CLOSURE_UNMEASURED;
         } else {
             uint64_t end = self->steps - lo > AFD_SYS_WINDOW ? lo + AFD_SYS_WINDOW : self->steps;
-            why = window(tr, lo, end, &self->timeouts);
+            why = window(tr, lo, end, &self->deadlines);
             if (why == AFD_CLOSURE_PENDING && went_idle(tr))
                 why = AFD_CLOSURE_IDLE;
             if (why == AFD_CLOSURE_PENDING) {
                 self->measured += end - lo;
                 if (self->measured == self->steps)
-                    why = self->timeouts ? AFD_CLOSURE_TIMEOUTS : AFD_CLOSURE_CLOSED;
+                    why = self->deadlines ? AFD_CLOSURE_DEADLINES : AFD_CLOSURE_CLOSED;
             }
         }
     }
@@ -105,7 +105,7 @@ int afd_closure_take(afd_closure *self, const afd_trace *tr, uint64_t lo)
 static const char *const names[AFD_CLOSURE__COUNT] = {
     [AFD_CLOSURE_PENDING] = "pending",
     [AFD_CLOSURE_CLOSED] = "closed",
-    [AFD_CLOSURE_TIMEOUTS] = "closed_below_timeouts",
+    [AFD_CLOSURE_DEADLINES] = "closed_below_deadlines",
     [AFD_CLOSURE_SLOT] = "slot",
     [AFD_CLOSURE_CLOCK_READ] = "clock_read",
     [AFD_CLOSURE_RANDOM] = "random",
@@ -119,8 +119,9 @@ static const char *const words[AFD_CLOSURE__COUNT] = {
     [AFD_CLOSURE_PENDING] = "not measured to the end",
     [AFD_CLOSURE_CLOSED] = "no step's delay flips a time comparison, no loop.time() read follows one, "
                            "nothing drawn from `random`",
-    [AFD_CLOSURE_TIMEOUTS] = "no step's delay flips a time comparison other than a timeout the test armed "
-                             "expiring, no loop.time() read follows one, nothing drawn from `random`",
+    [AFD_CLOSURE_DEADLINES] = "no step's delay flips a time comparison but a deadline the test armed (a "
+                              "timeout, a TTL) expiring, no loop.time() read follows one, nothing drawn "
+                              "from `random`",
     [AFD_CLOSURE_SLOT] = "a step's delay flips a time comparison",
     [AFD_CLOSURE_CLOCK_READ] = "the test reads loop.time() after a step whose delay moves it",
     [AFD_CLOSURE_RANDOM] = "the test draws from `random`, which each schedule seeds",

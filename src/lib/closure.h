@@ -21,10 +21,11 @@
  * the loop (AFD_TRACE_UNCONTROLLED) is never closed, and every measuring repeat of the zero schedule
  * must run the same interleaving as the first (AFD_CLOSURE_DIFFERS otherwise).
  *
- * Timeouts. A step whose every comparison is a timeout the program armed, left unexpired
- * (AFD_SLOT_CROSSING), changes nothing until the costs carry the clock to that timeout: the first
- * comparison any schedule flips is then one of those, so a schedule either runs the zero run or
- * makes the test outlast its own timeout -- a threshold, never a race (AFD_CLOSURE_TIMEOUTS).
+ * Deadlines. A step whose every comparison is a deadline the program armed (a timeout, a TTL, a
+ * lease: any timer but a sleeping task's wake-up), left unexpired (AFD_SLOT_CROSSING), changes
+ * nothing until the costs carry the clock to that deadline: the first comparison any schedule flips
+ * is then one of those, so a schedule either runs the zero run or makes the test outlast one of its
+ * own deadlines -- a threshold a slow machine crosses, never a race (AFD_CLOSURE_DEADLINES).
  *
  * The measure. One run measures a window of AFD_SYS_WINDOW steps (the runtime's mask width); a run of
  * more steps needs repeats of the zero schedule, each measuring the next window. */
@@ -38,9 +39,9 @@
 enum afd_closure_state {
     AFD_CLOSURE_PENDING = 0, /* every window so far closed; the next starts at `measured` */
     AFD_CLOSURE_CLOSED,      /* every step measured, none open: every schedule runs the zero run */
-    AFD_CLOSURE_TIMEOUTS,    /* the same, but some steps' costs move a timeout the program armed and
+    AFD_CLOSURE_DEADLINES,   /* the same, but some steps' costs move deadlines the program armed and
                                 nothing else (AFD_SLOT_CROSSING): every schedule runs the zero run
-                                unless it carries the clock to one of those timeouts */
+                                unless it carries the clock to one of those deadlines */
     /* open, with the first reason found: */
     AFD_CLOSURE_SLOT,         /* a step's delay flips a time comparison (or moves a program deadline) */
     AFD_CLOSURE_CLOCK_READ,   /* the program read loop.time() after a step whose cost moves it */
@@ -53,12 +54,12 @@ enum afd_closure_state {
 };
 
 typedef struct afd_closure {
-    int state;         /* enum afd_closure_state */
-    uint64_t steps;    /* the zero run's steps (from the first run taken) */
-    uint64_t measured; /* steps of the windows measured and closed */
-    uint64_t timeouts; /* of those, steps whose cost moves only timeouts left unexpired */
-    uint64_t order;    /* the first run's order digest: every repeat must have it */
-    uint32_t runs;     /* runs taken */
+    int state;          /* enum afd_closure_state */
+    uint64_t steps;     /* the zero run's steps (from the first run taken) */
+    uint64_t measured;  /* steps of the windows measured and closed */
+    uint64_t deadlines; /* of those, steps whose cost moves only deadlines left unexpired */
+    uint64_t order;     /* the first run's order digest: every repeat must have it */
+    uint32_t runs;      /* runs taken */
 } afd_closure;
 
 /* Zeroes self: PENDING, nothing taken. */

@@ -158,9 +158,9 @@ enum afd_event_kind {
 
 /* SLOT flags: the slot's boundary moves a timeout the program armed (a delay past it outlasts the
  * timeout: a threshold, which the systematic search does not sweep across). CROSSING: every
- * comparison the step's cost moves (not only the one its margin flips) is a timeout the program
- * armed left unexpired, so no cost of this step alone changes the run unless it carries the clock
- * past that timeout (closure.h). */
+ * comparison the step's cost moves (not only the one its margin flips) is a deadline the program
+ * armed (a timeout, a TTL, a lease: any timer but a sleeping task's wake-up) left unexpired, so no
+ * cost changes the run unless it carries the clock to that deadline (closure.h). */
 enum { AFD_SLOT_DEADLINE = 1u << 0, AFD_SLOT_CROSSING = 1u << 1 };
 
 /* CANCEL flags */

@@ -91,9 +91,10 @@ static uint64_t due_ns(double when)
 
 /* Each bit of mask gets the candidate gap (at least 1 ns); deadline: the comparison involves a
  * timeout's timer (asyncio.timeout, wait_for, wait(timeout=)), which a tie names too. crossing:
- * the comparison is a pending timeout left unexpired (at an iteration's start or a step's end), so
- * what flips it is the clock passing the timeout, which the step that carries it there records as
- * DEADLINE_LATE; every other candidate marks its bits `other` (AFD_SLOT_CROSSING). */
+ * the comparison is a pending deadline (any timer the program armed but a sleeping task's wake-up:
+ * a timeout, a TTL, a lease) left unexpired at an iteration's start or a step's end, so what flips
+ * it is the clock reaching that deadline; every other candidate marks its bits `other`
+ * (AFD_SLOT_CROSSING is recorded for a step with none). */
 static void candidate_at(uint64_t mask, uint64_t gap, int deadline, int crossing)
 {
     if (gap < 1)
@@ -110,7 +111,7 @@ static void candidate_at(uint64_t mask, uint64_t gap, int deadline, int crossing
     }
 }
 #define candidate(mask, gap) candidate_at((mask), (gap), is_deadline, 0)
-#define crossing(mask, gap) candidate_at((mask), (gap), is_deadline, is_deadline)
+#define crossing(mask, gap, armed) candidate_at((mask), (gap), is_deadline, (armed) != 0)
 
 uint64_t afd_slots_step_end(uint64_t index, uint32_t task, uint32_t ordinal, uint64_t cost)
 {
@@ -165,7 +166,7 @@ void afd_slots_batch_end(const afd_slot_batch *b, afd_handle *const *heap, size_
             continue;
         uint64_t due = due_ns(x->when);
         if (b->clock_ns < due)
-            crossing(bits, due - b->clock_ns);
+            crossing(bits, due - b->clock_ns, x->deadline);
     }
 }
 
@@ -181,7 +182,7 @@ void afd_slots_step_deadlines(uint64_t clock_ns, uint64_t clock_mask, afd_handle
         uint64_t due = afd_rt_ceil_ns(x->when);
         is_deadline = x->timeout;
         if (clock_ns <= due)
-            crossing(clock_mask & ~x->mask, due - clock_ns + 1);
+            crossing(clock_mask & ~x->mask, due - clock_ns + 1, x->deadline);
         else
             candidate(x->mask & ~clock_mask, clock_ns - due);
         if (due < first_ceil) {

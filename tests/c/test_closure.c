@@ -149,21 +149,21 @@ TEST(a_repeat_that_ran_differently_keeps_it_open)
     afd_trace_finish(&t);
 }
 
-TEST(steps_that_move_only_timeouts_close_below_them)
+TEST(steps_that_move_only_deadlines_close_below_them)
 {
     uint64_t margin[6] = {NONE, 900, NONE, 400, NONE, NONE};
     uint8_t crossing[6] = {
         0, AFD_SLOT_DEADLINE | AFD_SLOT_CROSSING, 0, AFD_SLOT_DEADLINE | AFD_SLOT_CROSSING, 0, 0};
     afd_closure z;
     afd_closure_init(&z);
-    CHECK_EQ_INT(take(&z, 6, 0, margin, crossing, -1, 0), AFD_CLOSURE_TIMEOUTS);
-    CHECK_EQ_U64(z.timeouts, 2);
-    CHECK_EQ_STR(afd_closure_name(z.state), "closed_below_timeouts");
+    CHECK_EQ_INT(take(&z, 6, 0, margin, crossing, -1, 0), AFD_CLOSURE_DEADLINES);
+    CHECK_EQ_U64(z.deadlines, 2);
+    CHECK_EQ_STR(afd_closure_name(z.state), "closed_below_deadlines");
     /* one step that also moves something else keeps it open */
     crossing[3] = AFD_SLOT_DEADLINE;
     afd_closure_init(&z);
     CHECK_EQ_INT(take(&z, 6, 0, margin, crossing, -1, 0), AFD_CLOSURE_SLOT);
-    CHECK_EQ_U64(z.timeouts, 0);
+    CHECK_EQ_U64(z.deadlines, 0);
     /* and a loop.time() read still does */
     crossing[3] = AFD_SLOT_DEADLINE | AFD_SLOT_CROSSING;
     afd_closure_init(&z);
@@ -176,5 +176,5 @@ int main(void)
               T(an_idle_wake_up_keeps_it_open), T(a_step_without_its_slot_is_unmeasured),
               T(steps_beyond_one_window_close_with_repeats_in_any_order),
               T(a_repeat_that_ran_differently_keeps_it_open),
-              T(steps_that_move_only_timeouts_close_below_them));
+              T(steps_that_move_only_deadlines_close_below_them));
 }
