@@ -173,7 +173,9 @@ int afd_cancel_is_timeout(PyObject *callback);
  * the current step: asyncio.timeout() computing its deadline (time + delay, handed to call_at,
  * whose timer then carries the same clock a call_later's would), or Timeout.reschedule comparing
  * that deadline with a second read in the same step (both carry one clock: nothing a cost moves).
- * A reschedule in another step, or to a deadline the program computed, is the program's read. */
+ * A reschedule in another step is the program's read, as is the program's own reading that gave it
+ * a deadline; the one case missed is a constant absolute loop time (timeout_at(100.0)) in the step
+ * of a timeout() call, which real code has no reason to write. */
 int afd_cancel_timeout_read(void);
 
 /* ---- Recorder (recorder.c) -------------------------------------------------------------- */
