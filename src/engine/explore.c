@@ -2,8 +2,8 @@
  *
  * Run 0 is the zero schedule, alone: the baseline whose step count sets pct's range, measured step by
  * step. When that measure proves every schedule runs the zero schedule's interleaving (closure.h), the
- * search ends there: the rest of the budget would run the same run again. When it proves that of
- * every schedule that keeps the program's deadlines, only the portfolio's schedules that go beyond
+ * search ends there: the rest of the budget would run the same run again. When it proves that every
+ * schedule keeping the program's deadlines runs it, only the portfolio's schedules that go beyond
  * them run (run_beyond). Otherwise the random portfolio, the systematic search and the portfolio's
  * rest follow (explore_search). Every number printed is a count of runs that were executed. */
 #include "cmds.h"
