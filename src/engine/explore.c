@@ -10,6 +10,7 @@
 #include "runs.h"
 #include "timing.h"
 #include "afd.h"
+#include "buf.h"
 #include "closure.h"
 #include "out.h"
 #include "pool.h"
@@ -26,11 +27,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A growing array of numbers (afd_array_grow). Owned by its holder. */
+typedef struct u64_list {
+    uint64_t *v;
+    size_t n, cap;
+} u64_list;
+
+static int push(u64_list *l, uint64_t x)
+{
+    if (afd_array_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v, 256) < 0)
+        return AFD_ENOMEM;
+    l->v[l->n++] = x;
+    return 0;
+}
+
 typedef struct explore_ctx {
     uint64_t seed;
     uint64_t shard_k, shard_n; /* this shard runs portfolio schedules k, k+n, k+2n... (0-based k) */
-    uint64_t *indices;         /* the portfolio index of each run made, in run order */
-    uint64_t n_indices;
+    u64_list indices;          /* the portfolio index of each run made, in run order */
     int only;
     uint32_t est_steps;
     uint64_t best_index; /* lowest failing run index, UINT64_MAX if none */
@@ -47,14 +61,12 @@ typedef struct explore_ctx {
     int cand_outcome;
     afd_timing timing; /* the candidate's deadline, then the check below it */
     char *last_error;
-    uint64_t offset;   /* added to a batch index to make it a run number (the runs of the systematic part
-                          come between the portfolio's first share and the rest) */
-    uint64_t sys_base; /* the runs made before the systematic part */
-    uint64_t *orders;  /* Owned: the order digest of each run with a trace (afd_trace_order_digest) */
-    uint64_t *classes; /* Owned: the interleaving class of each run with a trace (iclass.h) */
-    uint64_t n_classes, cap_classes;
-    uint64_t *within; /* Owned: the order digests of the runs that outlasted no deadline */
-    uint64_t n_within, cap_within;
+    uint64_t offset;     /* added to a batch index to make it a run number (the runs of the systematic part
+                            come between the portfolio's first share and the rest) */
+    uint64_t sys_base;   /* the runs made before the systematic part */
+    u64_list orders;     /* the order digest of each run with a trace (afd_trace_order_digest) */
+    u64_list classes;    /* the interleaving class of each run with a trace (iclass.h) */
+    u64_list within;     /* the order digests of the runs that outlasted no deadline */
     int closure_on;      /* run 0 measures its steps, and repeats of it the rest, for closure.h */
     afd_closure closure; /* what those runs proved */
     uint64_t measuring;  /* the repeats of run 0 made to measure further windows */
@@ -69,34 +81,13 @@ static void note_class(explore_ctx *c, const afd_trace *tr)
     uint32_t n;
     if (!tr || afd_iclass_fingerprint(tr, &fp, &n) < 0)
         return;
-    if (c->n_classes == c->cap_classes) {
-        uint64_t ncap = c->cap_classes ? c->cap_classes * 2 : 256;
-        uint64_t *nv = realloc(c->classes, ncap * sizeof *nv);
-        if (!nv)
-            return;
-        c->classes = nv;
-        uint64_t *no = realloc(c->orders, ncap * sizeof *no);
-        if (!no)
-            return;
-        c->orders = no;
-        c->cap_classes = ncap;
-    }
     uint64_t order = afd_trace_order_digest(tr);
-    c->orders[c->n_classes] = order;
-    c->classes[c->n_classes++] = fp;
     afd_timing tm;
     afd_timing_from_trace(&tm, tr);
-    if (tm.crossed)
+    /* a lost entry (out of memory) only makes a count smaller */
+    if (push(&c->classes, fp) < 0 || push(&c->orders, order) < 0 || tm.crossed)
         return;
-    if (c->n_within == c->cap_within) {
-        uint64_t ncap = c->cap_within ? c->cap_within * 2 : 256;
-        uint64_t *nv = realloc(c->within, ncap * sizeof *nv);
-        if (!nv)
-            return;
-        c->within = nv;
-        c->cap_within = ncap;
-    }
-    c->within[c->n_within++] = order;
+    push(&c->within, order);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -105,15 +96,15 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* How many distinct values the n noted ones hold (sorts them). */
-static uint64_t distinct(uint64_t *v, uint64_t n)
+/* How many distinct values the list holds (sorts it). */
+static uint64_t distinct(u64_list *l)
 {
-    if (!n)
+    if (!l->n)
         return 0;
-    qsort(v, n, sizeof v[0], cmp_u64);
+    qsort(l->v, l->n, sizeof l->v[0], cmp_u64);
     uint64_t d = 1;
-    for (uint64_t i = 1; i < n; i++)
-        d += v[i] != v[i - 1];
+    for (size_t i = 1; i < l->n; i++)
+        d += l->v[i] != l->v[i - 1];
     return d;
 }
 
@@ -121,11 +112,8 @@ static int make_portfolio(void *vctx, uint64_t i, uint8_t *mode, char **token)
 {
     explore_ctx *c = vctx;
     uint64_t index = i * c->shard_n + c->shard_k;
-    uint64_t *ni = realloc(c->indices, (c->n_indices + 1) * sizeof *ni);
-    if (!ni)
+    if (push(&c->indices, index) < 0)
         return AFD_ENOMEM;
-    c->indices = ni;
-    c->indices[c->n_indices++] = index;
     return afd_runs_portfolio_token(c->seed, index, c->est_steps, c->only, mode, token);
 }
 
@@ -145,11 +133,8 @@ static int make_measure(void *vctx, uint64_t i, uint8_t *mode, char **token, uin
     explore_ctx *c = vctx;
     *mark_lo = i * AFD_SYS_WINDOW;
     *mark_n = AFD_SYS_WINDOW;
-    uint64_t *ni = realloc(c->indices, (c->n_indices + 1) * sizeof *ni);
-    if (!ni)
+    if (push(&c->indices, 0) < 0)
         return AFD_ENOMEM;
-    c->indices = ni;
-    c->indices[c->n_indices++] = 0;
     return afd_runs_portfolio_token(c->seed, 0, c->est_steps, c->only, mode, token);
 }
 
@@ -252,11 +237,8 @@ static int make_beyond(void *vctx, uint64_t k, uint8_t *mode, char **token)
 {
     beyond_ctx *b = vctx;
     explore_ctx *c = b->c;
-    uint64_t *ni = realloc(c->indices, (c->n_indices + 1) * sizeof *ni);
-    if (!ni)
+    if (push(&c->indices, b->index[k]) < 0)
         return AFD_ENOMEM;
-    c->indices = ni;
-    c->indices[c->n_indices++] = b->index[k];
     return afd_runs_portfolio_token(c->seed, b->index[k], c->est_steps, c->only, mode, token);
 }
 
@@ -462,8 +444,8 @@ static void explore_json(afd_buf *o, const afd_cli *cli, explore_ctx *c, const t
     /* which of the portfolio's schedules this run explored (shards explore disjoint ones) */
     afd_buf_printf(o, ", \"shard\": \"%" PRIu64 "/%" PRIu64 "\", \"schedules\": [", c->shard_k + 1,
                    c->shard_n);
-    for (uint64_t k = 0; k < c->n_indices; k++)
-        afd_buf_printf(o, "%s%" PRIu64, k ? ", " : "", c->indices[k]);
+    for (size_t k = 0; k < c->indices.n; k++)
+        afd_buf_printf(o, "%s%" PRIu64, k ? ", " : "", c->indices.v[k]);
     afd_buf_printf(o, "], ");
     afd_runs_json_outcomes(o, t);
     afd_buf_printf(o, ", \"verdict\": \"%s\", \"timing\": ",
@@ -477,8 +459,7 @@ static void explore_json(afd_buf *o, const afd_cli *cli, explore_ctx *c, const t
     afd_buf_printf(o,
                    ", \"classes\": %" PRIu64 ", \"orders\": %" PRIu64
                    ", \"orders_within_deadlines\": %" PRIu64 ", \"systematic\": ",
-                   distinct(c->classes, c->n_classes), distinct(c->orders, c->n_classes),
-                   distinct(c->within, c->n_within));
+                   distinct(&c->classes), distinct(&c->orders), distinct(&c->within));
     if (sys_ran)
         afd_sys_coverage_json(sr, so, o);
     else
@@ -599,10 +580,10 @@ int afd_cmd_explore(const afd_cli *cli)
                                            !found && c.closure_on && c.closure.state == AFD_CLOSURE_CLOSED};
 out:
     afd_sys_result_finish(&sr);
-    free(c.classes);
-    free(c.orders);
-    free(c.within);
-    free(c.indices);
+    free(c.classes.v);
+    free(c.orders.v);
+    free(c.within.v);
+    free(c.indices.v);
     free(c.best_token);
     free(c.best_failure);
     free(c.cand_token);
