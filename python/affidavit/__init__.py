@@ -101,6 +101,8 @@ def replay(token: str) -> Callable[[F], Callable[..., None]]:
                 if pending:
                     loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
                 loop.close()
+                # the process's clocks are real again for whatever runs after this test
+                _runtime.configure(_runtime.MODE_NATURAL, "")
             ran = {(label, ordinal) for label, ordinal, *_ in _runtime.steps()}
             missing = [f"{label}, step {ordinal}" for label, ordinal, _ in delays if (label, ordinal) not in ran]
             if missing:

@@ -270,6 +270,7 @@ static void child_main(PyObject *run_child, void *shm, const afd_run_req *req, i
     afd_rt_config.mark_lo = req->mark_lo;
     afd_rt_config.mark_n = req->mark_n; /* the decoder bounds it by AFD_PROTO_MAX_MARKS */
     afd_rt_config.configured = 1;
+    afd_clock_run_begin();
     if (afd_rt_config.trace_lines)
         afd_rec_flag(AFD_TRACE_LINES);
     PyObject *r = PyObject_CallFunction(run_child, "iss", (int)mode, req->token, req->item);

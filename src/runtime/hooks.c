@@ -401,6 +401,59 @@ int afd_hooks_other_threads(void)
     return count > 1;
 }
 
+/* Whether an executor's worker thread, stopped at frame f, waits for work with none queued. */
+static int idle_executor_thread(PyObject *f)
+{
+    PyObject *code = PyObject_GetAttrString(f, "f_code");
+    PyObject *name = code ? PyObject_GetAttrString(code, "co_name") : NULL;
+    PyObject *file = code ? PyObject_GetAttrString(code, "co_filename") : NULL;
+    Py_XDECREF(code);
+    const char *n = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
+    const char *fn = file && PyUnicode_Check(file) ? PyUnicode_AsUTF8(file) : NULL;
+    static const char tail[] = "concurrent/futures/thread.py";
+    size_t len = fn ? strlen(fn) : 0;
+    int idle = n && fn && strcmp(n, "_worker") == 0 && len >= sizeof tail - 1 &&
+               strcmp(fn + len - (sizeof tail - 1), tail) == 0;
+    Py_XDECREF(name);
+    Py_XDECREF(file);
+    if (idle) { /* its queue: a job submitted and not yet taken is work about to start */
+        PyObject *locals = PyObject_GetAttrString(f, "f_locals");
+        PyObject *q = locals ? PyMapping_GetItemString(locals, "work_queue") : NULL;
+        PyObject *empty = q ? PyObject_CallMethod(q, "empty", NULL) : NULL;
+        idle = empty == Py_True;
+        Py_XDECREF(empty);
+        Py_XDECREF(q);
+        Py_XDECREF(locals);
+    }
+    PyErr_Clear();
+    return idle;
+}
+
+int afd_hooks_threads_working(void)
+{
+    PyObject *get = PySys_GetObject("_current_frames"); /* Borrowed. */
+    PyObject *frames = get ? PyObject_CallNoArgs(get) : NULL;
+    if (!frames || !PyDict_Check(frames)) {
+        Py_XDECREF(frames);
+        PyErr_Clear();
+        return afd_hooks_other_threads(); /* no way to tell: any other thread may be working */
+    }
+    unsigned long me = PyThread_get_thread_ident();
+    PyObject *key, *frame;
+    Py_ssize_t pos = 0;
+    int working = 0;
+    while (!working && PyDict_Next(frames, &pos, &key, &frame)) {
+        unsigned long tid = PyLong_AsUnsignedLong(key);
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            continue;
+        }
+        working = tid != me && !idle_executor_thread(frame);
+    }
+    Py_DECREF(frames);
+    return working;
+}
+
 static PyObject *sleep_hook(PyObject *self, PyObject *arg)
 {
     /* only a sleep of the step's own thread blocks the loop (not one in an executor's thread) */
@@ -416,12 +469,20 @@ static PyObject *sleep_hook(PyObject *self, PyObject *arg)
         afd_rec_event(AFD_EV_BLOCK, virtual ? AFD_BLOCK_VIRTUAL : 0, afd_rec_current, AFD_BLOCK_SLEEP,
                       afd_rec_caller_site(hooks_state), afd_rec_now, ns);
         afd_rec_chain_stack(hooks_state, NULL);
-        if (virtual) {
-            afd_rec_extra_cost += ns;
+        afd_rec_extra_cost += ns; /* slept for real or not, the step took this long */
+        if (virtual)
             Py_RETURN_NONE;
-        }
+        return PyObject_CallOneArg(real_sleep, arg);
     }
-    return PyObject_CallOneArg(real_sleep, arg);
+    /* Outside a step, the run's thread sleeps for real and its clocks move by what it slept. */
+    PyObject *r = PyObject_CallOneArg(real_sleep, arg);
+    if (r && afd_clock_on_run_thread()) {
+        double secs = PyFloat_AsDouble(arg);
+        if (secs > 0 && isfinite(secs))
+            afd_clock_slept((uint64_t)(secs * 1e9));
+        PyErr_Clear();
+    }
+    return r;
 }
 
 static PyMethodDef sleep_def = {"sleep", sleep_hook, METH_O,
@@ -473,7 +534,8 @@ PyObject *afd_rt_install_hooks(PyObject *module, PyObject *unused)
     if (set_attr_hook(module, "asyncio.locks", "Lock", "_locked", HOOK_LOCK) < 0 ||
         set_attr_hook(module, "asyncio.locks", "Event", "_value", HOOK_EVENT) < 0 ||
         set_attr_hook(module, "asyncio.locks", "Semaphore", "_value", HOOK_SEM) < 0 ||
-        set_queue_hooks() < 0 || afd_loop_install_running() < 0 || afd_cancel_install(st) < 0)
+        set_queue_hooks() < 0 || afd_loop_install_running() < 0 || afd_cancel_install(st) < 0 ||
+        afd_clock_install() < 0)
         return NULL;
     PyObject *time = PyImport_ImportModule("time");
     PyObject *orig = time ? PyObject_GetAttrString(time, "sleep") : NULL;

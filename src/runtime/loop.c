@@ -21,9 +21,9 @@
 
 #include <math.h>
 #include <string.h>
+#include <errno.h>
 #include <time.h>
 
-#define EPOCH_NS 1000000000000ULL /* virtual clocks start at t = 1000 s: never 0, never falsy */
 #define MAX_SELECT_TIMEOUT 86400.0
 #define MIN_SCHEDULED_TIMER_HANDLES 100
 
@@ -438,12 +438,18 @@ static int fds_active(afd_loop *self)
     return self->fd_to_key && PyDict_Check(self->fd_to_key) && PyDict_GET_SIZE(self->fd_to_key) > 1;
 }
 
-/* Whether an idle loop must wait in real time: a real file descriptor is registered, or an
- * executor exists whose threads may call back. Only asked when nothing is ready. */
+/* Whether an idle loop must wait in real time: a real file descriptor is registered, an
+ * executor exists whose threads may call back, or another thread is working (threads progress in
+ * real time: a loop that jumped its clock past them would see a run no machine makes). Only
+ * asked when nothing is ready. */
 static int io_active(afd_loop *self)
 {
     if (fds_active(self))
         return 1;
+    if (self->controlled && afd_hooks_threads_working()) {
+        afd_rec_flag(AFD_TRACE_THREADS);
+        return 1;
+    }
     PyObject *ex = PyObject_GetAttr((PyObject *)self, loop_state(self)->str_default_executor);
     if (!ex) {
         PyErr_Clear();
@@ -477,6 +483,8 @@ static int controlled_wait(afd_loop *self, int stopping)
             deadline = self->clock_ns;
         uint64_t late =
             afd_schedule_lateness(&afd_rt_config.schedule, self->idle_wakes++, self->clock_ns, deadline);
+        if (late < AFD_WAKE_FLOOR_NS)
+            late = AFD_WAKE_FLOOR_NS;
         late = afd_deadline_cap_lateness(self->heap, self->hn, deadline, late);
         if (self->slots_live)
             self->clock_mask = afd_slots_idle(self->clock_ns, self->clock_mask, self->heap[0],
@@ -581,6 +589,23 @@ static void mark_step_end(afd_loop *self, uint64_t index, uint32_t id, uint32_t 
         afd_slots_step_deadlines(self->clock_ns, self->clock_mask, self->heap, self->hn);
 }
 
+/* A delay shorter than this is not waited for in real time (a step's own bookkeeping is longer). */
+#define REAL_DELAY_MIN_NS 20000ULL
+
+/* The schedule delays a step while another thread works: the delay passes in real time, GIL
+ * released, so the thread progresses as much as it would on a machine where the step took that
+ * long (a virtual delay would carry the clock past a thread that has not moved). */
+static void realize_delay(uint64_t ns)
+{
+    afd_rec_flag(AFD_TRACE_THREADS);
+    afd_rec_flag(AFD_TRACE_REAL_WAIT);
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ULL), .tv_nsec = (long)(ns % 1000000000ULL)};
+    Py_BEGIN_ALLOW_THREADS
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+    Py_END_ALLOW_THREADS
+}
+
 static PyObject *step_limit_error(void)
 {
     PyErr_SetString(PyExc_RuntimeError, "affidavit: step limit reached");
@@ -589,12 +614,23 @@ static PyObject *step_limit_error(void)
 
 static PyObject *run_once(afd_loop *self);
 
+static afd_loop *iterating; /* Borrowed: the loop whose iteration runs (the innermost), or NULL. */
+
 static PyObject *loop_run_once(afd_loop *self, PyObject *unused)
 {
     afd_loop_stepping prev = afd_loop_step_begin((PyObject *)self);
+    afd_loop *outer = iterating;
+    iterating = self;
     PyObject *r = run_once(self);
+    iterating = outer;
     afd_loop_step_end(prev);
     return r;
+}
+
+void afd_loop_note_time_read(void)
+{
+    if (iterating && iterating->clock_mask && afd_loop_on_step_thread() && !afd_cancel_timeout_read())
+        afd_slots_time_read(iterating->clock_mask);
 }
 
 static PyObject *run_once(afd_loop *self)
@@ -604,6 +640,8 @@ static PyObject *run_once(afd_loop *self)
     int stopping = self->stopping;
     if ((self->controlled ? controlled_wait(self, stopping) : natural_wait(self, stopping)) < 0)
         return NULL;
+    if (self->controlled)
+        afd_clock_advance_to(self->clock_ns);
 
     /* Timers whose deadline has passed join the back of the queue, in deadline order. */
     double end = loop_now(self) + 1e-9;
@@ -677,7 +715,10 @@ static PyObject *run_once(afd_loop *self)
             cost += afd_rec_extra_cost;
             if (timed)
                 afd_deadline_step_end(id, vstart, cost, &hz, earliest);
+            if (cost > wall + REAL_DELAY_MIN_NS && afd_hooks_threads_working())
+                realize_delay(cost - wall);
             self->clock_ns += cost;
+            afd_clock_advance_to(self->clock_ns);
             if (self->slots)
                 mark_step_end(self, step_index, id, ordinal, scheduled, timed);
         }
@@ -716,7 +757,10 @@ static PyObject *loop_core_init(afd_loop *self, PyObject *unused)
     self->slots = self->controlled && afd_slots_enabled();
     self->slots_live = 0;
     self->clock_mask = 0;
-    self->clock_ns = EPOCH_NS;
+    /* A loop starts where the run's last one left the clock: time.monotonic() never goes back. */
+    self->clock_ns = self->controlled && afd_clock_on_run_thread() && afd_vclock_ns > AFD_EPOCH_NS
+                         ? afd_vclock_ns
+                         : AFD_EPOCH_NS;
     self->mono_start_ns = mono_ns();
     self->thread_id = PyThread_get_thread_ident();
     self->loop_no = ++afd_rec_loops;

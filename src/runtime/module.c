@@ -67,6 +67,7 @@ static PyObject *rt_configure(PyObject *m, PyObject *args, PyObject *kwargs)
     afd_rt_config.mark_lo = mark_lo;
     afd_rt_config.mark_n = mark_n;
     afd_rt_config.configured = 1;
+    afd_clock_run_begin();
     if (trace_lines)
         afd_rec_flag(AFD_TRACE_LINES);
     Py_RETURN_NONE;

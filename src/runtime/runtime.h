@@ -57,6 +57,12 @@ extern PyModuleDef afd_rt_module_def;
  * can produce. The constant is fixed, not measured per run, so that a token replays the same
  * times on every machine. */
 #define AFD_STEP_FLOOR_NS 250ULL
+/* The least lateness of an idle wake-up, whatever the schedule says. No loop wakes at the very
+ * nanosecond of its deadline (Linux's epoll rounds a timeout up to the millisecond): a program that
+ * reads time.time() before `await asyncio.sleep(0.05)` and after it always sees more than 0.05 s
+ * pass on stock asyncio. At the floor, the difference of two time.time() floats near 1.8e9 s
+ * (whose unit in the last place is 238 ns) cannot round below the slept time. */
+#define AFD_WAKE_FLOOR_NS 1000ULL
 
 /* ---- Handles (handle.c) ---------------------------------------------------------------- */
 
@@ -177,6 +183,21 @@ int afd_cancel_is_timeout(PyObject *callback);
  * a deadline; the one case missed is a constant absolute loop time (timeout_at(100.0)) in the step
  * of a timeout() call, which real code has no reason to write. */
 int afd_cancel_timeout_read(void);
+
+/* ---- Real clocks (clocks.c) ---------------------------------------------------------------- */
+
+#define AFD_EPOCH_NS 1000000000000ULL /* virtual clocks start at t = 1000 s: never 0, never falsy */
+/* The run's virtual clock: where the controlled loops of the run's thread have carried it. */
+extern uint64_t afd_vclock_ns;
+/* At a run's start (after the run's mode is set): the offsets of the real clocks, the thread. */
+void afd_clock_run_begin(void);
+/* 1 when the calling thread is the controlled run's own thread (its clocks read virtual time). */
+int afd_clock_on_run_thread(void);
+/* A controlled loop's clock moved to clock_ns; time.sleep outside a step slept ns. */
+void afd_clock_advance_to(uint64_t clock_ns);
+void afd_clock_slept(uint64_t ns);
+/* Replaces time.monotonic, perf_counter, time and their _ns forms (idempotent). */
+int afd_clock_install(void);
 
 /* ---- Recorder (recorder.c) -------------------------------------------------------------- */
 
@@ -334,6 +355,8 @@ int afd_loop_install_running(void);
 /* 1 when the calling thread is the one running a controlled loop's iteration (not, say, an
  * executor's worker thread while that iteration runs). */
 int afd_loop_on_step_thread(void);
+/* A read of a real clock (clocks.c) in a step: counted as a loop.time() read (slots.c). */
+void afd_loop_note_time_read(void);
 /* In a fresh fork-server child: forget the parent's running-loop facts, allow the fast answer. */
 void afd_loop_fresh_process(void);
 /* The loop whose iteration runs on which thread (loop_running.c keeps it for the fast answer). */
@@ -403,6 +426,10 @@ PyObject *afd_rt_call_with_self(PyObject *fn, PyObject *self, PyObject *const *a
 int afd_hooks_record_deadlock(afd_rt_state *st, PyObject *loop);
 /* 1 when threads other than the main one are alive (a real wait could then be woken). */
 int afd_hooks_other_threads(void);
+/* Whether a thread other than the caller is alive and working: anything but an executor's worker
+ * waiting for work with none queued (threads progress in real time; the loop must not outrun
+ * them). */
+int afd_hooks_threads_working(void);
 
 /* ---- Fork server (forkserver.c) -------------------------------------------------------- */
 PyObject *afd_rt_serve(PyObject *self, PyObject *args);
