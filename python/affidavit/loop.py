@@ -50,10 +50,23 @@ def _all_tasks(loop: Optional[asyncio.AbstractEventLoop] = None) -> "set[asyncio
     return _TaskSet(_stock_all_tasks(loop))
 
 
+def foreign_policy() -> str:
+    """The class of the event loop policy the project set (a conftest's
+    ``asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())`` at import), or "" when it is
+    asyncio's own default (or ours): a policy the project chose makes the project's loops, which
+    affidavit names and never replaces."""
+    policy = getattr(asyncio.events, "_event_loop_policy", None)
+    if policy is None or type(policy) in (asyncio.DefaultEventLoopPolicy, ControlledPolicy):
+        return ""
+    return f"{type(policy).__module__}.{type(policy).__qualname__}"
+
+
 def install() -> None:
     """Make every event loop created from now on in this process a ControlledLoop, and let the
-    recorder see asyncio's locks, events, semaphores and queues change hands."""
+    recorder see asyncio's locks, events, semaphores and queues change hands. A policy the project
+    set (foreign_policy) stays: its loops run, and each run says so."""
     _runtime.install_hooks()
     asyncio.tasks.all_tasks = _all_tasks
     asyncio.all_tasks = _all_tasks
-    asyncio.set_event_loop_policy(ControlledPolicy())
+    if not foreign_policy():
+        asyncio.set_event_loop_policy(ControlledPolicy())

@@ -342,6 +342,7 @@ class ExploreHooks:
         self.closed = 0  # explored tests whose every schedule runs the zero schedule's run
         self.failed: List[str] = []
         self.timing: List[Tuple[str, str]] = []  # (node id, summary)
+        self.unconfirmed: List[str] = []  # a schedule failed once and not again when replayed alone
         self.not_explored: Dict[str, List[str]] = {}  # reason -> node ids, in the order seen
         self.loops: Dict[str, str] = {}  # node id -> the class of the loop a sync test ran
         self.files: List[str] = []  # the session's test files, relative to the rootdir
@@ -410,6 +411,10 @@ class ExploreHooks:
         found = self._explore(item.nodeid)
         if found.get("error"):
             return "not explored: " + _reason(str(found["error"]), item.nodeid)
+        if found.get("verdict") == "unconfirmed":
+            confirm = found.get("confirm") or {}
+            return (f"unconfirmed: a schedule failed once, then {confirm.get('failed')}/{confirm.get('runs')} "
+                    f"when replayed alone (the test depends on something no schedule controls)")
         if not found.get("found"):
             closure = found.get("closure") or {}
             return "explored, closed" if closure.get("closed") else "explored"
@@ -426,7 +431,7 @@ class ExploreHooks:
             f"(run {found.get('failing_run')} of {found.get('runs')}, {found.get('schedule')}):\n"
             f"  {found.get('failure')}\n"
             f"  token:  {found.get('token')}\n"
-            f"  replay: affidavit replay {shlex.quote(str(found.get('token')))} {shlex.quote(item.nodeid)}\n"
+            f"  replay: {shlex.join(['affidavit', 'replay', str(found.get('token')), item.nodeid, *self._pytest_args()])}\n"
             f"  cause:  {cause}"
         )
         return "timing_sensitive, failed" if verdict == "timing_sensitive" else "failure"
@@ -442,6 +447,8 @@ class ExploreHooks:
             self.explored += 1
             if status.startswith("timing_sensitive: "):
                 self.timing.append((report.nodeid, status[len("timing_sensitive: "):]))
+            elif status.startswith("unconfirmed: "):
+                self.unconfirmed.append(report.nodeid)
             elif status == "explored, closed":
                 self.closed += 1
             elif status != "explored":
@@ -534,7 +541,7 @@ class ExploreHooks:
         if hasattr(self.config, "workerinput"):
             return  # an xdist worker: the controller counts what every worker reported
         for line in _summary(self.explored, self.failed, self.timing, self.not_explored, self.settings,
-                             self.closed):
+                             self.closed, self.unconfirmed):
             terminalreporter.write_line(line)
 
 
@@ -547,7 +554,7 @@ def _reason(error: str, nodeid: str) -> str:
 
 
 def _summary(explored: int, failed: List[str], timing: List[Tuple[str, str]], not_explored: Dict[str, List[str]],
-             settings: Settings, closed: int = 0) -> List[str]:
+             settings: Settings, closed: int = 0, unconfirmed: Optional[List[str]] = None) -> List[str]:
     """The summary lines: totals, then one line per reason a test was not explored (whole, with
     the first such test), then the timing_sensitive results, listed apart."""
     missing = sum(len(v) for v in not_explored.values())
@@ -572,6 +579,10 @@ def _summary(explored: int, failed: List[str], timing: List[Tuple[str, str]], no
         lines.append(f"affidavit: {len(timing)} timing_sensitive (a time threshold of the test crossed by a slow "
                      f"step, not a race; not failed without --affidavit-strict-timing):")
         lines += [f"affidavit:   {nodeid}: {summary}" for nodeid, summary in timing]
+    if unconfirmed:
+        lines.append(f"affidavit: {len(unconfirmed)} unconfirmed (a schedule failed once but not again when replayed "
+                     f"alone: the test depends on threads, sockets or real waits; not failed):")
+        lines += [f"affidavit:   {nodeid}" for nodeid in unconfirmed]
     if settings.strict and missing:
         lines.append(f"affidavit: --affidavit-strict: {missing} test{'s' if missing != 1 else ''} not explored, "
                      f"so the session fails")

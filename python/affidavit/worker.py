@@ -26,7 +26,7 @@ from typing import Any, List, Optional, Set, Tuple
 import pluggy
 
 from . import _runtime
-from .loop import install
+from .loop import foreign_policy, install
 
 PYTHON = f"{platform.python_implementation()} {platform.python_version()}"
 HASH_SEED = os.environ.get("PYTHONHASHSEED", "random")
@@ -349,7 +349,11 @@ class _Server:
         self.reraise = get_reraise_exceptions(session.config)
         self.setup_only = bool(session.config.getoption("setuponly", False))
         logs = {nodeid: _logs_reports(it) for nodeid, it in by_id.items()}
-        notes = {nodeid: _loop_note(it).encode()[:1000].decode("utf-8", "ignore") for nodeid, it in by_id.items()}
+        # a policy the project set at import (a conftest's uvloop policy) makes every test's loop
+        policy = foreign_policy()
+        policy_note = f"the project sets the event loop policy {policy}" if policy else ""
+        notes = {nodeid: (_loop_note(it) or policy_note).encode()[:1000].decode("utf-8", "ignore")
+                 for nodeid, it in by_id.items()}
         for it in by_id.values():
             _control_loop_factory(it)
 

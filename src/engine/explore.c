@@ -60,6 +60,10 @@ typedef struct explore_ctx {
     size_t cand_failure_len;
     int cand_outcome;
     afd_timing timing; /* the candidate's deadline, then the check below it */
+    /* The failing schedule replayed alone (AFD_CONFIRM_RUNS runs): it is printed as failing only
+     * when every replay failed. */
+    uint64_t confirm_runs, confirm_failed;
+    int unconfirmed;
     char *last_error;
     uint64_t offset;     /* added to a batch index to make it a run number (the runs of the systematic part
                             come between the portfolio's first share and the rest) */
@@ -449,10 +453,18 @@ static void explore_json(afd_buf *o, const afd_cli *cli, explore_ctx *c, const t
     afd_buf_printf(o, "], ");
     afd_runs_json_outcomes(o, t);
     afd_buf_printf(o, ", \"verdict\": \"%s\", \"timing\": ",
-                   !found                ? "no_failure"
+                   c->unconfirmed        ? "unconfirmed"
+                   : !found              ? "no_failure"
                    : c->timing.sensitive ? "timing_sensitive"
                                          : "failure");
     afd_timing_json(&c->timing, o);
+    /* the failing schedule replayed alone: null when nothing failed */
+    afd_buf_printf(o, ", \"confirm\": ");
+    if (c->confirm_runs)
+        afd_buf_printf(o, "{\"runs\": %" PRIu64 ", \"failed\": %" PRIu64 "}", c->confirm_runs,
+                       c->confirm_failed);
+    else
+        afd_buf_printf(o, "null");
     /* the random portfolio's runs only: the systematic part counts its own */
     afd_buf_printf(o, ", \"closure\": ");
     closure_json(o, c);
@@ -510,6 +522,10 @@ int afd_cmd_explore(const afd_cli *cli)
     } else {
         c.timing.crossed = 0;
     }
+    if (rc == 0 && c.best_index != UINT64_MAX) {
+        rc = afd_timing_confirm(pool, c.best_token, &prog, &c.confirm_runs, &c.confirm_failed);
+        c.unconfirmed = rc == 0 && c.confirm_failed < AFD_CONFIRM_RUNS;
+    }
     afd_progress_done(&prog);
     afd_runs_stop_pool(cli, pool);
     if (rc == AFD_EIO) {
@@ -525,7 +541,7 @@ int afd_cmd_explore(const afd_cli *cli)
         rc = AFD_EXIT_USAGE;
         goto out;
     }
-    int found = c.best_index != UINT64_MAX;
+    int found = c.best_index != UINT64_MAX && !c.unconfirmed;
     afd_buf o;
     afd_buf_init(&o);
     char *desc = NULL;
@@ -554,6 +570,16 @@ int afd_cmd_explore(const afd_cli *cli)
                        cli->nodeid, c.best_index + 1, t.runs, desc ? " (" : "", desc ? desc : "",
                        desc ? ")" : "");
         failing_lines(&o, &c, cli->nodeid);
+    } else if (c.unconfirmed) {
+        afd_buf_printf(&o,
+                       "%s: unconfirmed: a schedule failed at run %" PRIu64 " of %" PRIu64
+                       " but failed %" PRIu64 "/%" PRIu64
+                       " when replayed alone: not a failing schedule; the test depends on something no "
+                       "schedule controls%s%s%s\n",
+                       cli->nodeid, c.best_index + 1, t.runs, c.confirm_failed, c.confirm_runs,
+                       afd_runs_uncontrolled_words(t.flags_union) ? " (" : "",
+                       afd_runs_uncontrolled_words(t.flags_union) ? afd_runs_uncontrolled_words(t.flags_union) : "",
+                       afd_runs_uncontrolled_words(t.flags_union) ? ")" : "");
     } else if (c.closure_on &&
                (c.closure.state == AFD_CLOSURE_CLOSED || c.closure.state == AFD_CLOSURE_DEADLINES)) {
         closure_text(&o, cli, &c, &t);
@@ -574,7 +600,7 @@ int afd_cmd_explore(const afd_cli *cli)
         afd_term_write(stdout, o.data, o.len);
     afd_buf_finish(&o);
     free(desc);
-    rc = found ? AFD_EXIT_FAILURE : AFD_EXIT_CLEAN;
+    rc = found ? AFD_EXIT_FAILURE : c.unconfirmed ? AFD_EXIT_ABSTAIN : AFD_EXIT_CLEAN;
     if (cli->summary)
         *cli->summary = (afd_item_summary){t.runs, t.failed, found && c.timing.sensitive,
                                            !found && c.closure_on && c.closure.state == AFD_CLOSURE_CLOSED};

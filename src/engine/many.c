@@ -69,6 +69,8 @@ static const char *row_word(const afd_cli *cli, const row *x)
     int explore = !strcmp(cli->cmd, "explore");
     if (x->rc == AFD_EXIT_FAILURE)
         return explore ? (x->sum.timing_sensitive ? "timing-sensitive" : "failing schedule") : "failed";
+    if (x->rc == AFD_EXIT_ABSTAIN && explore)
+        return "unconfirmed"; /* a failing run whose schedule did not fail again when replayed alone */
     if (x->rc == AFD_EXIT_CLEAN && explore && x->sum.failed)
         return "failed untraced"; /* its worker died with it: no trace, so no schedule to give */
     if (x->rc == AFD_EXIT_CLEAN && explore && x->sum.closed)
@@ -83,14 +85,15 @@ static void print_table(const afd_cli *cli, const rows *r, double secs)
 {
     afd_buf o;
     afd_buf_init(&o);
-    uint64_t runs = 0, failing = 0, clean = 0, not_run = 0;
+    uint64_t runs = 0, failing = 0, clean = 0, unconfirmed = 0, not_run = 0;
     afd_buf_printf(&o, "\n%-20s %7s %7s  %s\n", "result", "runs", "failed", "test");
     for (size_t i = 0; i < r->n; i++) {
         const row *x = &r->v[i];
         runs += x->sum.runs;
         failing += x->rc == AFD_EXIT_FAILURE;
         clean += x->rc == AFD_EXIT_CLEAN;
-        not_run += x->rc != AFD_EXIT_FAILURE && x->rc != AFD_EXIT_CLEAN;
+        unconfirmed += x->rc == AFD_EXIT_ABSTAIN;
+        not_run += x->rc != AFD_EXIT_FAILURE && x->rc != AFD_EXIT_CLEAN && x->rc != AFD_EXIT_ABSTAIN;
         afd_buf_printf(&o, "%-20s %7" PRIu64 " %7" PRIu64 "  ", row_word(cli, x), x->sum.runs, x->sum.failed);
         afd_term_strn(&o, x->nodeid, strlen(x->nodeid));
         if (x->error) {
@@ -99,13 +102,13 @@ static void print_table(const afd_cli *cli, const rows *r, double secs)
         }
         afd_buf_printf(&o, "\n");
     }
-    afd_buf_printf(&o,
-                   "%zu test%s: %" PRIu64 " %s, %" PRIu64 " %s, %" PRIu64 " not run; %" PRIu64
-                   " runs in %.1f s on one pool of %d worker%s\n",
-                   r->n, r->n == 1 ? "" : "s", failing,
+    afd_buf_printf(&o, "%zu test%s: %" PRIu64 " %s, %" PRIu64 " %s, ", r->n, r->n == 1 ? "" : "s", failing,
                    !strcmp(cli->cmd, "explore") ? "with a failing schedule" : "failed", clean,
-                   !strcmp(cli->cmd, "explore") ? "without" : "passed", not_run, runs, secs, cli->workers,
-                   cli->workers == 1 ? "" : "s");
+                   !strcmp(cli->cmd, "explore") ? "without" : "passed");
+    if (unconfirmed)
+        afd_buf_printf(&o, "%" PRIu64 " unconfirmed, ", unconfirmed);
+    afd_buf_printf(&o, "%" PRIu64 " not run; %" PRIu64 " runs in %.1f s on one pool of %d worker%s\n", not_run,
+                   runs, secs, cli->workers, cli->workers == 1 ? "" : "s");
     afd_term_write(stdout, o.data, o.len);
     afd_buf_finish(&o);
 }

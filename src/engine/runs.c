@@ -188,7 +188,7 @@ void afd_runs_json_uncontrolled(afd_buf *o, uint32_t flags)
 const char *afd_runs_uncontrolled_words(uint32_t flags)
 {
     if (flags & AFD_TRACE_THREADS)
-        return "threads calling back into the loop";
+        return "threads, which work in real time";
     if (flags & AFD_TRACE_REAL_IO)
         return "real file descriptors (sockets, pipes)";
     if (flags & AFD_TRACE_REAL_WAIT)
@@ -297,7 +297,9 @@ static int batch_runs(afd_pool *pool, uint64_t first, uint64_t n, double seconds
     uint64_t deadline = seconds > 0 ? afd_runs_now_ns() + (uint64_t)(seconds * 1e9) : 0;
     int stop = 0;
     for (;;) {
-        while (!stop && next < end && afd_pool_idle(pool) > 0) {
+        /* One run of a test at a time: two copies of one test share its files, its ports and its
+         * lock files, which no pytest run does (a fixed port would fail one of them). */
+        while (!stop && next < end && afd_pool_idle(pool) > 0 && afd_pool_busy(pool) == 0) {
             if (deadline && afd_runs_now_ns() >= deadline) {
                 stop = 1;
                 break;

@@ -122,3 +122,27 @@ void afd_timing_json(const afd_timing *self, afd_buf *out)
     afd_buf_printf(out, ", \"check_runs\": %" PRIu64 ", \"check_passed\": %" PRIu64 "}", self->check_runs,
                    self->check_passed);
 }
+
+typedef struct replay_ctx {
+    const char *token; /* Borrowed. */
+} replay_ctx;
+
+static int make_replay(void *vctx, uint64_t i, uint8_t *mode, char **token)
+{
+    (void)i;
+    replay_ctx *c = vctx;
+    *mode = AFD_MODE_CONTROLLED;
+    *token = strdup(c->token);
+    return *token ? 0 : AFD_ENOMEM;
+}
+
+int afd_timing_confirm(afd_pool *pool, const char *token, afd_progress *prog, uint64_t *runs, uint64_t *failed)
+{
+    tally t = {0};
+    replay_ctx c = {token};
+    int rc = afd_runs_batch(pool, 0, AFD_CONFIRM_RUNS, 0, make_replay, afd_runs_take_none, &c, prog, &t);
+    *runs = t.runs;
+    *failed = t.failed;
+    afd_tally_finish(&t);
+    return rc;
+}

@@ -41,4 +41,12 @@ void afd_timing_summary(const afd_timing *self, afd_buf *out);
  * {"summary": ..., "duration_us": N, "site": "..." or null, "check_runs": N, "check_passed": N}. */
 void afd_timing_json(const afd_timing *self, afd_buf *out);
 
+/* Runs a failing schedule must fail again, one at a time (no other run of the test alive), before
+ * it is printed as a failing schedule: a controlled run replays exactly, so a token that passes
+ * one of them depends on something no schedule controls (threads, sockets, real waits). */
+#define AFD_CONFIRM_RUNS 3
+/* Replays token AFD_CONFIRM_RUNS times on pool: *runs made, *failed of them failed. Returns 0, or
+ * a negative AFD_E* code (AFD_EIO when interrupted). */
+int afd_timing_confirm(afd_pool *pool, const char *token, afd_progress *prog, uint64_t *runs, uint64_t *failed);
+
 #endif
