@@ -20,6 +20,10 @@
  * Not virtual either: `datetime.now()`, `time.process_time()`, `time.thread_time()` and C code
  * that reads the clock itself; natural runs are untouched.
  *
+ * A read takes AFD_CLOCK_READ_NS of virtual time, so the clock moves under a program that waits for
+ * it to (`while time.perf_counter() < end: pass`) as it does on a real machine, and a step that reads
+ * it n times costs n reads more. Deterministic: a schedule still decides the whole run.
+ *
  * Workload: a clock read is a handful of C operations and one frame lookup. */
 #include "runtime.h"
 
@@ -97,10 +101,16 @@ static int64_t virtual_ns(int which)
 {
     if (!afd_clock_on_run_thread() || caller_is_stdlib())
         return -1;
-    uint64_t v = afd_vclock_ns;
-    if (afd_rec_current && afd_loop_on_step_thread())
-        v += afd_rec_extra_cost; /* a blocking sleep inside the step has already taken this long */
-    afd_loop_note_time_read();
+    /* Each read takes AFD_CLOCK_READ_NS of virtual time: a program that busy-waits on the clock
+     * sees it move (and its step costs that long), as it does on any machine. */
+    uint64_t v;
+    if (afd_rec_current && afd_loop_on_step_thread()) {
+        afd_rec_extra_cost += AFD_CLOCK_READ_NS; /* with what blocking sleeps in the step took */
+        v = afd_vclock_ns + afd_rec_extra_cost;
+        afd_loop_note_time_read();
+    } else {
+        v = afd_vclock_ns += AFD_CLOCK_READ_NS;
+    }
     return (int64_t)v + offset_ns[which];
 }
 

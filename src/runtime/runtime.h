@@ -63,6 +63,9 @@ extern PyModuleDef afd_rt_module_def;
  * pass on stock asyncio. At the floor, the difference of two time.time() floats near 1.8e9 s
  * (whose unit in the last place is 238 ns) cannot round below the slept time. */
 #define AFD_WAKE_FLOOR_NS 1000ULL
+/* The virtual time one read of a real clock (time.monotonic, perf_counter, time) takes in a
+ * controlled run: about what a Python call to it takes (clocks.c). */
+#define AFD_CLOCK_READ_NS 100ULL
 
 /* ---- Handles (handle.c) ---------------------------------------------------------------- */
 
