@@ -149,8 +149,8 @@ uint64_t afd_schedule_step_cost_within(const afd_schedule *self, const afd_step_
                                        const afd_horizon *h)
 {
     uint64_t cost = base_cost(self, step, h);
-    if ((self->flags & AFD_SCHED_BELOW_DEADLINES) && h->deadline_ns != AFD_NO_DEADLINE) {
-        uint64_t cap = afd_schedule_below(h->deadline_ns);
+    if ((self->flags & AFD_SCHED_BELOW_DEADLINES) && h->threshold_ns != AFD_NO_DEADLINE) {
+        uint64_t cap = afd_schedule_below(h->threshold_ns);
         if (cost > cap)
             cost = cap;
     }
@@ -159,7 +159,10 @@ uint64_t afd_schedule_step_cost_within(const afd_schedule *self, const afd_step_
 
 uint64_t afd_schedule_step_cost(const afd_schedule *self, const afd_step_id *step, uint64_t horizon_ns)
 {
-    afd_horizon h = {.latest_ns = horizon_ns, .plain_ns = horizon_ns, .deadline_ns = AFD_NO_DEADLINE};
+    afd_horizon h = {.latest_ns = horizon_ns,
+                     .plain_ns = horizon_ns,
+                     .deadline_ns = AFD_NO_DEADLINE,
+                     .threshold_ns = AFD_NO_DEADLINE};
     return afd_schedule_step_cost_within(self, step, &h);
 }
 

@@ -35,6 +35,10 @@ typedef struct afd_horizon {
     uint64_t latest_ns;   /* the latest pending timer of any kind (0 if none) */
     uint64_t plain_ns;    /* the latest pending timer that is not a deadline (0 if none) */
     uint64_t deadline_ns; /* the earliest pending deadline; AFD_NO_DEADLINE if none */
+    /* The earliest pending time a step may not outlast as a matter of course: the earliest
+     * deadline, or the earliest other timer more than a millisecond ahead (a stall that overtakes
+     * a time the program set is a threshold, not a race); AFD_NO_DEADLINE if none. */
+    uint64_t threshold_ns;
 } afd_horizon;
 #define AFD_NO_DEADLINE UINT64_MAX
 

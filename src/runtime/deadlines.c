@@ -10,9 +10,12 @@
  * real order race, so sleeps must stay ordinary timers that pct's delay may outlast.
  *
  * Under a schedule flagged AFD_SCHED_BELOW_DEADLINES (schedule.h) neither a step's cost nor an idle
- * wake-up's lateness may carry the clock past a pending deadline; under any schedule, a step that
- * does is recorded (AFD_EV_DEADLINE_LATE), which is what the engine's timing_sensitive verdict
- * starts from.
+ * wake-up's lateness may carry the clock past a pending deadline, nor past any other pending timer
+ * more than AFD_WAKE_BATCH_NS ahead (a sleep's wake-up: a stall that long overtakes a time the
+ * program set, as when two sleeps of different lengths are raced against each other, while a step
+ * or a late wake-up of a millisecond is ordinary); under any schedule, a step or
+ * a wake-up that does is recorded (AFD_EV_DEADLINE_LATE), which is what the engine's
+ * timing_sensitive verdict starts from.
  *
  * Main invariant: classification depends only on the callback object, and numbering only on the
  * order in which the run arms its deadlines, so both are the same in every replay of a token.
@@ -120,7 +123,7 @@ void afd_deadline_note(afd_rt_state *st, afd_handle *h, double now)
 void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, afd_horizon *out,
                           uint32_t *earliest)
 {
-    uint64_t latest = 0, plain = 0, first = UINT64_MAX;
+    uint64_t latest = 0, plain = 0, first = UINT64_MAX, first_plain = UINT64_MAX;
     uint32_t which = 0;
     for (size_t i = 0; i < n; i++) {
         afd_handle *t = heap[i];
@@ -133,6 +136,8 @@ void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, af
         if (!x->deadline) {
             if (when > plain)
                 plain = when;
+            if (when > now_ns && when - now_ns > AFD_WAKE_BATCH_NS && when < first_plain)
+                first_plain = when;
         } else if (when < first) {
             first = when;
             which = x->deadline;
@@ -141,22 +146,64 @@ void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, af
     out->latest_ns = latest > now_ns ? latest - now_ns : 0;
     out->plain_ns = plain > now_ns ? plain - now_ns : 0;
     out->deadline_ns = first == UINT64_MAX ? AFD_NO_DEADLINE : first > now_ns ? first - now_ns : 0;
+    out->threshold_ns = out->deadline_ns;
+    if (first_plain != UINT64_MAX && first_plain - now_ns < out->threshold_ns)
+        out->threshold_ns = first_plain - now_ns;
     *earliest = which;
+}
+
+/* The first pending timer a wake-up at wake_ns that is late by `late` overtakes, or NULL: a deadline
+ * due after wake_ns, or any other timer due more than AFD_WAKE_BATCH_NS after it. A wake-up that
+ * late slept through a time the program set (a real loop batches timers a millisecond apart: epoll
+ * rounds its timeout up to the millisecond; one that sleeps through a later sleep's wake-up has
+ * stalled, as a step that outlasts a timeout has). */
+static afd_handle *overtaken(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late)
+{
+    afd_handle *first = NULL;
+    uint64_t first_when = UINT64_MAX;
+    for (size_t i = 0; i < n; i++) {
+        afd_handle *t = heap[i];
+        if (afd_handle_cancelled(t))
+            continue;
+        const afd_handle_ext *x = afd_handle_ext_of(t);
+        uint64_t when = afd_rt_ceil_ns(x->when);
+        if (when <= wake_ns || when - wake_ns > late || when >= first_when)
+            continue;
+        if (!x->deadline && when - wake_ns <= AFD_WAKE_BATCH_NS)
+            continue;
+        first = t;
+        first_when = when;
+    }
+    return first;
 }
 
 uint64_t afd_deadline_cap_lateness(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late)
 {
     if (!(afd_rt_config.schedule.flags & AFD_SCHED_BELOW_DEADLINES) || !late)
         return late;
-    afd_horizon h;
-    uint32_t earliest;
-    afd_deadline_horizon(heap, n, wake_ns, &h, &earliest);
-    /* A deadline due at the wake-up itself fires then whatever the lateness; only one still ahead
+    /* A timer due at the wake-up itself fires then whatever the lateness; only one still ahead
      * could be overtaken by waking late. */
-    if (h.deadline_ns == AFD_NO_DEADLINE || h.deadline_ns == 0)
+    afd_handle *t = overtaken(heap, n, wake_ns, late);
+    if (!t)
         return late;
-    uint64_t cap = afd_schedule_below(h.deadline_ns);
+    uint64_t cap = afd_schedule_below(afd_rt_ceil_ns(afd_handle_ext_of(t)->when) - wake_ns);
     return late < cap ? late : cap;
+}
+
+void afd_deadline_wake_late(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late)
+{
+    afd_handle *t = late ? overtaken(heap, n, wake_ns, late) : NULL;
+    if (!t)
+        return;
+    const afd_handle_ext *x = afd_handle_ext_of(t);
+    uint32_t number = x->deadline != UINT32_MAX ? x->deadline : 0;
+    uint32_t site = AFD_NOSTR;
+    uint64_t duration = afd_rt_ceil_ns(x->when) - wake_ns; /* a sleep's: the stall it takes to overtake it */
+    if (number && number <= n_deadlines) {
+        site = deadlines[number - 1].site;
+        duration = deadlines[number - 1].duration_ns;
+    }
+    afd_rec_event(AFD_EV_DEADLINE_LATE, 0, 0, number, site, wake_ns, duration);
 }
 
 void afd_deadline_step_end(uint32_t task, uint64_t vstart, uint64_t cost, const afd_horizon *h,
@@ -164,6 +211,13 @@ void afd_deadline_step_end(uint32_t task, uint64_t vstart, uint64_t cost, const 
 {
     /* A deadline due exactly at the step's end fires in the next iteration either way; only one the
      * step's cost carried the clock strictly past was outlasted. */
+    /* A sleep's wake-up more than a batch away, reached: to within AFD_REACH_NS, since the floors
+     * of the steps that follow carry the clock the rest of the way before the loop looks again. */
+    if (h->threshold_ns != AFD_NO_DEADLINE && h->threshold_ns < h->deadline_ns &&
+        cost > (h->threshold_ns > AFD_REACH_NS ? h->threshold_ns - AFD_REACH_NS : 0)) {
+        afd_rec_event(AFD_EV_DEADLINE_LATE, 0, task, 0, AFD_NOSTR, vstart, h->threshold_ns);
+        return;
+    }
     if (h->deadline_ns == AFD_NO_DEADLINE || cost <= h->deadline_ns || !earliest)
         return;
     uint32_t site = AFD_NOSTR;

@@ -486,6 +486,7 @@ static int controlled_wait(afd_loop *self, int stopping)
         if (late < AFD_WAKE_FLOOR_NS)
             late = AFD_WAKE_FLOOR_NS;
         late = afd_deadline_cap_lateness(self->heap, self->hn, deadline, late);
+        afd_deadline_wake_late(self->heap, self->hn, deadline, late);
         if (self->slots_live)
             self->clock_mask = afd_slots_idle(self->clock_ns, self->clock_mask, self->heap[0],
                                               afd_rt_ceil_ns(heap_when(self, 0)));
@@ -553,7 +554,7 @@ static int natural_wait(afd_loop *self, int stopping)
 static int timer_horizon(afd_loop *self, afd_horizon *h, uint32_t *earliest)
 {
     const afd_schedule *s = &afd_rt_config.schedule;
-    *h = (afd_horizon){.deadline_ns = AFD_NO_DEADLINE};
+    *h = (afd_horizon){.deadline_ns = AFD_NO_DEADLINE, .threshold_ns = AFD_NO_DEADLINE};
     *earliest = 0;
     if (s->strategy == AFD_STRAT_ZERO && !s->n_delays)
         return 0;

@@ -63,6 +63,13 @@ extern PyModuleDef afd_rt_module_def;
  * pass on stock asyncio. At the floor, the difference of two time.time() floats near 1.8e9 s
  * (whose unit in the last place is 238 ns) cannot round below the slept time. */
 #define AFD_WAKE_FLOOR_NS 1000ULL
+/* How far apart two timers may be and still fire in one batch of a late wake-up as a matter of
+ * course: Linux's epoll rounds a timeout up to the millisecond. A later wake-up that overtakes a
+ * timer further away is a stall past a time the program set (deadlines.c). */
+#define AFD_WAKE_BATCH_NS 1000000ULL
+/* A step whose cost brings the clock this close to such a timer has reached it: the floors of the
+ * steps that follow it (AFD_STEP_FLOOR_NS each) carry the clock the rest of the way. */
+#define AFD_REACH_NS 10000ULL
 /* The virtual time one read of a real clock (time.monotonic, perf_counter, time) takes in a
  * controlled run: about what a Python call to it takes (clocks.c). */
 #define AFD_CLOCK_READ_NS 100ULL
@@ -153,6 +160,9 @@ void afd_deadline_step_end(uint32_t task, uint64_t vstart, uint64_t cost, const 
 /* The lateness of an idle wake-up at wake_ns under a schedule that keeps below deadlines: capped
  * just short of the earliest deadline still ahead of the wake-up (late unchanged otherwise). */
 uint64_t afd_deadline_cap_lateness(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late);
+/* An idle wake-up due at wake_ns came `late` ns late: when that overtook a pending deadline, or any
+ * timer more than AFD_WAKE_BATCH_NS after wake_ns, records it (AFD_EV_DEADLINE_LATE, task 0). */
+void afd_deadline_wake_late(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late);
 /* Forgets the deadlines numbered so far: a new recording numbers its own from 1. */
 void afd_deadline_reset(void);
 /* The site string id that armed deadline `number`, or AFD_NOSTR. */

@@ -379,8 +379,23 @@ static uint64_t cost_within(const afd_schedule *s, const char *label, uint32_t o
                             uint64_t latest, uint64_t plain, uint64_t deadline)
 {
     afd_step_id id = step_of(label, ordinal, index);
-    afd_horizon h = {.latest_ns = latest, .plain_ns = plain, .deadline_ns = deadline};
+    afd_horizon h = {.latest_ns = latest, .plain_ns = plain, .deadline_ns = deadline, .threshold_ns = deadline};
     return afd_schedule_step_cost_within(s, &id, &h);
+}
+
+/* The cap is the threshold, which a pending sleep's wake-up can bring before the first deadline. */
+TEST(below_deadlines_caps_at_the_threshold)
+{
+    afd_schedule s;
+    pct_schedule(&s, 9, 2, 1);
+    s.flags = AFD_SCHED_BELOW_DEADLINES;
+    afd_step_id id = step_of("t#0", 0, 0);
+    afd_horizon h = {.latest_ns = 300 * MS, .plain_ns = 300 * MS, .deadline_ns = AFD_NO_DEADLINE,
+                     .threshold_ns = 11 * MS};
+    CHECK_EQ_U64(afd_schedule_step_cost_within(&s, &id, &h), afd_schedule_below(11 * MS));
+    s.flags = 0;
+    CHECK_EQ_U64(afd_schedule_step_cost_within(&s, &id, &h), 301 * MS);
+    afd_schedule_finish(&s);
 }
 
 TEST(below_is_just_short_of_the_deadline)
@@ -466,7 +481,7 @@ TEST(portfolio_below_deadlines_first)
 
 int main(void)
 {
-    RUN_TESTS("sched", T(below_is_just_short_of_the_deadline),
+    RUN_TESTS("sched", T(below_is_just_short_of_the_deadline), T(below_deadlines_caps_at_the_threshold),
               T(pct_below_deadlines_outlasts_only_plain_timers),
               T(jitter_and_explicit_delays_capped_below_deadlines), T(portfolio_below_deadlines_first),
               T(zero_is_zero), T(explicit_delay_overrides_exact_step), T(jitter_is_deterministic_and_seeded),
