@@ -571,15 +571,14 @@ int afd_cmd_explore(const afd_cli *cli)
                        desc ? ")" : "");
         failing_lines(&o, &c, cli->nodeid);
     } else if (c.unconfirmed) {
+        const char *why = afd_runs_uncontrolled_words(t.flags_union);
         afd_buf_printf(&o,
                        "%s: unconfirmed: a schedule failed at run %" PRIu64 " of %" PRIu64
                        " but failed %" PRIu64 "/%" PRIu64
                        " when replayed alone: not a failing schedule; the test depends on something no "
-                       "schedule controls%s%s%s\n",
-                       cli->nodeid, c.best_index + 1, t.runs, c.confirm_failed, c.confirm_runs,
-                       afd_runs_uncontrolled_words(t.flags_union) ? " (" : "",
-                       afd_runs_uncontrolled_words(t.flags_union) ? afd_runs_uncontrolled_words(t.flags_union) : "",
-                       afd_runs_uncontrolled_words(t.flags_union) ? ")" : "");
+                       "schedule controls%s%s%s%s%s\n",
+                       cli->nodeid, c.best_index + 1, t.runs, c.confirm_failed, c.confirm_runs, why ? " (" : "",
+                       why ? why : "", t.thread ? ": the thread " : "", t.thread ? t.thread : "", why ? ")" : "");
     } else if (c.closure_on &&
                (c.closure.state == AFD_CLOSURE_CLOSED || c.closure.state == AFD_CLOSURE_DEADLINES)) {
         closure_text(&o, cli, &c, &t);

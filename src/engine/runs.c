@@ -83,6 +83,7 @@ void afd_tally_finish(tally *t)
     free(t->wall);
     free(t->first_failure);
     free(t->foreign_loop);
+    free(t->thread);
 }
 
 void afd_runlog_finish(runlog *r)
@@ -133,6 +134,9 @@ int afd_tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
         loops += e->kind == AFD_EV_LOOP;
         if (e->kind == AFD_EV_UNCONTROLLED && e->a == AFD_TRACE_FOREIGN_LOOP && !t->foreign_loop &&
             !(t->foreign_loop = strdup(afd_trace_string(tr, e->b))))
+            return AFD_ENOMEM;
+        if (e->kind == AFD_EV_UNCONTROLLED && e->a == AFD_TRACE_THREADS && e->b != AFD_NOSTR && !t->thread &&
+            !(t->thread = strdup(afd_trace_string(tr, e->b))))
             return AFD_ENOMEM;
     }
     t->steps[t->runs] = tr ? tr->steps : 0;

@@ -33,6 +33,7 @@ typedef struct tally {
     size_t first_failure_len;
     int first_failure_outcome;
     char *foreign_loop; /* Owned: the first run's description of a loop not affidavit's, or NULL. */
+    char *thread;       /* Owned: the name of the first thread seen working while the loop waited, or NULL. */
     /* Set by the caller after zeroing the tally: afd_tally_add records each run in log (an
      * investigation's incident lists its runs), afd_runs_batch each batch as a span (--trace-out). */
     runlog *log;      /* Borrowed, or NULL. */

@@ -429,6 +429,26 @@ static int idle_executor_thread(PyObject *f)
     return idle;
 }
 
+/* The first working thread a run saw, by its threading name, once per run (a run is a process):
+ * what a failure that depends on its progress is told to depend on. */
+static void name_thread(PyObject *tid)
+{
+    static int named;
+    if (named || !afd_rec_active())
+        return;
+    named = 1;
+    PyObject *threading = PyImport_ImportModule("threading");
+    PyObject *active = threading ? PyObject_GetAttrString(threading, "_active") : NULL;
+    PyObject *thread = active && PyDict_Check(active) ? PyDict_GetItemWithError(active, tid) : NULL;
+    PyObject *name = thread ? PyObject_GetAttrString(thread, "name") : NULL;
+    Py_XDECREF(active);
+    Py_XDECREF(threading);
+    uint32_t id = name && PyUnicode_Check(name) ? afd_rec_intern(name, NULL) : afd_rec_intern(NULL, "a thread");
+    Py_XDECREF(name);
+    PyErr_Clear();
+    afd_rec_event(AFD_EV_UNCONTROLLED, 0, afd_rec_current, AFD_TRACE_THREADS, id, afd_rec_now, 0);
+}
+
 int afd_hooks_threads_working(void)
 {
     PyObject *get = PySys_GetObject("_current_frames"); /* Borrowed. */
@@ -449,6 +469,8 @@ int afd_hooks_threads_working(void)
             continue;
         }
         working = tid != me && !idle_executor_thread(frame);
+        if (working)
+            name_thread(key);
     }
     Py_DECREF(frames);
     return working;
