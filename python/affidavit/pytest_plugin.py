@@ -35,7 +35,7 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, Generator, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Generator, Iterator, List, Optional, Set, Tuple
 
 import pytest
 
@@ -345,6 +345,7 @@ class ExploreHooks:
         self.unconfirmed: List[str] = []  # a schedule failed once and not again when replayed alone
         self.not_explored: Dict[str, List[str]] = {}  # reason -> node ids, in the order seen
         self.loops: Dict[str, str] = {}  # node id -> the class of the loop a sync test ran
+        self.passed_call: Set[str] = set()  # tests whose call passed, explored after their teardown
         self.files: List[str] = []  # the session's test files, relative to the rootdir
         self.engine: Optional[EngineSession] = None  # started by the first test explored
         self.per_file: Dict[str, EngineSession] = {}  # when the session's engine cannot start
@@ -392,9 +393,20 @@ class ExploreHooks:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
+        """A test is explored after its own teardown, never while its plain run's fixtures are
+        still set up: that would be two runs of one test at once (a fixture's fixed port, its
+        files). Its call passed; the exploration's verdict goes on the teardown report, red when
+        a controlled schedule fails it (pytest shows an error at teardown)."""
         report = yield
-        if (call.when != "call" or not report.passed or item.get_closest_marker("affidavit_replay") is not None
-                or not (_is_async(item) or item.nodeid in self.loops)):
+        if call.when == "call":
+            if (report.passed and item.get_closest_marker("affidavit_replay") is None
+                    and (_is_async(item) or item.nodeid in self.loops)):
+                self.passed_call.add(item.nodeid)
+            return report
+        if call.when != "teardown" or item.nodeid not in self.passed_call:
+            return report
+        self.passed_call.discard(item.nodeid)
+        if not report.passed:  # its own teardown failed: it says so, and nothing is explored
             return report
         # Nothing may escape a hook: pytest would end the session with an INTERNALERROR. A
         # timeout's pytest.fail (an OutcomeException, not an Exception) included.
