@@ -1,0 +1,67 @@
+"""Input for tests/test_cannot_lie.py: tests that read the real clock across a sleep.
+
+On stock asyncio, loop.time() is time.monotonic(): a sleep of 0.05 s lets at least 0.05 s pass on
+every clock the process can read. Plain pytest passes every test here, every time; none has a bug
+a schedule could expose.
+"""
+
+import asyncio
+import time
+from time import monotonic
+
+import pytest
+
+PAUSE = 0.05
+
+
+@pytest.mark.asyncio
+async def test_monotonic_advances_across_sleep() -> None:
+    t0 = time.monotonic()
+    await asyncio.sleep(PAUSE)
+    assert time.monotonic() - t0 >= PAUSE
+
+
+@pytest.mark.asyncio
+async def test_perf_counter_advances_across_sleep() -> None:
+    t0 = time.perf_counter()
+    await asyncio.sleep(PAUSE)
+    assert time.perf_counter() - t0 >= PAUSE
+
+
+@pytest.mark.asyncio
+async def test_wall_clock_advances_across_sleep() -> None:
+    t0 = time.time()
+    await asyncio.sleep(PAUSE)
+    assert time.time() - t0 >= PAUSE
+
+
+@pytest.mark.asyncio
+async def test_monotonic_ns_advances_across_sleep() -> None:
+    t0 = time.monotonic_ns()
+    await asyncio.sleep(PAUSE)
+    assert time.monotonic_ns() - t0 >= PAUSE * 1e9
+
+
+@pytest.mark.asyncio
+async def test_monotonic_imported_at_module_top_advances_across_sleep() -> None:
+    t0 = monotonic()
+    await asyncio.sleep(PAUSE)
+    assert monotonic() - t0 >= PAUSE
+
+
+@pytest.mark.asyncio
+async def test_loop_time_and_monotonic_advance_together() -> None:
+    loop = asyncio.get_running_loop()
+    l0, m0 = loop.time(), time.monotonic()
+    await asyncio.sleep(PAUSE)
+    drift = abs((loop.time() - l0) - (time.monotonic() - m0))
+    assert drift < 0.01
+
+
+def test_time_sleep_between_monotonic_reads_inside_asyncio_run() -> None:
+    async def main() -> float:
+        m0 = time.monotonic()
+        time.sleep(PAUSE)  # a blocking call: the process really waits
+        return time.monotonic() - m0
+
+    assert asyncio.run(main()) >= PAUSE

@@ -1,0 +1,30 @@
+"""Input for tests/test_cannot_lie.py: race-free tests with a time threshold.
+
+Each passes under plain pytest every time. A machine that stalls one step for longer than the
+threshold (a 0.5 s wait_for around 10 ms of work; a 0.01 s sleep racing a 0.3 s one) can make it
+fail, which is a slow machine, not a race: `timing_sensitive`, never a plain failure.
+"""
+
+import asyncio
+
+import pytest
+
+
+async def slow() -> str:
+    await asyncio.sleep(0.01)
+    return "done"
+
+
+@pytest.mark.asyncio
+async def test_wait_for_well_within_its_timeout() -> None:
+    assert await asyncio.wait_for(slow(), timeout=0.5) == "done"
+
+
+@pytest.mark.asyncio
+async def test_the_short_sleep_wins_the_race() -> None:
+    short = asyncio.ensure_future(asyncio.sleep(0.01, result="short"))
+    long = asyncio.ensure_future(asyncio.sleep(0.3, result="long"))
+    done, pending = await asyncio.wait({short, long}, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    assert done == {short}, "the 0.3 s sleep finished as soon as the 0.01 s one"

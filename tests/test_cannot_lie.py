@@ -1,0 +1,423 @@
+"""affidavit cannot lie: a test that passes under plain `python -m pytest` is never turned red (nor
+called failing, found or reproduced) unless it has a bug stock asyncio can produce; a time
+threshold crossed by a slow step is `timing_sensitive`, not red.
+
+Each class of test a tool could wrongly call failing has a case in tests/cases/ that plain pytest
+passes every time, which each test here checks first (plain pytest is the reference), and then
+asks the engine (explore, sample, investigate, replay) or the plugin (--affidavit-explore) about:
+
+1. the real clock: time.monotonic(), perf_counter(), time(), monotonic_ns() and loop.time() all
+   advance across a sleep as on stock asyncio (case_real_clock.py);
+2. threads in real time: a thread's 10 ms of work is done after the coroutine's 0.2 s sleep
+   (case_real_threads.py);
+3. copies of one test never overlap: a fixed port, a fixed file (case_fixed_resources.py);
+4. a threshold is a threshold: a failure that needs a step longer than a timeout, or than the gap
+   between two sleeps, is timing_sensitive, and every printed failing token replays k/k
+   (case_thresholds.py);
+5. a loop the project chose (a policy set by its conftest) is named, not replaced
+   (own_policy/);
+6. exploring leaves the user's files as plain pytest does, says the same thing twice, and its
+   printed replay command carries the session's -o options (user_project/,
+   case_unmarked_fresh_token.py).
+
+Plugin sessions run in a project of their own under tmp_path (its store, its results file); engine
+commands run in the repository on the cases' node ids, as the other tests do. Budgets are small:
+30 schedules (10 for the thread cases, whose runs take 0.2 s of real time), 30 natural runs,
+5 replays.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+from typing import Any, Dict, Iterable, List, Set, Tuple
+
+import pytest
+
+from helpers import AFFIDAVIT, CASES, PYTHON, REPO, Proc, describe, engine, engine_env, investigate
+from test_explore_suite import outcomes, results, summary_lines
+
+CLOCK = f"{CASES}/case_real_clock.py"
+CLOCK_TESTS = [
+    "test_monotonic_advances_across_sleep",
+    "test_perf_counter_advances_across_sleep",
+    "test_wall_clock_advances_across_sleep",
+    "test_monotonic_ns_advances_across_sleep",
+    "test_monotonic_imported_at_module_top_advances_across_sleep",
+    "test_loop_time_and_monotonic_advance_together",
+    "test_time_sleep_between_monotonic_reads_inside_asyncio_run",
+]
+THREADS = f"{CASES}/case_real_threads.py"
+THREAD_TESTS = [
+    "test_thread_finishes_while_the_coroutine_sleeps",
+    "test_executor_job_finishes_while_the_coroutine_sleeps",
+    "test_to_thread_finishes_while_the_coroutine_sleeps",
+]
+RESOURCES = f"{CASES}/case_fixed_resources.py"
+THRESHOLDS = f"{CASES}/case_thresholds.py"
+THRESHOLD_TESTS = ["test_wait_for_well_within_its_timeout", "test_the_short_sleep_wins_the_race"]
+OWN_POLICY = f"{CASES}/own_policy"
+USER_PROJECT = f"{CASES}/user_project"
+UNMARKED = f"{CASES}/case_unmarked_fresh_token.py"
+# racy cases (found failing), and one that is not but whose runs depend on threads in real time
+REPEATED = [f"{CASES}/case_plain_lost_update.py::test_concurrent_deposits", THRESHOLDS, THREADS]
+
+EXPLORE_RUNS = "30"
+# Runs of the thread cases really wait their 0.2 s (they should: that is the point), so they get fewer.
+THREAD_RUNS = "10"
+INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
+
+
+# ---- running pytest and the engine ----
+
+
+def plain_pytest(cwd: Path, *args: str, timeout: float = 120) -> Proc:
+    """`python -m pytest` as a user runs it (the plugin installed, not asked for anything)."""
+    return subprocess.run([str(PYTHON), "-m", "pytest", "-p", "no:randomly", *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=timeout, env=engine_env(), stdin=subprocess.DEVNULL)
+
+
+def assert_passes_plainly(cwd: Path, *args: str, passed: int) -> None:
+    """The reference: under the stock loop every one of these tests passes."""
+    proc = plain_pytest(cwd, "-q", "-p", "no:cacheprovider", *args)
+    assert proc.returncode == 0 and outcomes(proc) == {"passed": passed}, \
+        f"the case must pass under plain pytest (the baseline), and does not:\n{describe(proc)}"
+
+
+def explore_session(root: Path, *args: str, runs: str = EXPLORE_RUNS, timeout: float = 600) -> Proc:
+    """`pytest --affidavit-explore=30` (or runs) in root. A test it turns red gets a short investigation
+    (--affidavit-budget, 60 s by default): 5 s keeps a red session short, and a green one never uses it."""
+    return plain_pytest(root, f"--affidavit-explore={runs}", "--affidavit-budget=5", "-q", *args,
+                        timeout=timeout)
+
+
+def json_lines(proc: Proc) -> List[Dict[str, Any]]:
+    """A multi-test command's --json output: one document a line."""
+    try:
+        return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    except json.JSONDecodeError:
+        pytest.fail(f"--json printed something that is not one JSON document a line\n{describe(proc)}")
+
+
+def engine_docs(*args: str, cwd: Path = REPO, timeout: float = 240) -> Tuple[Proc, List[Dict[str, Any]]]:
+    """A multi-test engine command with --json: its documents (exit 0 or 1: found or not)."""
+    proc = engine(*args, "--json", cwd=cwd, timeout=timeout)
+    docs = json_lines(proc)
+    assert docs and proc.returncode in (0, 1), describe(proc)
+    return proc, docs
+
+
+def found_failing(docs: Iterable[Dict[str, Any]]) -> List[str]:
+    return [f"{d['nodeid']}: {d.get('verdict')} at run {d.get('failing_run')} ({d.get('schedule')}): {d.get('failure')}"
+            for d in docs if d.get("found")]
+
+
+def project(tmp_path: Path, files: Dict[str, str], name: str = "project") -> Path:
+    """A project of its own: files maps each name in it to the file of the repository it copies."""
+    root = tmp_path / name
+    root.mkdir()
+    (root / "pytest.ini").write_text(INI)
+    for dest, src in files.items():
+        shutil.copy(REPO / src, root / dest)
+    return root
+
+
+def assert_session_green(proc: Proc, passed: int, what: str) -> None:
+    assert proc.returncode == 0 and outcomes(proc) == {"passed": passed}, \
+        f"{what} pass under plain pytest; --affidavit-explore must leave them green\n{describe(proc)}"
+    assert "fails under a controlled schedule" not in proc.stdout, describe(proc)
+
+
+# ---- 1. the real clock ----
+
+
+def test_real_clock_explore_finds_no_failure() -> None:
+    assert_passes_plainly(REPO, CLOCK, passed=len(CLOCK_TESTS))
+    proc, docs = engine_docs("explore", CLOCK, "--runs", EXPLORE_RUNS)
+    assert sorted(d["nodeid"].split("::")[1] for d in docs) == sorted(CLOCK_TESTS), describe(proc)
+    assert not found_failing(docs) and proc.returncode == 0, \
+        "explore called tests failing that only read the real clock across a sleep (on stock asyncio " \
+        "loop.time() is time.monotonic(), so they cannot fail):\n" + "\n".join(found_failing(docs))
+
+
+@pytest.mark.parametrize("name", ["test_monotonic_advances_across_sleep", "test_loop_time_and_monotonic_advance_together",
+                                  "test_time_sleep_between_monotonic_reads_inside_asyncio_run"])
+def test_real_clock_investigate_does_not_say_reproduced(name: str) -> None:
+    nodeid = f"{CLOCK}::{name}"
+    assert_passes_plainly(REPO, nodeid, passed=1)
+    rc, data, err = investigate(nodeid, "--natural", "5", "--runs", EXPLORE_RUNS, "--replays", "3", timeout=240)
+    assert data.get("verdict") in ("no_failure", "abstained") and rc in (0, 4), \
+        f"investigate said {data.get('verdict')!r} (exit {rc}) of a test that reads the real clock and cannot fail " \
+        f"on stock asyncio: {data.get('failure')}\n{err}"
+
+
+def test_real_clock_plugin_leaves_the_tests_green(tmp_path: Path) -> None:
+    root = project(tmp_path, {"test_real_clock.py": CLOCK})
+    assert_passes_plainly(root, passed=len(CLOCK_TESTS))
+    assert_session_green(explore_session(root), len(CLOCK_TESTS), "tests that read the real clock")
+
+
+# ---- 2. threads in real time ----
+
+
+def test_threads_explore_finds_no_failure() -> None:
+    assert_passes_plainly(REPO, THREADS, passed=len(THREAD_TESTS))
+    proc, docs = engine_docs("explore", THREADS, "--runs", THREAD_RUNS)
+    assert sorted(d["nodeid"].split("::")[1] for d in docs) == sorted(THREAD_TESTS), describe(proc)
+    assert not found_failing(docs) and proc.returncode == 0, \
+        "explore called tests failing whose thread finishes in 10 ms of real time while the coroutine " \
+        "sleeps 0.2 s:\n" + "\n".join(found_failing(docs))
+
+
+@pytest.mark.parametrize("name", THREAD_TESTS)
+def test_threads_investigate_does_not_say_reproduced(name: str) -> None:
+    nodeid = f"{THREADS}::{name}"
+    assert_passes_plainly(REPO, nodeid, passed=1)
+    rc, data, err = investigate(nodeid, "--natural", "3", "--runs", THREAD_RUNS, "--replays", "3", timeout=240)
+    assert data.get("verdict") in ("no_failure", "abstained") and rc in (0, 4), \
+        f"investigate said {data.get('verdict')!r} (exit {rc}) of a test whose thread is done in real time long " \
+        f"before the coroutine looks: {data.get('failure')}\n{err}"
+
+
+def test_threads_plugin_leaves_the_tests_green(tmp_path: Path) -> None:
+    root = project(tmp_path, {"test_real_threads.py": THREADS})
+    assert_passes_plainly(root, passed=len(THREAD_TESTS))
+    assert_session_green(explore_session(root, runs=THREAD_RUNS), len(THREAD_TESTS),
+                         "tests whose thread finishes in real time")
+
+
+# ---- 3. copies of one test never overlap ----
+# Each test below uses its own slot of the case (its own port; its project its own directory), so
+# that they can run at the same time under pytest-xdist.
+
+
+def resource_nodes(slot: str) -> List[str]:
+    return [f"test_fixed_resources.py::test_fixed_port_held_across_a_sleep[{slot}]",
+            f"test_fixed_resources.py::test_fixed_file_created_exclusively_across_a_sleep[{slot}]"]
+
+
+def resource_project(tmp_path: Path, slot: str) -> Path:
+    root = project(tmp_path, {"test_fixed_resources.py": RESOURCES})
+    assert_passes_plainly(root, *resource_nodes(slot), passed=2)
+    return root
+
+
+def assert_no_lock_left(root: Path) -> None:
+    left = sorted(p.name for p in root.glob(".case_fixed_resources.*.lock"))
+    assert not left, f"a run left its exclusive file behind: {left}"
+
+
+def test_sample_never_runs_two_copies_of_a_test_at_once(tmp_path: Path) -> None:
+    root = resource_project(tmp_path, "sample")
+    proc, docs = engine_docs("sample", *resource_nodes("sample"), "-n", "30", cwd=root)
+    failed = [f"{d['nodeid']}: {d['failed']}/{d['runs']} failed" for d in docs if d["failed"]]
+    assert not failed and proc.returncode == 0, \
+        "sample's natural runs of a test holding a fixed port or file failed, which one pytest never does: " \
+        f"copies of the test ran at the same time\n{failed}\n{describe(proc)}"
+    assert {d["runs"] for d in docs} == {30}, docs
+    assert_no_lock_left(root)
+
+
+def test_explore_never_runs_two_copies_of_a_test_at_once(tmp_path: Path) -> None:
+    root = resource_project(tmp_path, "explore")
+    proc, docs = engine_docs("explore", *resource_nodes("explore"), "--runs", EXPLORE_RUNS, cwd=root)
+    assert not found_failing(docs) and proc.returncode == 0, \
+        "explore found a failure in a test holding a fixed port or file, which one pytest never sees: " \
+        "copies of the test ran at the same time\n" + "\n".join(found_failing(docs))
+    assert_no_lock_left(root)
+
+
+def test_the_plugin_never_runs_two_copies_of_a_test_at_once(tmp_path: Path) -> None:
+    root = resource_project(tmp_path, "plugin")
+    proc = explore_session(root, *resource_nodes("plugin"))
+    assert_session_green(proc, 2, "tests holding a fixed port or file")
+    assert_no_lock_left(root)
+
+
+# ---- 4. a threshold is a threshold ----
+
+
+def test_explore_calls_a_crossed_threshold_timing_sensitive() -> None:
+    assert_passes_plainly(REPO, THRESHOLDS, passed=len(THRESHOLD_TESTS))
+    proc, docs = engine_docs("explore", THRESHOLDS, "--runs", EXPLORE_RUNS)
+    assert sorted(d["nodeid"].split("::")[1] for d in docs) == sorted(THRESHOLD_TESTS), describe(proc)
+    plain_failures = [f"{d['nodeid']}: verdict {d.get('verdict')!r}: {d.get('failure')}"
+                      for d in docs if d.get("found") and d.get("verdict") != "timing_sensitive"]
+    assert not plain_failures, \
+        "a failure that needs one step to outlast a time threshold the test armed was reported as a plain " \
+        "failure, not timing_sensitive:\n" + "\n".join(plain_failures)
+    for d in docs:
+        if d.get("found"):
+            assert d.get("timing") and d["timing"].get("summary"), d
+
+
+@pytest.mark.parametrize("name", THRESHOLD_TESTS)
+def test_investigate_calls_a_crossed_threshold_timing_sensitive(name: str) -> None:
+    nodeid = f"{THRESHOLDS}::{name}"
+    assert_passes_plainly(REPO, nodeid, passed=1)
+    rc, data, err = investigate(nodeid, "--natural", "5", "--runs", EXPLORE_RUNS, "--replays", "3", timeout=240)
+    assert data.get("verdict") in ("timing_sensitive", "no_failure"), \
+        f"investigate said {data.get('verdict')!r} of a race-free test that fails only when a step outlasts a time " \
+        f"threshold (cause: {(data.get('cause') or {}).get('kind')}): {data.get('failure')}\n{err}"
+    if data["verdict"] == "timing_sensitive":
+        assert data.get("cause") is None and data.get("timing"), data
+
+
+def printed_replays(stdout: str) -> List[List[str]]:
+    """The arguments after `affidavit replay` (TOKEN NODEID ...) of every replay line explore printed,
+    as a shell would split them."""
+    return [shlex.split(line.split("replay: affidavit replay ", 1)[1])
+            for line in stdout.splitlines() if "replay: affidavit replay " in line]
+
+
+def test_every_failing_token_explore_prints_replays_k_of_k(tmp_path: Path) -> None:
+    """On the threshold cases, and on the cases of 2 and 3 (which explore should not find failing at
+    all): whatever explore prints as a failing schedule must fail 5/5 when replayed."""
+    root = project(tmp_path, {"test_thresholds.py": THRESHOLDS, "test_real_threads.py": THREADS,
+                              "test_fixed_resources.py": RESOURCES})
+    targets = ["test_thresholds.py", "test_real_threads.py", *resource_nodes("replay")]
+    assert_passes_plainly(root, *targets, passed=len(THRESHOLD_TESTS) + len(THREAD_TESTS) + 2)
+    proc = engine("explore", *targets, "--runs", "20", cwd=root, timeout=240)
+    assert proc.returncode in (0, 1), describe(proc)
+    printed = printed_replays(proc.stdout)
+    assert len(printed) == proc.stdout.count("token:  afd1:"), f"a printed token has no replay line\n{describe(proc)}"
+    bad = []
+    for args in printed:
+        rep = engine("replay", *args, "-n", "5", "--json", cwd=root, timeout=120)
+        doc = json_lines(rep)
+        if rep.returncode != 1 or not doc or doc[0].get("failed") != 5:
+            bad.append(f"{shlex.join(args)}: exit {rep.returncode}, {doc[0].get('failed') if doc else '?'}/5 failed "
+                       f"{rep.stderr.strip()}")
+    assert not bad, "a token explore printed as a failing schedule does not fail 5/5 when replayed:\n" + "\n".join(bad)
+
+
+def test_the_plugin_keeps_a_crossed_threshold_green_and_lists_it_apart(tmp_path: Path) -> None:
+    root = project(tmp_path, {"test_thresholds.py": THRESHOLDS})
+    assert_passes_plainly(root, passed=len(THRESHOLD_TESTS))
+    proc = explore_session(root)
+    assert_session_green(proc, len(THRESHOLD_TESTS), "race-free tests with a time threshold")
+    lines = summary_lines(proc)
+    for row in results(root):
+        if row.get("found"):
+            assert row.get("verdict") == "timing_sensitive", (row, describe(proc))
+            assert any(l.startswith(f"affidavit:   {row['nodeid']}: fails only when one step takes longer than")
+                       for l in lines), f"{row['nodeid']} is not listed apart as timing_sensitive\n{describe(proc)}"
+
+
+# ---- 5. a loop the project chose is named ----
+
+
+def own_policy_project(tmp_path: Path) -> Path:
+    root = project(tmp_path, {"conftest.py": f"{OWN_POLICY}/conftest.py",
+                              "test_own_policy.py": f"{OWN_POLICY}/case_own_policy.py"})
+    assert_passes_plainly(root, passed=2)
+    return root
+
+
+def test_the_plugin_names_a_loop_the_project_chose_and_leaves_its_tests_green(tmp_path: Path) -> None:
+    root = own_policy_project(tmp_path)
+    proc = explore_session(root)
+    assert_session_green(proc, 2, "tests on the loop their conftest's policy makes")
+    lines = summary_lines(proc)
+    totals = re.match(r"affidavit: \d+ tests? explored.*, (\d+) not explored", lines[0]) if lines else None
+    assert totals and totals.group(1) == "2", \
+        f"both tests run on the project's own loop and must be counted as not explored\n{describe(proc)}"
+    named = [l for l in lines if "not explored" in l and ("MyLoop" in l or "CustomPolicy" in l)]
+    assert named, f"the reason they were not explored must name the project's loop or policy\n{describe(proc)}"
+
+
+def test_explore_does_not_call_a_test_on_the_projects_loop_failing() -> None:
+    path = f"{OWN_POLICY}/case_own_policy.py"
+    assert_passes_plainly(REPO, path, passed=2)
+    proc = engine("explore", path, "--runs", EXPLORE_RUNS, "--json", timeout=240)
+    docs = json_lines(proc)
+    assert proc.returncode not in (1, 3) and not found_failing(docs), \
+        "explore called tests failing that pass on the loop their project chose (it ran them on another loop):\n" \
+        + "\n".join(found_failing(docs)) + f"\n{describe(proc)}"
+
+
+# ---- 6. the user's files; the same answer twice; the replay line ----
+
+Snapshot = Dict[str, Tuple[Any, ...]]
+PRIVATE = (".affidavit", ".pytest_cache")  # affidavit's store and pytest's cache
+
+
+def snapshot(root: Path) -> Snapshot:
+    """Every path under root but PRIVATE: its kind, and for a file its size, hash, link count, mode and
+    modification time."""
+    out: Snapshot = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = Path(dirpath).relative_to(root)
+        if rel_dir.parts and rel_dir.parts[0] in PRIVATE:
+            continue
+        for name in dirnames:
+            out[str(rel_dir / name)] = ("dir",)
+        for name in filenames:
+            path = Path(dirpath) / name
+            st = path.lstat()
+            digest = hashlib.sha256(path.read_bytes()).hexdigest() if stat.S_ISREG(st.st_mode) else ""
+            out[str(rel_dir / name)] = ("file", st.st_size, digest, st.st_nlink, st.st_mode, st.st_mtime_ns)
+    return {k: v for k, v in out.items() if Path(k).parts[0] not in PRIVATE}
+
+
+def changes(before: Snapshot, after: Snapshot) -> Set[Tuple[str, str]]:
+    out = {(p, "added") for p in after.keys() - before.keys()} | {(p, "removed") for p in before.keys() - after.keys()}
+    return out | {(p, "changed") for p in before.keys() & after.keys() if before[p] != after[p]}
+
+
+def test_exploring_leaves_the_users_files_as_plain_pytest_does(tmp_path: Path) -> None:
+    files = {"test_resources.py": f"{USER_PROJECT}/case_resources.py", "resource.txt": f"{USER_PROJECT}/resource.txt"}
+    explored, plain = project(tmp_path, files, "explored"), project(tmp_path, files, "plain")
+    before_explored, before_plain = snapshot(explored), snapshot(plain)
+    plain_run = plain_pytest(plain, "-q")
+    assert plain_run.returncode == 0 and outcomes(plain_run) == {"passed": 2}, describe(plain_run)
+    session = explore_session(explored)
+    by_explore, by_plain = changes(before_explored, snapshot(explored)), changes(before_plain, snapshot(plain))
+    assert by_explore == by_plain, \
+        f"--affidavit-explore changed the user's files where plain pytest does not: {sorted(by_explore - by_plain)}; " \
+        f"plain pytest's changes it did not make: {sorted(by_plain - by_explore)}\n{describe(session)}"
+    # what the explored runs did to the files, the tests saw: the session must be as green as plain pytest
+    assert_session_green(session, 2, "tests that write a file next to themselves and read a resource")
+
+
+@pytest.mark.parametrize("target", REPEATED, ids=["lost_update", "thresholds", "threads"])
+def test_the_same_explore_twice_gives_the_same_verdicts(target: str) -> None:
+    def verdicts() -> List[Tuple[Any, ...]]:
+        runs = THREAD_RUNS if target == THREADS else EXPLORE_RUNS
+        proc = engine("explore", target, "--runs", runs, "--json", timeout=240)
+        assert proc.returncode in (0, 1), describe(proc)
+        return [(d["nodeid"], d["found"], d.get("verdict"), d.get("failing_run"), d.get("token"))
+                for d in json_lines(proc)]
+
+    first, second = verdicts(), verdicts()
+    if target != THREADS:
+        assert any(found for _, found, *_ in first), f"the racy case should be found failing: {first}"
+    assert first and first == second, f"the same explore command said two different things:\n{first}\n{second}"
+
+
+def test_the_plugins_replay_line_carries_the_sessions_o_options(tmp_path: Path) -> None:
+    root = project(tmp_path, {"test_unmarked.py": UNMARKED})
+    assert_passes_plainly(root, "-o", "asyncio_mode=auto", passed=1)
+    proc = explore_session(root, "-o", "asyncio_mode=auto")
+    assert proc.returncode == 1 and outcomes(proc) == {"failed": 1}, \
+        f"the unmarked race should turn red under exploration\n{describe(proc)}"
+    lines = [l for l in proc.stdout.splitlines() if "replay: affidavit replay" in l]
+    assert lines, describe(proc)
+    for line in lines:
+        assert "asyncio_mode=auto" in line, \
+            f"the printed replay command drops the session's -o asyncio_mode=auto: {line.strip()!r}"
+        # pasted as printed, it replays the failure: without the option the test does not even run
+        command = line[line.index("affidavit replay"):]
+        env = engine_env()
+        env["PATH"] = f"{AFFIDAVIT.parent}{os.pathsep}{env.get('PATH', '')}"
+        pasted = subprocess.run(["bash", "-c", f"{command} -n 3 --workers 2"], cwd=root, env=env, capture_output=True,
+                                text=True, timeout=120, stdin=subprocess.DEVNULL)
+        assert pasted.returncode == 1 and "3 failed" in pasted.stdout, \
+            f"the printed replay command, pasted, does not fail 3/3\n{describe(pasted)}"
