@@ -110,7 +110,7 @@ def engine_docs(*args: str, cwd: Path = REPO, timeout: float = 240) -> Tuple[Pro
     """A multi-test engine command with --json: its documents (exit 0 or 1: found or not)."""
     proc = engine(*args, "--json", cwd=cwd, timeout=timeout)
     docs = json_lines(proc)
-    assert docs and proc.returncode in (0, 1), describe(proc)
+    assert docs and proc.returncode in (0, 1, 4), describe(proc)  # 4: a failure seen, abstained
     return proc, docs
 
 
@@ -173,9 +173,14 @@ def test_threads_explore_finds_no_failure() -> None:
     assert_passes_plainly(REPO, THREADS, passed=len(THREAD_TESTS))
     proc, docs = engine_docs("explore", THREADS, "--runs", THREAD_RUNS)
     assert sorted(d["nodeid"].split("::")[1] for d in docs) == sorted(THREAD_TESTS), describe(proc)
-    assert not found_failing(docs) and proc.returncode == 0, \
+    # abstaining (exit 4) is allowed: a schedule may stall a step until the thread's 10 ms of real
+    # work no longer fit in the sleep, and that failure is said to need the thread, which is named
+    assert not found_failing(docs) and proc.returncode in (0, 4), \
         "explore called tests failing whose thread finishes in 10 ms of real time while the coroutine " \
         "sleeps 0.2 s:\n" + "\n".join(found_failing(docs))
+    for d in docs:
+        if d.get("verdict") == "abstained":
+            assert (d.get("confirm") or {}).get("thread"), f"an abstention that names no thread: {d}"
 
 
 @pytest.mark.parametrize("name", THREAD_TESTS)
@@ -287,7 +292,7 @@ def test_every_failing_token_explore_prints_replays_k_of_k(tmp_path: Path) -> No
     targets = ["test_thresholds.py", "test_real_threads.py", *resource_nodes("replay")]
     assert_passes_plainly(root, *targets, passed=len(THRESHOLD_TESTS) + len(THREAD_TESTS) + 2)
     proc = engine("explore", *targets, "--runs", "20", cwd=root, timeout=240)
-    assert proc.returncode in (0, 1), describe(proc)
+    assert proc.returncode in (0, 1, 4), describe(proc)
     printed = printed_replays(proc.stdout)
     assert len(printed) == proc.stdout.count("token:  afd1:"), f"a printed token has no replay line\n{describe(proc)}"
     bad = []
@@ -394,7 +399,7 @@ def test_the_same_explore_twice_gives_the_same_verdicts(target: str) -> None:
     def verdicts() -> List[Tuple[Any, ...]]:
         runs = THREAD_RUNS if target == THREADS else EXPLORE_RUNS
         proc = engine("explore", target, "--runs", runs, "--json", timeout=240)
-        assert proc.returncode in (0, 1), describe(proc)
+        assert proc.returncode in (0, 1, 4), describe(proc)
         return [(d["nodeid"], d["found"], d.get("verdict"), d.get("failing_run"), d.get("token"))
                 for d in json_lines(proc)]
 
@@ -408,7 +413,8 @@ def test_the_plugins_replay_line_carries_the_sessions_o_options(tmp_path: Path) 
     root = project(tmp_path, {"test_unmarked.py": UNMARKED})
     assert_passes_plainly(root, "-o", "asyncio_mode=auto", passed=1)
     proc = explore_session(root, "-o", "asyncio_mode=auto")
-    assert proc.returncode == 1 and outcomes(proc) == {"failed": 1}, \
+    # explored after its teardown, a red test shows its verdict as an error at teardown
+    assert proc.returncode == 1 and outcomes(proc) == {"passed": 1, "error": 1}, \
         f"the unmarked race should turn red under exploration\n{describe(proc)}"
     lines = [l for l in proc.stdout.splitlines() if "replay: affidavit replay" in l]
     assert lines, describe(proc)

@@ -342,7 +342,7 @@ class ExploreHooks:
         self.closed = 0  # explored tests whose every schedule runs the zero schedule's run
         self.failed: List[str] = []
         self.timing: List[Tuple[str, str]] = []  # (node id, summary)
-        self.unconfirmed: List[str] = []  # a schedule failed once and not again when replayed alone
+        self.unconfirmed: List[Tuple[str, str]] = []  # (node id, why): a failure that is not a failing schedule
         self.not_explored: Dict[str, List[str]] = {}  # reason -> node ids, in the order seen
         self.loops: Dict[str, str] = {}  # node id -> the class of the loop a sync test ran
         self.passed_call: Set[str] = set()  # tests whose call passed, explored after their teardown
@@ -423,10 +423,13 @@ class ExploreHooks:
         found = self._explore(item.nodeid)
         if found.get("error"):
             return "not explored: " + _reason(str(found["error"]), item.nodeid)
+        confirm = found.get("confirm") or {}
         if found.get("verdict") == "unconfirmed":
-            confirm = found.get("confirm") or {}
             return (f"unconfirmed: a schedule failed once, then {confirm.get('failed')}/{confirm.get('runs')} "
                     f"when replayed alone (the test depends on something no schedule controls)")
+        if found.get("verdict") == "abstained":
+            return (f"unconfirmed: abstained: it fails only with the thread {confirm.get('thread') or '(unnamed)'} "
+                    f"working in real time, whose progress no schedule controls")
         if not found.get("found"):
             closure = found.get("closure") or {}
             return "explored, closed" if closure.get("closed") else "explored"
@@ -460,7 +463,9 @@ class ExploreHooks:
             if status.startswith("timing_sensitive: "):
                 self.timing.append((report.nodeid, status[len("timing_sensitive: "):]))
             elif status.startswith("unconfirmed: "):
-                self.unconfirmed.append(report.nodeid)
+                why = status[len("unconfirmed: "):]
+                self.unconfirmed.append((report.nodeid, why[len("abstained: "):] if why.startswith("abstained: ")
+                                         else "unconfirmed: " + why))
             elif status == "explored, closed":
                 self.closed += 1
             elif status != "explored":
@@ -566,7 +571,7 @@ def _reason(error: str, nodeid: str) -> str:
 
 
 def _summary(explored: int, failed: List[str], timing: List[Tuple[str, str]], not_explored: Dict[str, List[str]],
-             settings: Settings, closed: int = 0, unconfirmed: Optional[List[str]] = None) -> List[str]:
+             settings: Settings, closed: int = 0, unconfirmed: Optional[List[Tuple[str, str]]] = None) -> List[str]:
     """The summary lines: totals, then one line per reason a test was not explored (whole, with
     the first such test), then the timing_sensitive results, listed apart."""
     missing = sum(len(v) for v in not_explored.values())
@@ -592,9 +597,9 @@ def _summary(explored: int, failed: List[str], timing: List[Tuple[str, str]], no
                      f"step, not a race; not failed without --affidavit-strict-timing):")
         lines += [f"affidavit:   {nodeid}: {summary}" for nodeid, summary in timing]
     if unconfirmed:
-        lines.append(f"affidavit: {len(unconfirmed)} unconfirmed (a schedule failed once but not again when replayed "
-                     f"alone: the test depends on threads, sockets or real waits; not failed):")
-        lines += [f"affidavit:   {nodeid}" for nodeid in unconfirmed]
+        lines.append(f"affidavit: {len(unconfirmed)} abstained (a schedule failed, but not again every time it was "
+                     f"replayed alone, or only with a thread working in real time: not failed):")
+        lines += [f"affidavit:   {nodeid}: {why}" for nodeid, why in unconfirmed]
     if settings.strict and missing:
         lines.append(f"affidavit: --affidavit-strict: {missing} test{'s' if missing != 1 else ''} not explored, "
                      f"so the session fails")

@@ -62,8 +62,9 @@ typedef struct explore_ctx {
     afd_timing timing; /* the candidate's deadline, then the check below it */
     /* The failing schedule replayed alone (AFD_CONFIRM_RUNS runs): it is printed as failing only
      * when every replay failed. */
-    uint64_t confirm_runs, confirm_failed;
-    int unconfirmed;
+    afd_confirm confirm;
+    int abstained;   /* the replays had a thread working in real time: its progress decides them */
+    int unconfirmed; /* otherwise, it did not fail again every time */
     char *last_error;
     uint64_t offset;     /* added to a batch index to make it a run number (the runs of the systematic part
                             come between the portfolio's first share and the rest) */
@@ -454,15 +455,22 @@ static void explore_json(afd_buf *o, const afd_cli *cli, explore_ctx *c, const t
     afd_runs_json_outcomes(o, t);
     afd_buf_printf(o, ", \"verdict\": \"%s\", \"timing\": ",
                    c->unconfirmed        ? "unconfirmed"
+                   : c->abstained        ? "abstained"
                    : !found              ? "no_failure"
                    : c->timing.sensitive ? "timing_sensitive"
                                          : "failure");
     afd_timing_json(&c->timing, o);
     /* the failing schedule replayed alone: null when nothing failed */
     afd_buf_printf(o, ", \"confirm\": ");
-    if (c->confirm_runs)
-        afd_buf_printf(o, "{\"runs\": %" PRIu64 ", \"failed\": %" PRIu64 "}", c->confirm_runs,
-                       c->confirm_failed);
+    if (c->confirm.runs) {
+        afd_buf_printf(o, "{\"runs\": %" PRIu64 ", \"failed\": %" PRIu64 ", \"thread\": ", c->confirm.runs,
+                       c->confirm.failed);
+        if (c->confirm.thread[0])
+            afd_json_str(o, c->confirm.thread);
+        else
+            afd_buf_printf(o, "null");
+        afd_buf_printf(o, "}");
+    }
     else
         afd_buf_printf(o, "null");
     /* the random portfolio's runs only: the systematic part counts its own */
@@ -523,8 +531,10 @@ int afd_cmd_explore(const afd_cli *cli)
         c.timing.crossed = 0;
     }
     if (rc == 0 && c.best_index != UINT64_MAX) {
-        rc = afd_timing_confirm(pool, c.best_token, &prog, &c.confirm_runs, &c.confirm_failed);
-        c.unconfirmed = rc == 0 && c.confirm_failed < AFD_CONFIRM_RUNS;
+        rc = afd_timing_confirm(pool, c.best_token, &prog, &c.confirm);
+        /* a thread working in real time decides such a run, failing every replay or not */
+        c.abstained = rc == 0 && (c.confirm.flags & AFD_TRACE_THREADS);
+        c.unconfirmed = rc == 0 && !c.abstained && c.confirm.failed < AFD_CONFIRM_RUNS;
     }
     afd_progress_done(&prog);
     afd_runs_stop_pool(cli, pool);
@@ -541,7 +551,7 @@ int afd_cmd_explore(const afd_cli *cli)
         rc = AFD_EXIT_USAGE;
         goto out;
     }
-    int found = c.best_index != UINT64_MAX && !c.unconfirmed;
+    int found = c.best_index != UINT64_MAX && !c.unconfirmed && !c.abstained;
     afd_buf o;
     afd_buf_init(&o);
     char *desc = NULL;
@@ -577,8 +587,15 @@ int afd_cmd_explore(const afd_cli *cli)
                        " but failed %" PRIu64 "/%" PRIu64
                        " when replayed alone: not a failing schedule; the test depends on something no "
                        "schedule controls%s%s%s%s%s\n",
-                       cli->nodeid, c.best_index + 1, t.runs, c.confirm_failed, c.confirm_runs, why ? " (" : "",
+                       cli->nodeid, c.best_index + 1, t.runs, c.confirm.failed, c.confirm.runs, why ? " (" : "",
                        why ? why : "", t.thread ? ": the thread " : "", t.thread ? t.thread : "", why ? ")" : "");
+    } else if (c.abstained) {
+        afd_buf_printf(&o,
+                       "%s: abstained: a schedule fails (run %" PRIu64 " of %" PRIu64 ", %" PRIu64 "/%" PRIu64
+                       " when replayed alone), but only with %s%s working in real time, whose progress no "
+                       "schedule controls: not a failing schedule\n",
+                       cli->nodeid, c.best_index + 1, t.runs, c.confirm.failed, c.confirm.runs,
+                       c.confirm.thread[0] ? "the thread " : "a thread", c.confirm.thread);
     } else if (c.closure_on &&
                (c.closure.state == AFD_CLOSURE_CLOSED || c.closure.state == AFD_CLOSURE_DEADLINES)) {
         closure_text(&o, cli, &c, &t);
@@ -599,10 +616,11 @@ int afd_cmd_explore(const afd_cli *cli)
         afd_term_write(stdout, o.data, o.len);
     afd_buf_finish(&o);
     free(desc);
-    rc = found ? AFD_EXIT_FAILURE : c.unconfirmed ? AFD_EXIT_ABSTAIN : AFD_EXIT_CLEAN;
+    rc = found ? AFD_EXIT_FAILURE : c.unconfirmed || c.abstained ? AFD_EXIT_ABSTAIN : AFD_EXIT_CLEAN;
     if (cli->summary)
         *cli->summary = (afd_item_summary){t.runs, t.failed, found && c.timing.sensitive,
-                                           !found && c.closure_on && c.closure.state == AFD_CLOSURE_CLOSED};
+                                           !found && c.closure_on && c.closure.state == AFD_CLOSURE_CLOSED,
+                                           c.abstained};
 out:
     afd_sys_result_finish(&sr);
     free(c.classes.v);

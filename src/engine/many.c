@@ -70,7 +70,8 @@ static const char *row_word(const afd_cli *cli, const row *x)
     if (x->rc == AFD_EXIT_FAILURE)
         return explore ? (x->sum.timing_sensitive ? "timing-sensitive" : "failing schedule") : "failed";
     if (x->rc == AFD_EXIT_ABSTAIN && explore)
-        return "unconfirmed"; /* a failing run whose schedule did not fail again when replayed alone */
+        return x->sum.thread ? "abstained" /* it fails only with a thread working in real time */
+                             : "unconfirmed"; /* its schedule did not fail again when replayed alone */
     if (x->rc == AFD_EXIT_CLEAN && explore && x->sum.failed)
         return "failed untraced"; /* its worker died with it: no trace, so no schedule to give */
     if (x->rc == AFD_EXIT_CLEAN && explore && x->sum.closed)
@@ -106,7 +107,7 @@ static void print_table(const afd_cli *cli, const rows *r, double secs)
                    !strcmp(cli->cmd, "explore") ? "with a failing schedule" : "failed", clean,
                    !strcmp(cli->cmd, "explore") ? "without" : "passed");
     if (unconfirmed)
-        afd_buf_printf(&o, "%" PRIu64 " unconfirmed, ", unconfirmed);
+        afd_buf_printf(&o, "%" PRIu64 " abstained or unconfirmed, ", unconfirmed);
     afd_buf_printf(&o, "%" PRIu64 " not run; %" PRIu64 " runs in %.1f s on one pool of %d worker%s\n", not_run,
                    runs, secs, cli->workers, cli->workers == 1 ? "" : "s");
     afd_term_write(stdout, o.data, o.len);
@@ -145,7 +146,7 @@ static void set_prefix(size_t k, size_t n, const char *nodeid)
 static int run_one(const afd_cli *cli, int (*cmd)(const afd_cli *), afd_pool *pool, const char *nodeid,
                    rows *r)
 {
-    afd_item_summary sum = {0, 0, 0, 0};
+    afd_item_summary sum = {0, 0, 0, 0, 0};
     afd_cli one = *cli;
     one.nodeid = nodeid;
     one.collect = NULL;
@@ -154,7 +155,7 @@ static int run_one(const afd_cli *cli, int (*cmd)(const afd_cli *), afd_pool *po
     one.summary = &sum;
     afd_runs_clear_error();
     int rc = cmd(&one);
-    int ran = rc == AFD_EXIT_CLEAN || rc == AFD_EXIT_FAILURE;
+    int ran = rc == AFD_EXIT_CLEAN || rc == AFD_EXIT_FAILURE || rc == AFD_EXIT_ABSTAIN;
     if (!ran && cli->json)
         print_error_json(nodeid, afd_runs_last_error());
     fflush(stdout);
@@ -253,15 +254,20 @@ int afd_cmd_many(const afd_cli *cli, int (*cmd)(const afd_cli *))
     afd_pool_free(pool);
     if (!cli->json)
         print_table(cli, &r, secs);
-    int any_failing = 0, any_ran = 0;
+    int any_failing = 0, any_abstained = 0, any_ran = 0;
     for (size_t i = 0; i < r.n; i++) {
         any_failing |= r.v[i].rc == AFD_EXIT_FAILURE;
-        any_ran |= r.v[i].rc == AFD_EXIT_FAILURE || r.v[i].rc == AFD_EXIT_CLEAN;
+        any_abstained |= r.v[i].rc == AFD_EXIT_ABSTAIN;
+        any_ran |= r.v[i].rc == AFD_EXIT_FAILURE || r.v[i].rc == AFD_EXIT_CLEAN || r.v[i].rc == AFD_EXIT_ABSTAIN;
     }
-    /* interrupted or broken: that; else a failure found: 1; else some test ran (the others are in
-     * the table with their reason): 0; nothing could run: the usage error the tests got */
+    /* interrupted or broken: that; else a failure found: 1; else one seen but not controlled: 4;
+     * else some test ran (the others are in the table with their reason): 0; nothing could run:
+     * the usage error the tests got */
     if (rc != AFD_EXIT_INTERRUPTED && rc != AFD_EXIT_INTERNAL)
-        rc = any_failing ? AFD_EXIT_FAILURE : any_ran || cli->from_stdin ? AFD_EXIT_CLEAN : AFD_EXIT_USAGE;
+        rc = any_failing                     ? AFD_EXIT_FAILURE
+             : any_abstained                 ? AFD_EXIT_ABSTAIN
+             : any_ran || cli->from_stdin ? AFD_EXIT_CLEAN
+                                             : AFD_EXIT_USAGE;
     rows_finish(&r);
     free(items);
     free(buf);

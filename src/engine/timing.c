@@ -136,13 +136,15 @@ static int make_replay(void *vctx, uint64_t i, uint8_t *mode, char **token)
     return *token ? 0 : AFD_ENOMEM;
 }
 
-int afd_timing_confirm(afd_pool *pool, const char *token, afd_progress *prog, uint64_t *runs, uint64_t *failed)
+int afd_timing_confirm(afd_pool *pool, const char *token, afd_progress *prog, afd_confirm *out)
 {
     tally t = {0};
     replay_ctx c = {token};
     int rc = afd_runs_batch(pool, 0, AFD_CONFIRM_RUNS, 0, make_replay, afd_runs_take_none, &c, prog, &t);
-    *runs = t.runs;
-    *failed = t.failed;
+    out->runs = t.runs;
+    out->failed = t.failed;
+    out->flags = t.flags_union;
+    snprintf(out->thread, sizeof out->thread, "%s", t.thread ? t.thread : "");
     afd_tally_finish(&t);
     return rc;
 }

@@ -45,8 +45,13 @@ void afd_timing_json(const afd_timing *self, afd_buf *out);
  * it is printed as a failing schedule: a controlled run replays exactly, so a token that passes
  * one of them depends on something no schedule controls (threads, sockets, real waits). */
 #define AFD_CONFIRM_RUNS 3
-/* Replays token AFD_CONFIRM_RUNS times on pool: *runs made, *failed of them failed. Returns 0, or
- * a negative AFD_E* code (AFD_EIO when interrupted). */
-int afd_timing_confirm(afd_pool *pool, const char *token, afd_progress *prog, uint64_t *runs, uint64_t *failed);
+typedef struct afd_confirm {
+    uint64_t runs, failed;
+    uint32_t flags;  /* the AFD_TRACE_* flags of the replays, together */
+    char thread[128]; /* the first thread the replays saw working, "" for none */
+} afd_confirm;
+/* Replays token AFD_CONFIRM_RUNS times on pool into *out. Returns 0, or a negative AFD_E* code
+ * (AFD_EIO when interrupted). */
+int afd_timing_confirm(afd_pool *pool, const char *token, afd_progress *prog, afd_confirm *out);
 
 #endif
