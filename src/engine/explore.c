@@ -470,8 +470,7 @@ static void explore_json(afd_buf *o, const afd_cli *cli, explore_ctx *c, const t
         else
             afd_buf_printf(o, "null");
         afd_buf_printf(o, "}");
-    }
-    else
+    } else
         afd_buf_printf(o, "null");
     /* the random portfolio's runs only: the systematic part counts its own */
     afd_buf_printf(o, ", \"closure\": ");
@@ -582,13 +581,13 @@ int afd_cmd_explore(const afd_cli *cli)
         failing_lines(&o, &c, cli->nodeid);
     } else if (c.unconfirmed) {
         const char *why = afd_runs_uncontrolled_words(t.flags_union);
-        afd_buf_printf(&o,
-                       "%s: unconfirmed: a schedule failed at run %" PRIu64 " of %" PRIu64
-                       " but failed %" PRIu64 "/%" PRIu64
-                       " when replayed alone: not a failing schedule; the test depends on something no "
-                       "schedule controls%s%s%s%s%s\n",
-                       cli->nodeid, c.best_index + 1, t.runs, c.confirm.failed, c.confirm.runs, why ? " (" : "",
-                       why ? why : "", t.thread ? ": the thread " : "", t.thread ? t.thread : "", why ? ")" : "");
+        afd_buf_printf(
+            &o,
+            "%s: unconfirmed: a schedule failed at run %" PRIu64 " of %" PRIu64 " but failed %" PRIu64
+            "/%" PRIu64 " when replayed alone: not a failing schedule; the test depends on something no "
+            "schedule controls%s%s%s%s%s\n",
+            cli->nodeid, c.best_index + 1, t.runs, c.confirm.failed, c.confirm.runs, why ? " (" : "",
+            why ? why : "", t.thread ? ": the thread " : "", t.thread ? t.thread : "", why ? ")" : "");
     } else if (c.abstained) {
         afd_buf_printf(&o,
                        "%s: abstained: a schedule fails (run %" PRIu64 " of %" PRIu64 ", %" PRIu64 "/%" PRIu64
@@ -618,9 +617,9 @@ int afd_cmd_explore(const afd_cli *cli)
     free(desc);
     rc = found ? AFD_EXIT_FAILURE : c.unconfirmed || c.abstained ? AFD_EXIT_ABSTAIN : AFD_EXIT_CLEAN;
     if (cli->summary)
-        *cli->summary = (afd_item_summary){t.runs, t.failed, found && c.timing.sensitive,
-                                           !found && c.closure_on && c.closure.state == AFD_CLOSURE_CLOSED,
-                                           c.abstained};
+        *cli->summary =
+            (afd_item_summary){t.runs, t.failed, found && c.timing.sensitive,
+                               !found && c.closure_on && c.closure.state == AFD_CLOSURE_CLOSED, c.abstained};
 out:
     afd_sys_result_finish(&sr);
     free(c.classes.v);

@@ -70,7 +70,7 @@ static const char *row_word(const afd_cli *cli, const row *x)
     if (x->rc == AFD_EXIT_FAILURE)
         return explore ? (x->sum.timing_sensitive ? "timing-sensitive" : "failing schedule") : "failed";
     if (x->rc == AFD_EXIT_ABSTAIN && explore)
-        return x->sum.thread ? "abstained" /* it fails only with a thread working in real time */
+        return x->sum.thread ? "abstained"    /* it fails only with a thread working in real time */
                              : "unconfirmed"; /* its schedule did not fail again when replayed alone */
     if (x->rc == AFD_EXIT_CLEAN && explore && x->sum.failed)
         return "failed untraced"; /* its worker died with it: no trace, so no schedule to give */
@@ -108,8 +108,8 @@ static void print_table(const afd_cli *cli, const rows *r, double secs)
                    !strcmp(cli->cmd, "explore") ? "without" : "passed");
     if (unconfirmed)
         afd_buf_printf(&o, "%" PRIu64 " abstained or unconfirmed, ", unconfirmed);
-    afd_buf_printf(&o, "%" PRIu64 " not run; %" PRIu64 " runs in %.1f s on one pool of %d worker%s\n", not_run,
-                   runs, secs, cli->workers, cli->workers == 1 ? "" : "s");
+    afd_buf_printf(&o, "%" PRIu64 " not run; %" PRIu64 " runs in %.1f s on one pool of %d worker%s\n",
+                   not_run, runs, secs, cli->workers, cli->workers == 1 ? "" : "s");
     afd_term_write(stdout, o.data, o.len);
     afd_buf_finish(&o);
 }
@@ -258,16 +258,17 @@ int afd_cmd_many(const afd_cli *cli, int (*cmd)(const afd_cli *))
     for (size_t i = 0; i < r.n; i++) {
         any_failing |= r.v[i].rc == AFD_EXIT_FAILURE;
         any_abstained |= r.v[i].rc == AFD_EXIT_ABSTAIN;
-        any_ran |= r.v[i].rc == AFD_EXIT_FAILURE || r.v[i].rc == AFD_EXIT_CLEAN || r.v[i].rc == AFD_EXIT_ABSTAIN;
+        any_ran |=
+            r.v[i].rc == AFD_EXIT_FAILURE || r.v[i].rc == AFD_EXIT_CLEAN || r.v[i].rc == AFD_EXIT_ABSTAIN;
     }
     /* interrupted or broken: that; else a failure found: 1; else one seen but not controlled: 4;
      * else some test ran (the others are in the table with their reason): 0; nothing could run:
      * the usage error the tests got */
     if (rc != AFD_EXIT_INTERRUPTED && rc != AFD_EXIT_INTERNAL)
-        rc = any_failing                     ? AFD_EXIT_FAILURE
-             : any_abstained                 ? AFD_EXIT_ABSTAIN
+        rc = any_failing                  ? AFD_EXIT_FAILURE
+             : any_abstained              ? AFD_EXIT_ABSTAIN
              : any_ran || cli->from_stdin ? AFD_EXIT_CLEAN
-                                             : AFD_EXIT_USAGE;
+                                          : AFD_EXIT_USAGE;
     rows_finish(&r);
     free(items);
     free(buf);

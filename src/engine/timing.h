@@ -47,7 +47,7 @@ void afd_timing_json(const afd_timing *self, afd_buf *out);
 #define AFD_CONFIRM_RUNS 3
 typedef struct afd_confirm {
     uint64_t runs, failed;
-    uint32_t flags;  /* the AFD_TRACE_* flags of the replays, together */
+    uint32_t flags;   /* the AFD_TRACE_* flags of the replays, together */
     char thread[128]; /* the first thread the replays saw working, "" for none */
 } afd_confirm;
 /* Replays token AFD_CONFIRM_RUNS times on pool into *out. Returns 0, or a negative AFD_E* code

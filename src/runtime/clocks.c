@@ -36,9 +36,9 @@ static unsigned long run_thread; /* the thread the run's test runs on (set at th
 static int run_virtual;          /* this run is controlled: the clocks read virtual time */
 
 enum { CLK_MONO, CLK_PERF, CLK_WALL, N_CLK };
-static int64_t offset_ns[N_CLK];         /* real reading at the run's start - virtual clock then */
-static PyObject *real_fn[N_CLK][2];      /* Owned: the original float and _ns functions */
-static char *stdlib_dir, *site_dir;      /* Owned: sysconfig's stdlib and purelib directories */
+static int64_t offset_ns[N_CLK];    /* real reading at the run's start - virtual clock then */
+static PyObject *real_fn[N_CLK][2]; /* Owned: the original float and _ns functions */
+static char *stdlib_dir, *site_dir; /* Owned: sysconfig's stdlib and purelib directories */
 static size_t stdlib_len, site_len;
 
 static const char *const names[N_CLK][2] = {
@@ -140,7 +140,8 @@ static PyMethodDef defs[N_CLK][2] = {
     {{"monotonic", hook_monotonic, METH_NOARGS, "time.monotonic(), virtual in a controlled run (affidavit)"},
      {"monotonic_ns", hook_monotonic_ns, METH_NOARGS, "time.monotonic_ns(), virtual in a controlled run"}},
     {{"perf_counter", hook_perf_counter, METH_NOARGS, "time.perf_counter(), virtual in a controlled run"},
-     {"perf_counter_ns", hook_perf_counter_ns, METH_NOARGS, "time.perf_counter_ns(), virtual in a controlled run"}},
+     {"perf_counter_ns", hook_perf_counter_ns, METH_NOARGS,
+      "time.perf_counter_ns(), virtual in a controlled run"}},
     {{"time", hook_time, METH_NOARGS, "time.time(), virtual in a controlled run (affidavit)"},
      {"time_ns", hook_time_ns, METH_NOARGS, "time.time_ns(), virtual in a controlled run (affidavit)"}},
 };

@@ -157,7 +157,8 @@ void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, af
  * late slept through a time the program set (a real loop batches timers a millisecond apart: epoll
  * rounds its timeout up to the millisecond; one that sleeps through a later sleep's wake-up has
  * stalled, as a step that outlasts a timeout has). */
-static afd_handle *overtaken(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late)
+static afd_handle *overtaken(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late,
+                             int only_deadlines)
 {
     afd_handle *first = NULL;
     uint64_t first_when = UINT64_MAX;
@@ -167,7 +168,8 @@ static afd_handle *overtaken(afd_handle *const *heap, size_t n, uint64_t wake_ns
             continue;
         const afd_handle_ext *x = afd_handle_ext_of(t);
         uint64_t when = afd_rt_ceil_ns(x->when);
-        if (when <= wake_ns || when - wake_ns > late || when >= first_when)
+        if (when <= wake_ns || when - wake_ns > late || when >= first_when ||
+            (only_deadlines && !x->deadline))
             continue;
         if (!x->deadline && when - wake_ns <= AFD_WAKE_BATCH_NS)
             continue;
@@ -183,7 +185,7 @@ uint64_t afd_deadline_cap_lateness(afd_handle *const *heap, size_t n, uint64_t w
         return late;
     /* A timer due at the wake-up itself fires then whatever the lateness; only one still ahead
      * could be overtaken by waking late. */
-    afd_handle *t = overtaken(heap, n, wake_ns, late);
+    afd_handle *t = overtaken(heap, n, wake_ns, late, 0);
     if (!t)
         return late;
     uint64_t cap = afd_schedule_below(afd_rt_ceil_ns(afd_handle_ext_of(t)->when) - wake_ns);
@@ -192,7 +194,9 @@ uint64_t afd_deadline_cap_lateness(afd_handle *const *heap, size_t n, uint64_t w
 
 void afd_deadline_wake_late(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late)
 {
-    afd_handle *t = late ? overtaken(heap, n, wake_ns, late) : NULL;
+    afd_handle *t = late ? overtaken(heap, n, wake_ns, late, 1) : NULL; /* a deadline is named first */
+    if (!t && late)
+        t = overtaken(heap, n, wake_ns, late, 0);
     if (!t)
         return;
     const afd_handle_ext *x = afd_handle_ext_of(t);
@@ -211,15 +215,15 @@ void afd_deadline_step_end(uint32_t task, uint64_t vstart, uint64_t cost, const 
 {
     /* A deadline due exactly at the step's end fires in the next iteration either way; only one the
      * step's cost carried the clock strictly past was outlasted. */
-    /* A sleep's wake-up more than a batch away, reached: to within AFD_REACH_NS, since the floors
-     * of the steps that follow carry the clock the rest of the way before the loop looks again. */
-    if (h->threshold_ns != AFD_NO_DEADLINE && h->threshold_ns < h->deadline_ns &&
-        cost > (h->threshold_ns > AFD_REACH_NS ? h->threshold_ns - AFD_REACH_NS : 0)) {
-        afd_rec_event(AFD_EV_DEADLINE_LATE, 0, task, 0, AFD_NOSTR, vstart, h->threshold_ns);
+    /* An outlasted deadline is named first: it is the time the program guards with. Else a sleep's
+     * wake-up more than a batch away, reached: to within AFD_REACH_NS, since the floors of the
+     * steps that follow carry the clock the rest of the way before the loop looks again. */
+    if (h->deadline_ns == AFD_NO_DEADLINE || cost <= h->deadline_ns || !earliest) {
+        if (h->threshold_ns != AFD_NO_DEADLINE && h->threshold_ns < h->deadline_ns &&
+            cost > (h->threshold_ns > AFD_REACH_NS ? h->threshold_ns - AFD_REACH_NS : 0))
+            afd_rec_event(AFD_EV_DEADLINE_LATE, 0, task, 0, AFD_NOSTR, vstart, h->threshold_ns);
         return;
     }
-    if (h->deadline_ns == AFD_NO_DEADLINE || cost <= h->deadline_ns || !earliest)
-        return;
     uint32_t site = AFD_NOSTR;
     uint64_t duration = 0;
     if (earliest != UINT32_MAX && earliest <= n_deadlines) {

@@ -443,7 +443,8 @@ static void name_thread(PyObject *tid)
     PyObject *name = thread ? PyObject_GetAttrString(thread, "name") : NULL;
     Py_XDECREF(active);
     Py_XDECREF(threading);
-    uint32_t id = name && PyUnicode_Check(name) ? afd_rec_intern(name, NULL) : afd_rec_intern(NULL, "a thread");
+    uint32_t id =
+        name && PyUnicode_Check(name) ? afd_rec_intern(name, NULL) : afd_rec_intern(NULL, "a thread");
     Py_XDECREF(name);
     PyErr_Clear();
     afd_rec_event(AFD_EV_UNCONTROLLED, 0, afd_rec_current, AFD_TRACE_THREADS, id, afd_rec_now, 0);

@@ -601,9 +601,7 @@ static void realize_delay(uint64_t ns)
     afd_rec_flag(AFD_TRACE_THREADS);
     afd_rec_flag(AFD_TRACE_REAL_WAIT);
     struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ULL), .tv_nsec = (long)(ns % 1000000000ULL)};
-    Py_BEGIN_ALLOW_THREADS
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
+    Py_BEGIN_ALLOW_THREADS while (nanosleep(&ts, &ts) < 0 && errno == EINTR);
     Py_END_ALLOW_THREADS
 }
 

@@ -379,7 +379,8 @@ static uint64_t cost_within(const afd_schedule *s, const char *label, uint32_t o
                             uint64_t latest, uint64_t plain, uint64_t deadline)
 {
     afd_step_id id = step_of(label, ordinal, index);
-    afd_horizon h = {.latest_ns = latest, .plain_ns = plain, .deadline_ns = deadline, .threshold_ns = deadline};
+    afd_horizon h = {
+        .latest_ns = latest, .plain_ns = plain, .deadline_ns = deadline, .threshold_ns = deadline};
     return afd_schedule_step_cost_within(s, &id, &h);
 }
 
@@ -390,8 +391,8 @@ TEST(below_deadlines_caps_at_the_threshold)
     pct_schedule(&s, 9, 2, 1);
     s.flags = AFD_SCHED_BELOW_DEADLINES;
     afd_step_id id = step_of("t#0", 0, 0);
-    afd_horizon h = {.latest_ns = 300 * MS, .plain_ns = 300 * MS, .deadline_ns = AFD_NO_DEADLINE,
-                     .threshold_ns = 11 * MS};
+    afd_horizon h = {
+        .latest_ns = 300 * MS, .plain_ns = 300 * MS, .deadline_ns = AFD_NO_DEADLINE, .threshold_ns = 11 * MS};
     CHECK_EQ_U64(afd_schedule_step_cost_within(&s, &id, &h), afd_schedule_below(11 * MS));
     s.flags = 0;
     CHECK_EQ_U64(afd_schedule_step_cost_within(&s, &id, &h), 301 * MS);
