@@ -59,6 +59,7 @@ THREAD_TESTS = [
     "test_thread_finishes_while_the_coroutine_sleeps",
     "test_executor_job_finishes_while_the_coroutine_sleeps",
     "test_to_thread_finishes_while_the_coroutine_sleeps",
+    "test_a_loop_in_its_own_thread_keeps_real_time",
 ]
 RESOURCES = f"{CASES}/case_fixed_resources.py"
 THRESHOLDS = f"{CASES}/case_thresholds.py"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import selectors
+import threading
 from typing import Optional
 
 from . import _runtime
@@ -28,9 +29,20 @@ class ControlledLoop(_runtime.LoopCore, asyncio.SelectorEventLoop):  # type: ign
 
 
 class ControlledPolicy(asyncio.DefaultEventLoopPolicy):  # type: ignore[misc,valid-type]
-    """The default policy, creating ControlledLoop instances."""
+    """The default policy, creating ControlledLoop instances on the run's thread (the one that
+    installed it) and asyncio's own loop on any other: a loop a library runs in a thread of its own
+    (a portal, a background loop) runs in real time beside the run, as that thread does."""
 
     _loop_factory = ControlledLoop
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._home = threading.get_ident()
+
+    def new_event_loop(self) -> asyncio.AbstractEventLoop:
+        if threading.get_ident() != self._home:
+            return asyncio.SelectorEventLoop()
+        return ControlledLoop()
 
 
 class _TaskSet(set):  # type: ignore[type-arg]

@@ -66,6 +66,11 @@ int afd_clock_on_run_thread(void)
     return run_virtual && PyThread_get_thread_ident() == run_thread;
 }
 
+int afd_clock_off_run_thread(void)
+{
+    return run_thread && PyThread_get_thread_ident() != run_thread;
+}
+
 void afd_clock_advance_to(uint64_t clock_ns)
 {
     if (clock_ns > afd_vclock_ns && afd_clock_on_run_thread())

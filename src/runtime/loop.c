@@ -615,8 +615,26 @@ static PyObject *run_once(afd_loop *self);
 
 static afd_loop *iterating; /* Borrowed: the loop whose iteration runs (the innermost), or NULL. */
 
+/* A controlled loop that runs on a thread other than the run's (a library's own loop, made on the
+ * run's thread and run forever in a thread of its own: unsync, a sync-to-async portal) is that
+ * thread's, which progresses in real time beside the run: it runs as asyncio's loop does, on the
+ * real clock, from its first iteration there. A loop with timers already set on the virtual clock
+ * keeps it (moving them would change when they fire). */
+static void leave_control_off_run_thread(afd_loop *self)
+{
+    if (!self->controlled || self->hn || !afd_clock_off_run_thread())
+        return;
+    self->controlled = 0;
+    self->slots = 0;
+    self->slots_live = 0;
+    self->clock_mask = 0;
+    self->thread_id = PyThread_get_thread_ident();
+    self->mono_start_ns = mono_ns();
+}
+
 static PyObject *loop_run_once(afd_loop *self, PyObject *unused)
 {
+    leave_control_off_run_thread(self);
     afd_loop_stepping prev = afd_loop_step_begin((PyObject *)self);
     afd_loop *outer = iterating;
     iterating = self;

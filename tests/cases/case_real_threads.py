@@ -56,3 +56,37 @@ async def test_to_thread_finishes_while_the_coroutine_sleeps() -> None:
         assert flag.set, "asyncio.to_thread's job had not set its flag after 0.2 s"
     finally:
         await job
+
+
+class BackgroundLoop:
+    """A library's own event loop in a thread of its own (unsync, a sync-to-async portal): the
+    thread makes its loop with asyncio.new_event_loop() and runs it forever."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join()
+        self.loop.close()
+
+
+async def timed_sleep() -> float:
+    loop = asyncio.get_running_loop()
+    t0, l0 = time.monotonic(), loop.time()
+    await asyncio.sleep(THREAD_WORK)
+    real, looped = time.monotonic() - t0, loop.time() - l0
+    assert abs(real - looped) < THREAD_WORK, f"the loop's clock moved {looped} s, the real one {real} s"
+    return real
+
+
+@pytest.mark.asyncio
+async def test_a_loop_in_its_own_thread_keeps_real_time() -> None:
+    background = BackgroundLoop()
+    try:
+        elapsed = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(timed_sleep(), background.loop))
+        assert elapsed >= THREAD_WORK, f"a sleep of {THREAD_WORK} s on the thread's loop took {elapsed} s"
+    finally:
+        background.close()
