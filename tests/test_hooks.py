@@ -144,15 +144,17 @@ def test_objects_made_on_one_line_get_distinct_labels() -> None:
 
 
 def test_time_sleep_in_a_step_is_virtual_cost_with_its_line() -> None:
-    async def prog() -> Tuple[float, float]:
+    async def prog() -> Tuple[float, float, float]:
         loop = asyncio.get_running_loop()
-        t0, w0 = loop.time(), time.perf_counter()
+        real = time.CLOCK_MONOTONIC  # read through clock_gettime, which affidavit leaves real
+        t0, p0, w0 = loop.time(), time.perf_counter(), time.clock_gettime(real)
         time.sleep(0.25)  # blocking: the loop stalls for 250 ms
         await asyncio.sleep(0)
-        return loop.time() - t0, time.perf_counter() - w0
+        return loop.time() - t0, time.perf_counter() - p0, time.clock_gettime(real) - w0
 
-    virtual, wall = run(prog)
+    virtual, perf, wall = run(prog)
     assert virtual == pytest.approx(0.25, abs=1e-6)
+    assert perf == pytest.approx(virtual, abs=1e-5), "perf_counter tells the loop's story in a controlled run"
     assert wall < 0.2, "under the controlled loop the sleep is virtual"
     blocks = [(short(label), site) for kind, label, _a, site, _f, _ in _runtime.events() if kind == _runtime.EV_BLOCK]
     assert blocks == [("prog#0", f"tests/test_hooks.py:{line_of('time.sleep(0.25)  # blocking')}")]
