@@ -146,7 +146,7 @@ static void set_prefix(size_t k, size_t n, const char *nodeid)
 static int run_one(const afd_cli *cli, int (*cmd)(const afd_cli *), afd_pool *pool, const char *nodeid,
                    rows *r)
 {
-    afd_item_summary sum = {0, 0, 0, 0, 0};
+    afd_item_summary sum = {0, 0, 0, 0, 0, 0};
     afd_cli one = *cli;
     one.nodeid = nodeid;
     one.collect = NULL;
@@ -255,20 +255,29 @@ int afd_cmd_many(const afd_cli *cli, int (*cmd)(const afd_cli *))
     if (!cli->json)
         print_table(cli, &r, secs);
     int any_failing = 0, any_abstained = 0, any_ran = 0;
+    size_t not_explorable = 0;
     for (size_t i = 0; i < r.n; i++) {
         any_failing |= r.v[i].rc == AFD_EXIT_FAILURE;
         any_abstained |= r.v[i].rc == AFD_EXIT_ABSTAIN;
         any_ran |=
             r.v[i].rc == AFD_EXIT_FAILURE || r.v[i].rc == AFD_EXIT_CLEAN || r.v[i].rc == AFD_EXIT_ABSTAIN;
+        not_explorable += r.v[i].sum.not_explorable != 0;
     }
+    /* Every test ran, none on a loop affidavit controls: nothing the user asked for was wrong. */
+    int none_explorable = !any_ran && r.n && not_explorable == r.n;
+    if (none_explorable && rc != AFD_EXIT_INTERRUPTED && rc != AFD_EXIT_INTERNAL)
+        fprintf(stderr,
+                "affidavit: none of the %zu test%s could be %s: each ran no asyncio event loop affidavit "
+                "controls (the reasons are above)\n",
+                r.n, r.n == 1 ? "" : "s", !strcmp(cli->cmd, "explore") ? "explored" : "sampled");
     /* interrupted or broken: that; else a failure found: 1; else one seen but not controlled: 4;
-     * else some test ran (the others are in the table with their reason): 0; nothing could run:
-     * the usage error the tests got */
+     * else some test ran (the others are in the table with their reason), or every test ran on no
+     * loop of ours (said above): 0; nothing could run: the usage error the tests got */
     if (rc != AFD_EXIT_INTERRUPTED && rc != AFD_EXIT_INTERNAL)
-        rc = any_failing                  ? AFD_EXIT_FAILURE
-             : any_abstained              ? AFD_EXIT_ABSTAIN
-             : any_ran || cli->from_stdin ? AFD_EXIT_CLEAN
-                                          : AFD_EXIT_USAGE;
+        rc = any_failing                                     ? AFD_EXIT_FAILURE
+             : any_abstained                                 ? AFD_EXIT_ABSTAIN
+             : any_ran || cli->from_stdin || none_explorable ? AFD_EXIT_CLEAN
+                                                             : AFD_EXIT_USAGE;
     rows_finish(&r);
     free(items);
     free(buf);
