@@ -514,9 +514,10 @@ class ExploreHooks:
             self._count(report)
 
     def _count(self, report: pytest.TestReport) -> None:
-        for name, status in report.user_properties:
-            if name != _PROP:
+        for prop in report.user_properties:  # anything may be there: a test's or a plugin's own
+            if not (isinstance(prop, tuple) and len(prop) == 2 and prop[0] == _PROP):
                 continue
+            status = prop[1]
             status = str(status)
             if status == "ran no loop":
                 self.no_loop += 1
@@ -726,8 +727,15 @@ class InvestigateHooks:
         except subprocess.TimeoutExpired:
             return Finding(nodeid, error=f"over its budget of {self.settings.budget:g} s: not investigated to "
                                          f"the end (--affidavit-budget raises it)")
+        except OSError as exc:
+            return Finding(nodeid, error=f"the engine could not be started: {exc}")
         if p.stdout.strip().startswith("{"):
-            return Finding(nodeid, json.loads(p.stdout))
+            try:
+                data = json.loads(p.stdout)
+            except ValueError:
+                return Finding(nodeid, error=f"the engine printed no result it could read (exit {p.returncode})")
+            if isinstance(data, dict):
+                return Finding(nodeid, data)
         return Finding(nodeid, error=(p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -740,8 +748,11 @@ class InvestigateHooks:
             return
         for nodeid in self.failed:
             tr.write_line(nodeid)
-            finding = self._investigate(nodeid)
-            for line in _block(finding):
+            try:  # nothing may escape a hook (an INTERNALERROR would hide the other tests' blocks)
+                lines = _block(self._investigate(nodeid))
+            except (Exception, pytest.fail.Exception, pytest.skip.Exception) as exc:
+                lines = [f"not investigated: the plugin failed: {type(exc).__name__}: {_first_line(str(exc))}"]
+            for line in lines:
                 tr.write_line("  " + line)
 
 

@@ -345,15 +345,16 @@ class _Server:
         self.log_reports = True  # whether to call pytest_runtest_logreport (_logs_reports)
         self.lesson: Optional[Any] = None  # the file the first run writes what it learned to
 
-    # Hook wrappers: they run before every plugin's own implementation (pytest-cov starts coverage
-    # in its pytest_load_initial_conftests, junitxml and pytest-html act in pytest_configure).
+    # Hook wrappers: they run before every plugin's own implementation. pytest-cov starts coverage
+    # in its pytest_load_initial_conftests; junitxml, pytest-html and the others act in
+    # pytest_configure, which pytest's own pytest_cmdline_main calls.
     @_hookimpl(hookwrapper=True)
     def pytest_load_initial_conftests(self, early_config: Any) -> Any:
         _drop_session_output(early_config.known_args_namespace)
         yield
 
     @_hookimpl(hookwrapper=True)
-    def pytest_configure(self, config: Any) -> Any:
+    def pytest_cmdline_main(self, config: Any) -> Any:
         _drop_session_output(config.option)
         yield
 
