@@ -142,7 +142,7 @@ def test_every_test_not_explored_is_counted_with_its_reason(tmp_path: Path, verb
     lines = summary_lines(proc)
     # explored: test_ok.py's async test and test_loops.py's asyncio.run test; not: the two under sub/
     # (the worker could not start) and the one with its own loop class; the loop-free test is no
-    # candidate at all
+    # candidate (counted apart, as a sync test that ran no loop)
     assert lines[0] == f"affidavit: 2 tests explored {closed(2)}, 3 not explored", lines
     conftest_line = next(l for l in lines if "refuses to load in a worker" in l)
     assert conftest_line.startswith("affidavit:   2 not explored: ImportError while loading conftest "), conftest_line
@@ -159,7 +159,8 @@ def test_one_reason_is_one_line(tmp_path: Path) -> None:
     assert proc.returncode == 0, describe(proc)
     assert summary_lines(proc) == [
         f"affidavit: 1 test explored {closed(1)}, 1 not explored: the test brings its own loop class "
-        "test_loops.OwnLoop under the event loop policy affidavit.loop.ControlledPolicy (first: test_loops.py::test_own_loop_class)"
+        "test_loops.OwnLoop under the event loop policy affidavit.loop.ControlledPolicy (first: test_loops.py::test_own_loop_class)",
+        "affidavit: 1 sync test ran no event loop: nothing to explore",  # test_no_loop_at_all, counted
     ], describe(proc)
 
 

@@ -175,14 +175,35 @@ def _engine() -> str:
     return found
 
 
+# Environment variables that make a Python process measure coverage and write its data where the
+# session's goes (pytest-cov's subprocess support, coverage's own process startup): the engine's
+# workers are not the session's tests, and their data would be mixed into the session's.
+_COVERAGE_ENV = ("COV_CORE_", "COVERAGE_PROCESS_START")
+
+
 def _engine_env(config: pytest.Config, settings: Settings) -> Dict[str, str]:
     """The engine keeps its store and reports in report_dir (relative to the rootdir)."""
-    return dict(os.environ, AFFIDAVIT_DIR=os.path.join(str(config.rootpath), settings.report_dir))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_COVERAGE_ENV)}
+    env["AFFIDAVIT_DIR"] = os.path.join(str(config.rootpath), settings.report_dir)
+    return env
 
 
 def _is_async(item: pytest.Item) -> bool:
-    fn = getattr(item, "obj", None)
-    return inspect.iscoroutinefunction(fn) or item.get_closest_marker("anyio") is not None
+    """Whether the test is a coroutine (or anyio's): as seen at collection (ExploreHooks tags each
+    item), since pytest-asyncio 0.21 to 0.25 replace ``item.obj`` by a sync wrapper for the call."""
+    known = getattr(item, "_affidavit_async", None)
+    return bool(known) if known is not None else _coroutine_test(item)
+
+
+def _coroutine_test(item: pytest.Item) -> bool:
+    try:
+        fn = getattr(item, "obj", None)
+        inner = inspect.unwrap(fn) if callable(fn) else fn
+        if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(inner):
+            return True
+    except Exception:  # an item whose obj cannot be read or unwrapped is no coroutine we can name
+        pass
+    return item.get_closest_marker("anyio") is not None
 
 
 def _in_worker() -> bool:
@@ -349,10 +370,23 @@ class ExploreHooks:
         self.files: List[str] = []  # the session's test files, relative to the rootdir
         self.engine: Optional[EngineSession] = None  # started by the first test explored
         self.per_file: Dict[str, EngineSession] = {}  # when the session's engine cannot start
+        self.unrun: Dict[str, str] = {}  # node id -> why an async test's plain run did not pass
+        self.ran_no_loop: Set[str] = set()  # sync tests whose call ran no asyncio loop
+        self.no_loop = 0  # counted from the reports: sync tests that ran no loop
+        self.errors: List[str] = []  # the plugin's own failures, one line each, for the summary
 
     def _shard_path(self) -> str:
         shard = (self.settings.shard or "1/1").replace("/", "-of-")
         return os.path.join(str(self.config.rootpath), self.settings.report_dir, "explore", f"shard-{shard}.jsonl")
+
+    @contextlib.contextmanager
+    def _guard(self, hook: str) -> Iterator[None]:
+        """Nothing may escape a hook: pytest would end the session with an INTERNALERROR. A
+        failure of the plugin's own is one line of the summary instead; the tests' outcomes stand."""
+        try:
+            yield
+        except (Exception, pytest.fail.Exception, pytest.skip.Exception) as exc:
+            self.errors.append(f"{hook}: {type(exc).__name__}: {_first_line(str(exc))}")
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -366,6 +400,14 @@ class ExploreHooks:
                 open(path, "w", encoding="utf-8").close()
         except OSError:  # then each result's write fails too, and says so where it is counted
             pass
+
+    def pytest_collection_modifyitems(self, items: List[pytest.Item]) -> None:
+        """Which tests are coroutines is read now: pytest-asyncio 0.21 to 0.25 hide it during the
+        call behind a sync wrapper (1.x does not), whichever fixture (its own or a suite's
+        ``event_loop``) gives the loop."""
+        with self._guard("pytest_collection_modifyitems"):
+            for item in items:
+                item._affidavit_async = _coroutine_test(item)  # type: ignore[attr-defined]
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
@@ -390,6 +432,8 @@ class ExploreHooks:
             asyncio.BaseEventLoop.run_forever = stock  # type: ignore[method-assign]
             if ran:
                 self.loops[item.nodeid] = f"{ran[0].__module__}.{ran[0].__qualname__}"
+            else:
+                self.ran_no_loop.add(item.nodeid)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, Any]:
@@ -398,25 +442,39 @@ class ExploreHooks:
         files). Its call passed; the exploration's verdict goes on the teardown report, red when
         a controlled schedule fails it (pytest shows an error at teardown)."""
         report = yield
-        if call.when == "call":
-            if (report.passed and item.get_closest_marker("affidavit_replay") is None
-                    and (_is_async(item) or item.nodeid in self.loops)):
-                self.passed_call.add(item.nodeid)
-            return report
-        if call.when != "teardown" or item.nodeid not in self.passed_call:
-            return report
-        self.passed_call.discard(item.nodeid)
-        if not report.passed:  # its own teardown failed: it says so, and nothing is explored
-            return report
         # Nothing may escape a hook: pytest would end the session with an INTERNALERROR. A
         # timeout's pytest.fail (an OutcomeException, not an Exception) included.
         try:
-            with _outside_alarm():
-                status = self._verdict(item, report)
+            status = self._status(item, call.when, report)
         except (Exception, pytest.fail.Exception, pytest.skip.Exception) as exc:
-            status = f"not explored: the exploration failed in the plugin: {type(exc).__name__}: {exc}"
-        report.user_properties.append((_PROP, status))
+            status = f"not explored: the exploration failed in the plugin: {type(exc).__name__}: {_first_line(str(exc))}"
+        if status:
+            report.user_properties.append((_PROP, status))
         return report
+
+    def _status(self, item: pytest.Item, when: str, report: pytest.TestReport) -> str:
+        """What the phase's report says of the test's exploration, on its teardown report: its
+        verdict; why an async test was not explored; or that a sync test ran no loop."""
+        nodeid = item.nodeid
+        replayed = item.get_closest_marker("affidavit_replay") is not None
+        if when != "teardown":
+            if report.passed and when == "call" and not replayed and (_is_async(item) or nodeid in self.loops):
+                self.passed_call.add(nodeid)
+            elif not report.passed and _is_async(item) and not replayed:
+                self.unrun.setdefault(nodeid, _unrun_reason(when, report))
+            return ""
+        if nodeid in self.unrun:
+            return "not explored: " + self.unrun.pop(nodeid)
+        if nodeid in self.ran_no_loop:
+            self.ran_no_loop.discard(nodeid)
+            return "ran no loop"
+        if nodeid not in self.passed_call:
+            return ""
+        self.passed_call.discard(nodeid)
+        if not report.passed:  # its own teardown failed: it says so, and nothing is explored
+            return ""
+        with _outside_alarm():
+            return self._verdict(item, report)
 
     def _verdict(self, item: pytest.Item, report: pytest.TestReport) -> str:
         """Explores the test; turns its report red for a failure; returns the status to count."""
@@ -452,10 +510,18 @@ class ExploreHooks:
         return "timing_sensitive, failed" if verdict == "timing_sensitive" else "failure"
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        for name, status in report.user_properties:
-            if name != _PROP:
+        with self._guard("pytest_runtest_logreport"):
+            self._count(report)
+
+    def _count(self, report: pytest.TestReport) -> None:
+        for prop in report.user_properties:  # anything may be there: a test's or a plugin's own
+            if not (isinstance(prop, tuple) and len(prop) == 2 and prop[0] == _PROP):
                 continue
+            status = prop[1]
             status = str(status)
+            if status == "ran no loop":
+                self.no_loop += 1
+                continue
             if status.startswith("not explored: "):
                 self.not_explored.setdefault(status[len("not explored: "):], []).append(report.nodeid)
                 continue
@@ -498,10 +564,11 @@ class ExploreHooks:
         collects (engine_session.py)."""
         root = str(self.config.rootpath)
         seen: Dict[str, None] = {}
-        for item in session.items:
-            path = os.path.relpath(str(item.path), root)
-            if not path.startswith(".."):  # a test outside the rootdir has no node id to name it by
-                seen.setdefault(path, None)
+        with self._guard("pytest_collection_finish"):
+            for item in session.items:
+                path = os.path.relpath(str(item.path), root)
+                if not path.startswith(".."):  # a test outside the rootdir has no node id to name it by
+                    seen.setdefault(path, None)
         self.files = list(seen)
 
     def _new_engine(self, files: List[str]) -> EngineSession:
@@ -546,7 +613,8 @@ class ExploreHooks:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         for engine in [self.engine, *self.per_file.values()]:
             if engine is not None:
-                engine.stop()
+                with self._guard("pytest_sessionfinish"):
+                    engine.stop()
         self.engine = None
         self.per_file.clear()
         if hasattr(self.config, "workerinput") or not self.settings.strict or not self.not_explored:
@@ -557,9 +625,33 @@ class ExploreHooks:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if hasattr(self.config, "workerinput"):
             return  # an xdist worker: the controller counts what every worker reported
-        for line in _summary(self.explored, self.failed, self.timing, self.not_explored, self.settings,
-                             self.closed, self.unconfirmed):
+        lines: List[str] = []
+        with self._guard("pytest_terminal_summary"):
+            lines = _summary(self.explored, self.failed, self.timing, self.not_explored, self.settings,
+                             self.closed, self.unconfirmed, self.no_loop)
+        lines += [f"affidavit: the plugin failed in {e} (the tests' outcomes stand)" for e in self.errors]
+        for line in lines:
             terminalreporter.write_line(line)
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[0][:300] if lines else ""
+
+
+def _unrun_reason(when: str, report: pytest.TestReport) -> str:
+    """Why an async test whose plain run did not pass is not explored, in words shared by every
+    test it applies to (the summary groups tests by reason): a skip's own reason, pytest-asyncio's
+    "not natively supported" for an async test no plugin runs included."""
+    if report.skipped and hasattr(report, "wasxfail"):
+        return "its plain run was an expected failure (xfail)"
+    if report.skipped:
+        longrepr = report.longrepr
+        why = str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else ""
+        return f"pytest skipped it ({why.removeprefix('Skipped: ') or 'no reason given'})"
+    if when == "setup":
+        return "its setup failed in its plain run"
+    return "it failed in its plain run (--affidavit investigates a failure)"
 
 
 def _reason(error: str, nodeid: str) -> str:
@@ -571,7 +663,8 @@ def _reason(error: str, nodeid: str) -> str:
 
 
 def _summary(explored: int, failed: List[str], timing: List[Tuple[str, str]], not_explored: Dict[str, List[str]],
-             settings: Settings, closed: int = 0, unconfirmed: Optional[List[Tuple[str, str]]] = None) -> List[str]:
+             settings: Settings, closed: int = 0, unconfirmed: Optional[List[Tuple[str, str]]] = None,
+             no_loop: int = 0) -> List[str]:
     """The summary lines: totals, then one line per reason a test was not explored (whole, with
     the first such test), then the timing_sensitive results, listed apart."""
     missing = sum(len(v) for v in not_explored.values())
@@ -592,6 +685,9 @@ def _summary(explored: int, failed: List[str], timing: List[Tuple[str, str]], no
         lines.append(head)
         for reason, ids in not_explored.items():
             lines.append(f"affidavit:   {len(ids)} not explored: {reason} (first: {ids[0]})")
+    if no_loop:  # sync tests that drove no asyncio loop: nothing of theirs to schedule
+        lines.append(f"affidavit: {no_loop} sync test{'s' if no_loop != 1 else ''} ran no event loop: "
+                     f"nothing to explore")
     if timing:
         lines.append(f"affidavit: {len(timing)} timing_sensitive (a time threshold of the test crossed by a slow "
                      f"step, not a race; not failed without --affidavit-strict-timing):")
@@ -631,8 +727,15 @@ class InvestigateHooks:
         except subprocess.TimeoutExpired:
             return Finding(nodeid, error=f"over its budget of {self.settings.budget:g} s: not investigated to "
                                          f"the end (--affidavit-budget raises it)")
+        except OSError as exc:
+            return Finding(nodeid, error=f"the engine could not be started: {exc}")
         if p.stdout.strip().startswith("{"):
-            return Finding(nodeid, json.loads(p.stdout))
+            try:
+                data = json.loads(p.stdout)
+            except ValueError:
+                return Finding(nodeid, error=f"the engine printed no result it could read (exit {p.returncode})")
+            if isinstance(data, dict):
+                return Finding(nodeid, data)
         return Finding(nodeid, error=(p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1])
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -645,8 +748,11 @@ class InvestigateHooks:
             return
         for nodeid in self.failed:
             tr.write_line(nodeid)
-            finding = self._investigate(nodeid)
-            for line in _block(finding):
+            try:  # nothing may escape a hook (an INTERNALERROR would hide the other tests' blocks)
+                lines = _block(self._investigate(nodeid))
+            except (Exception, pytest.fail.Exception, pytest.skip.Exception) as exc:
+                lines = [f"not investigated: the plugin failed: {type(exc).__name__}: {_first_line(str(exc))}"]
+            for line in lines:
                 tr.write_line("  " + line)
 
 

@@ -118,7 +118,7 @@ def _run_protocol(item: Any, reraise: Any, setup_only: bool, log: bool) -> List[
     count), and a report costs page faults in a freshly forked child, so they are not called for
     nothing. ``pytest_exception_interact`` is not called: it exists to enter a debugger, and a
     run has no terminal to debug in. The item's request is not reset after teardown: the child
-    exits right after. ``reraise`` is get_reraise_exceptions(config), computed once in the worker.
+    exits right after. ``reraise`` is _reraise_exceptions(config), computed once in the worker.
     """
     from _pytest.runner import CallInfo
 
@@ -139,6 +139,19 @@ def _run_protocol(item: Any, reraise: Any, setup_only: bool, log: bool) -> List[
         phase("call", lambda: ihook.pytest_runtest_call(item=item))
     phase("teardown", lambda: ihook.pytest_runtest_teardown(item=item, nextitem=None))
     return reports
+
+
+def _reraise_exceptions(config: Any) -> Tuple[type, ...]:
+    """What pytest's run protocol lets through a phase instead of reporting it: pytest 9 names it
+    ``_pytest.runner.get_reraise_exceptions``; pytest 7.4 to 8.4 compute it inline in
+    ``call_and_report``, the same way (pytest.exit always, KeyboardInterrupt unless --pdb)."""
+    try:
+        from _pytest.runner import get_reraise_exceptions
+    except ImportError:
+        from _pytest.outcomes import Exit
+
+        return (Exit,) if config.getoption("usepdb", False) else (Exit, KeyboardInterrupt)
+    return tuple(get_reraise_exceptions(config))
 
 
 def _logs_reports(item: Any) -> bool:
@@ -193,6 +206,13 @@ def _warm_up() -> None:
     for _ in range(12):
         asyncio.run(nothing())
     asyncio.set_event_loop(None)
+    # asyncio.run leaves the policy told that the program chose to have no current loop, so that
+    # asyncio.get_event_loop() would raise in every run instead of making the loop, as it does in a
+    # fresh process: a test that drives `asyncio.get_event_loop().run_until_complete(...)`. Its
+    # per-thread state goes back to a fresh policy's (the project's own policy's too).
+    local = getattr(asyncio.get_event_loop_policy(), "_local", None)
+    if local is not None and hasattr(local, "_set_called"):
+        local._set_called = False
 
 
 def _warm_reports(item: Any, reraise: Any) -> None:
@@ -290,6 +310,24 @@ class _StockPolicy:
         return result
 
 
+# The options that write or erase a session's own output, by their dest, and the value that turns
+# each off: junitxml, pytest-html, pytest-reportlog, the old resultlog, pytest-json-report,
+# pytest-cov (which erases the coverage data where the session keeps its own), and --basetemp
+# (which pytest empties on first use, under the session's feet). A worker clears them after
+# parsing, whatever gave them: the command line, the ini's addopts, PYTEST_ADDOPTS. Its runs are
+# not the session's tests; what they would write is not the session's output.
+_SESSION_OUTPUT = {"xmlpath": None, "htmlpath": None, "report_log": None, "resultlog": None,
+                   "json_report": False, "json_report_file": None, "cov_source": None, "basetemp": None}
+
+
+def _drop_session_output(options: Any) -> None:
+    for dest, off in _SESSION_OUTPUT.items():
+        if getattr(options, dest, None):
+            setattr(options, dest, off)
+    if hasattr(options, "no_cov"):
+        options.no_cov = True
+
+
 class _Server:
     """A pytest plugin that turns the session into a fork server for one item, or for every
     collected item (many)."""
@@ -306,6 +344,19 @@ class _Server:
         self.setup_only = False  # --setup-only: pytest runs no call phase
         self.log_reports = True  # whether to call pytest_runtest_logreport (_logs_reports)
         self.lesson: Optional[Any] = None  # the file the first run writes what it learned to
+
+    # Hook wrappers: they run before every plugin's own implementation. pytest-cov starts coverage
+    # in its pytest_load_initial_conftests; junitxml, pytest-html and the others act in
+    # pytest_configure, which pytest's own pytest_cmdline_main calls.
+    @_hookimpl(hookwrapper=True)
+    def pytest_load_initial_conftests(self, early_config: Any) -> Any:
+        _drop_session_output(early_config.known_args_namespace)
+        yield
+
+    @_hookimpl(hookwrapper=True)
+    def pytest_cmdline_main(self, config: Any) -> Any:
+        _drop_session_output(config.option)
+        yield
 
     @_hookimpl(tryfirst=True)
     def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> bool:
@@ -344,9 +395,8 @@ class _Server:
             by_id.setdefault(it.nodeid, it)
         item = items[0]
         import pytest
-        from _pytest.runner import get_reraise_exceptions
 
-        self.reraise = get_reraise_exceptions(session.config)
+        self.reraise = _reraise_exceptions(session.config)
         self.setup_only = bool(session.config.getoption("setuponly", False))
         logs = {nodeid: _logs_reports(it) for nodeid, it in by_id.items()}
         # a policy the project set at import (a conftest's uvloop policy) makes every test's loop

@@ -90,7 +90,7 @@ int afd_cmd_sample(const afd_cli *cli)
     afd_buf_finish(&o);
     rc = t.failed ? AFD_EXIT_FAILURE : AFD_EXIT_CLEAN;
     if (cli->summary)
-        *cli->summary = (afd_item_summary){t.runs, t.failed, 0, 0, 0};
+        *cli->summary = (afd_item_summary){t.runs, t.failed, 0, 0, 0, 0};
     afd_tally_finish(&t);
     return rc;
 }

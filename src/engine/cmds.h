@@ -70,6 +70,7 @@ typedef struct afd_item_summary {
     int timing_sensitive; /* explore: the failing schedule needs the test to outlast its own timeout */
     int closed;           /* explore: every schedule runs the zero schedule's run (closure.h) */
     int thread;           /* explore, abstained: the failure needs a thread's progress (else unconfirmed) */
+    int not_explorable;   /* its runs ran no loop affidavit controls (none, or the test's own) */
 } afd_item_summary;
 
 int afd_cmd_sample(const afd_cli *cli);

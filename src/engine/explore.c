@@ -618,9 +618,12 @@ int afd_cmd_explore(const afd_cli *cli)
     free(desc);
     rc = found ? AFD_EXIT_FAILURE : c.unconfirmed || c.abstained ? AFD_EXIT_ABSTAIN : AFD_EXIT_CLEAN;
     if (cli->summary)
-        *cli->summary =
-            (afd_item_summary){t.runs, t.failed, found && c.timing.sensitive,
-                               !found && c.closure_on && c.closure.state == AFD_CLOSURE_CLOSED, c.abstained};
+        *cli->summary = (afd_item_summary){t.runs,
+                                           t.failed,
+                                           found && c.timing.sensitive,
+                                           !found && c.closure_on && c.closure.state == AFD_CLOSURE_CLOSED,
+                                           c.abstained,
+                                           0};
 out:
     afd_sys_result_finish(&sr);
     free(c.classes.v);

@@ -78,6 +78,8 @@ static const char *row_word(const afd_cli *cli, const row *x)
         return "no failing (closed)"; /* every schedule runs the zero schedule's run */
     if (x->rc == AFD_EXIT_CLEAN)
         return explore ? "no failing schedule" : "passed";
+    if (x->sum.not_explorable)
+        return "not explorable"; /* it ran, on no loop affidavit controls */
     return x->rc == AFD_EXIT_INTERRUPTED ? "interrupted" : x->rc == AFD_EXIT_USAGE ? "not run" : "error";
 }
 
@@ -146,7 +148,7 @@ static void set_prefix(size_t k, size_t n, const char *nodeid)
 static int run_one(const afd_cli *cli, int (*cmd)(const afd_cli *), afd_pool *pool, const char *nodeid,
                    rows *r)
 {
-    afd_item_summary sum = {0, 0, 0, 0, 0};
+    afd_item_summary sum = {0, 0, 0, 0, 0, 0};
     afd_cli one = *cli;
     one.nodeid = nodeid;
     one.collect = NULL;
@@ -162,6 +164,16 @@ static int run_one(const afd_cli *cli, int (*cmd)(const afd_cli *), afd_pool *po
     if (rows_add(r, nodeid, rc, &sum, ran ? NULL : afd_runs_last_error()) < 0)
         return AFD_EXIT_INTERNAL;
     return rc;
+}
+
+/* The one line that ends a command over tests of which none ran on a loop affidavit controls. */
+static void none_explorable_line(const afd_cli *cli, size_t n)
+{
+    fprintf(stderr,
+            "affidavit: none of the %zu test%s could be %s: %s no asyncio event loop affidavit controls "
+            "(the reason%s above)\n",
+            n, n == 1 ? "" : "s", !strcmp(cli->cmd, "explore") ? "explored" : "sampled",
+            n == 1 ? "it ran" : "each ran", n == 1 ? " is" : "s are");
 }
 
 /* The node ids of afd_pool_items, split (pointers into a copy the caller frees: *buf). */
@@ -229,10 +241,17 @@ int afd_cmd_many(const afd_cli *cli, int (*cmd)(const afd_cli *))
     shared.pool = pool;
     if (!cli->from_stdin && cli->n_collect == 1 && n == 1) {
         /* one test: the command as it has always run, on the pool started for it */
+        afd_item_summary sum = {0, 0, 0, 0, 0, 0};
         shared.nodeid = items[0];
         shared.collect = NULL;
         shared.n_collect = 0;
+        shared.summary = &sum;
         rc = cmd(&shared);
+        /* a file (not a node id) whose one test runs no loop of ours: said, and not a usage error */
+        if (rc == AFD_EXIT_USAGE && sum.not_explorable && !strstr(cli->collect[0], "::")) {
+            none_explorable_line(cli, 1);
+            rc = AFD_EXIT_CLEAN;
+        }
         afd_pool_free(pool);
         free(items);
         free(buf);
@@ -255,20 +274,26 @@ int afd_cmd_many(const afd_cli *cli, int (*cmd)(const afd_cli *))
     if (!cli->json)
         print_table(cli, &r, secs);
     int any_failing = 0, any_abstained = 0, any_ran = 0;
+    size_t not_explorable = 0;
     for (size_t i = 0; i < r.n; i++) {
         any_failing |= r.v[i].rc == AFD_EXIT_FAILURE;
         any_abstained |= r.v[i].rc == AFD_EXIT_ABSTAIN;
         any_ran |=
             r.v[i].rc == AFD_EXIT_FAILURE || r.v[i].rc == AFD_EXIT_CLEAN || r.v[i].rc == AFD_EXIT_ABSTAIN;
+        not_explorable += r.v[i].sum.not_explorable != 0;
     }
+    /* Every test ran, none on a loop affidavit controls: nothing the user asked for was wrong. */
+    int none_explorable = !any_ran && r.n && not_explorable == r.n;
+    if (none_explorable && rc != AFD_EXIT_INTERRUPTED && rc != AFD_EXIT_INTERNAL)
+        none_explorable_line(cli, r.n);
     /* interrupted or broken: that; else a failure found: 1; else one seen but not controlled: 4;
-     * else some test ran (the others are in the table with their reason): 0; nothing could run:
-     * the usage error the tests got */
+     * else some test ran (the others are in the table with their reason), or every test ran on no
+     * loop of ours (said above): 0; nothing could run: the usage error the tests got */
     if (rc != AFD_EXIT_INTERRUPTED && rc != AFD_EXIT_INTERNAL)
-        rc = any_failing                  ? AFD_EXIT_FAILURE
-             : any_abstained              ? AFD_EXIT_ABSTAIN
-             : any_ran || cli->from_stdin ? AFD_EXIT_CLEAN
-                                          : AFD_EXIT_USAGE;
+        rc = any_failing                                     ? AFD_EXIT_FAILURE
+             : any_abstained                                 ? AFD_EXIT_ABSTAIN
+             : any_ran || cli->from_stdin || none_explorable ? AFD_EXIT_CLEAN
+                                                             : AFD_EXIT_USAGE;
     rows_finish(&r);
     free(items);
     free(buf);

@@ -392,9 +392,17 @@ int afd_runs_batch_marked(afd_pool *pool, uint64_t first, uint64_t n, double sec
     return rc;
 }
 
+/* A test over several (many.c) that ran, but not on a loop affidavit controls: not a usage error. */
+static void mark_not_explorable(const afd_cli *cli)
+{
+    if (cli->summary)
+        cli->summary->not_explorable = 1;
+}
+
 int afd_runs_report_no_loop(const afd_cli *cli, const tally *t)
 {
     if (t->runs && t->no_loop == t->runs && t->foreign_loop) {
+        mark_not_explorable(cli);
         /* The test's own loop ran on real time: nothing of it can be scheduled, counted or replayed. */
         afd_runs_error_line(
             "%s ran its own event loop (%s), which affidavit does not control: it can neither "
@@ -402,7 +410,20 @@ int afd_runs_report_no_loop(const afd_cli *cli, const tally *t)
             cli->nodeid, t->foreign_loop);
         return 1;
     }
+    if (t->runs && t->no_loop == t->runs && t->failed && t->first_failure) {
+        /* It ran, and failed before any loop did: its own failure says more than "no loop". */
+        char failure[600];
+        size_t n = 0;
+        for (size_t i = 0; i < t->first_failure_len && t->first_failure[i] != '\n' && n + 1 < sizeof failure;
+             i++)
+            failure[n++] = t->first_failure[i] ? t->first_failure[i] : ' ';
+        failure[n] = 0;
+        mark_not_explorable(cli);
+        afd_runs_error_line("%s ran no asyncio event loop, and failed on its own: %s", cli->nodeid, failure);
+        return 1;
+    }
     if (t->runs && t->no_loop == t->runs) {
+        mark_not_explorable(cli);
         afd_runs_error_line(
             "%s ran no asyncio event loop: affidavit controls asyncio's loop (is the test async?)%s",
             cli->nodeid, "");

@@ -388,7 +388,7 @@ int afd_cmd_explore_systematic(const afd_cli *cli)
     free(desc);
     rc = r.fail_run ? AFD_EXIT_FAILURE : AFD_EXIT_CLEAN;
     if (cli->summary)
-        *cli->summary = (afd_item_summary){t.runs, t.failed, r.fail_run && r.timing.sensitive, 0, 0};
+        *cli->summary = (afd_item_summary){t.runs, t.failed, r.fail_run && r.timing.sensitive, 0, 0, 0};
 out:
     afd_sys_result_finish(&r);
     afd_tally_finish(&t);
