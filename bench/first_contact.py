@@ -76,7 +76,27 @@ _LATER_SLEEP_500 = (
     "than AFD_REACH_NS), so the timing check never runs and the verdict is failure, not timing_sensitive: "
     "the product's bug (two steps together outlast what each is capped below)."
 )
+_AIORUN_STOCK_LOOP = (
+    "A sync test calls aiorun.run(main(), stop_on_unhandled_errors=True), which sets asyncio's "
+    "DefaultEventLoopPolicy, makes a stock loop with asyncio.new_event_loop() and runs it forever until "
+    "main's error (or the exception handler) stops it; main first awaits asyncio.sleep(0.01) / (0.1). "
+    "Red under the zero schedule (run 1 of 1), a 10 s hang whose only event is 'an event loop affidavit "
+    "does not control ran'; py-spy shows the run's process in BaseEventLoop._run_once's select, the "
+    "stock loop. The run is controlled, so src/runtime/clocks.c makes time.monotonic() on the run's "
+    "thread read the virtual clock (asyncio's own files included), and with no controlled loop to jump "
+    "it, that clock moves only AFD_CLOCK_READ_NS (100 ns) per read: the stock loop's time() barely "
+    "moves, select waits the real 10 ms it computed, and the sleep's timer never comes due. Stock "
+    "asyncio never does this (plain and inactive sessions pass): the product's bug -- an uncontrolled "
+    "loop on the run's thread reads the virtual clock. At 355b9ad these 4 were not explored (misnamed "
+    "'own loop class'); now they are run and hang."
+)
 READINGS: Dict[str, Dict[str, str]] = {
+    "aiorun": {
+        "tests.test_stop_on_errors::test_call_exception_handler[context0-None]": _AIORUN_STOCK_LOOP,
+        "tests.test_stop_on_errors::test_call_exception_handler[context1-_TestException]": _AIORUN_STOCK_LOOP,
+        "tests.test_stop_on_errors::test_exc_stop": _AIORUN_STOCK_LOOP,
+        "tests.test_stop_on_errors::test_stop_must_be_obeyed": _AIORUN_STOCK_LOOP,
+    },
     "later": {
         "later-26.8.1.later.tests.test_task.WatcherTests::test_watcher_canceled_parent_aexit": _LATER_SLEEP_500,
         "later-26.8.1.later.tests.test_task.WatcherTests::test_watcher_raise_in_body": _LATER_SLEEP_500,
