@@ -70,7 +70,32 @@ SUITES: List[Dict[str, Any]] = [
      "args": ["tests/ut", "--ignore=tests/ut/backends/test_redis.py",
               "--ignore=tests/ut/backends/test_memcached.py", "-m", "not redis and not memcached",
               "-o", "asyncio_default_fixture_loop_scope=function"]},
+    # The five of bench/first_contact.py (POOL.md entries 1-9: aiodebug, cachettl, py-memoize and
+    # aiopath ship no tests in their sdists). Each brings what its own suite needs; a pytest plugin
+    # one of them installs (PLUGINS below) is turned off in every other suite's sessions.
+    {"name": "looptime", "pin": "looptime==0.9", "args": ["tests"]},
+    # its trio tests need pytest-trio, its FastAPI tests fastapi and httpx
+    {"name": "pyleak", "pin": "pyleak==0.2.0", "args": ["tests"]},
+    # test_posix.py runs each case with and without uvloop, in spawned processes
+    {"name": "aiorun", "pin": "aiorun==2025.1.1", "args": ["tests"]},
+    # the tests ship inside the package; two of them need Python 3.12 (asyncio.eager_task_factory)
+    # and fail plainly on 3.11
+    {"name": "later", "pin": "later==26.8.1", "args": ["later/tests"]},
+    {"name": "unsync", "pin": "unsync==1.4.0", "args": ["test"]},
 ]
+
+# The pytest plugins (pytest11 entry points) a suite's own requirements install into the shared venv:
+# looptime's patches every pytest-asyncio loop it sees, even unasked, so each is kept to its own suite
+# with -p no:NAME elsewhere (the other suites run as they did before these were installed).
+PLUGINS: Dict[str, List[str]] = {
+    "looptime": ["looptime_plugin", "looptime_timeproxies", "looptime_chronometers"],
+    "pyleak": ["pyleak", "trio"],
+}
+
+
+def plugin_args(s: Dict[str, Any]) -> List[str]:
+    """-p no:NAME for every plugin another suite brought."""
+    return [a for name, plugins in PLUGINS.items() if name != s["name"] for p in plugins for a in ("-p", f"no:{p}")]
 
 
 def log(msg: str) -> None:
@@ -174,7 +199,7 @@ def session(py: str, s: Dict[str, Any], mode: str, explore: int, tag: str) -> Di
         os.remove(xml)
     for d in (cwd, SRC):
         shutil.rmtree(os.path.join(d, ".affidavit"), ignore_errors=True)
-    cmd = [py, "-m", "pytest", *s["args"], f"--junitxml={xml}"]
+    cmd = [py, "-m", "pytest", *s["args"], *plugin_args(s), f"--junitxml={xml}"]
     if mode == "plain":
         cmd += ["-p", "no:affidavit"]
     elif mode == "explore":
@@ -200,7 +225,7 @@ def async_tests(py: str, s: Dict[str, Any]) -> List[str]:
     """The suite's async tests, from a collect-only session with bench/suites_probe.py loaded."""
     out = os.path.join(ROOT, "build", "bench-env", f"async-{s['name']}.txt")
     env = dict(os.environ, SUITES_PROBE_OUT=out, PYTHONPATH=os.path.join(ROOT, "bench"))
-    subprocess.run([py, "-m", "pytest", *s["args"], "--collect-only", "-q", "-p", "suites_probe", "-p", "no:affidavit"],
+    subprocess.run([py, "-m", "pytest", *s["args"], *plugin_args(s), "--collect-only", "-q", "-p", "suites_probe", "-p", "no:affidavit"],
                    cwd=suite_dir(s), capture_output=True, text=True, env=env)
     with open(out, encoding="utf-8") as f:
         return [l.strip() for l in f if l.strip()]
