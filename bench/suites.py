@@ -1,6 +1,6 @@
 """Real asyncio libraries' own test suites under `pytest --affidavit-explore=N`.
 
-Usage: .venv/bin/python bench/suites.py [--explore N] [--rounds N] [--only NAME,...] [--affidavit PATH]
+Usage: .venv/bin/python bench/suites.py [--explore N] [--rounds N] [--only NAME,...] [--affidavit PATH] [--out FILE]
        .venv/bin/python bench/suites.py --table    (the table of the committed results again)
 
 Each library below is built from its PyPI sdist (which ships its tests) into build/bench-env/suites,
@@ -17,7 +17,10 @@ every round (plain, inactive, explore; then explore, inactive, plain):
   plain     python -m pytest ... -p no:affidavit
   inactive  python -m pytest ...                 (the plugin installed, not asked for anything)
   explore   python -m pytest ... --affidavit-explore=N
-so that each ratio to plain is the median (and range) of ten interleaved pairs (pairs.py). Each writes a JUnit XML file; outcomes per test come from those files, never from parsing text. From
+so that each ratio to plain is the median (and range) of ten interleaved pairs (pairs.py); fewer
+rounds (--rounds 1: a check that a suite runs) give the first round's ratios, one session each.
+--out writes the results elsewhere than bench/suites_results.json (a check with --only need not
+replace the committed table). Each writes a JUnit XML file; outcomes per test come from those files, never from parsing text. From
 the explore session also: the plugin's own summary lines (the lines starting with "affidavit:") and
 the explore documents it kept (.affidavit/explore/*.jsonl) for each test's verdict.
 
@@ -67,7 +70,32 @@ SUITES: List[Dict[str, Any]] = [
      "args": ["tests/ut", "--ignore=tests/ut/backends/test_redis.py",
               "--ignore=tests/ut/backends/test_memcached.py", "-m", "not redis and not memcached",
               "-o", "asyncio_default_fixture_loop_scope=function"]},
+    # The five of bench/first_contact.py (POOL.md entries 1-9: aiodebug, cachettl, py-memoize and
+    # aiopath ship no tests in their sdists). Each brings what its own suite needs; a pytest plugin
+    # one of them installs (PLUGINS below) is turned off in every other suite's sessions.
+    {"name": "looptime", "pin": "looptime==0.9", "args": ["tests"]},
+    # its trio tests need pytest-trio, its FastAPI tests fastapi and httpx
+    {"name": "pyleak", "pin": "pyleak==0.2.0", "args": ["tests"]},
+    # test_posix.py runs each case with and without uvloop, in spawned processes
+    {"name": "aiorun", "pin": "aiorun==2025.1.1", "args": ["tests"]},
+    # the tests ship inside the package; two of them need Python 3.12 (asyncio.eager_task_factory)
+    # and fail plainly on 3.11
+    {"name": "later", "pin": "later==26.8.1", "args": ["later/tests"]},
+    {"name": "unsync", "pin": "unsync==1.4.0", "args": ["test"]},
 ]
+
+# The pytest plugins (pytest11 entry points) a suite's own requirements install into the shared venv:
+# looptime's patches every pytest-asyncio loop it sees, even unasked, so each is kept to its own suite
+# with -p no:NAME elsewhere (the other suites run as they did before these were installed).
+PLUGINS: Dict[str, List[str]] = {
+    "looptime": ["looptime_plugin", "looptime_timeproxies", "looptime_chronometers"],
+    "pyleak": ["pyleak", "trio"],
+}
+
+
+def plugin_args(s: Dict[str, Any]) -> List[str]:
+    """-p no:NAME for every plugin another suite brought."""
+    return [a for name, plugins in PLUGINS.items() if name != s["name"] for p in plugins for a in ("-p", f"no:{p}")]
 
 
 def log(msg: str) -> None:
@@ -171,7 +199,7 @@ def session(py: str, s: Dict[str, Any], mode: str, explore: int, tag: str) -> Di
         os.remove(xml)
     for d in (cwd, SRC):
         shutil.rmtree(os.path.join(d, ".affidavit"), ignore_errors=True)
-    cmd = [py, "-m", "pytest", *s["args"], f"--junitxml={xml}"]
+    cmd = [py, "-m", "pytest", *s["args"], *plugin_args(s), f"--junitxml={xml}"]
     if mode == "plain":
         cmd += ["-p", "no:affidavit"]
     elif mode == "explore":
@@ -197,7 +225,7 @@ def async_tests(py: str, s: Dict[str, Any]) -> List[str]:
     """The suite's async tests, from a collect-only session with bench/suites_probe.py loaded."""
     out = os.path.join(ROOT, "build", "bench-env", f"async-{s['name']}.txt")
     env = dict(os.environ, SUITES_PROBE_OUT=out, PYTHONPATH=os.path.join(ROOT, "bench"))
-    subprocess.run([py, "-m", "pytest", *s["args"], "--collect-only", "-q", "-p", "suites_probe", "-p", "no:affidavit"],
+    subprocess.run([py, "-m", "pytest", *s["args"], *plugin_args(s), "--collect-only", "-q", "-p", "suites_probe", "-p", "no:affidavit"],
                    cwd=suite_dir(s), capture_output=True, text=True, env=env)
     with open(out, encoding="utf-8") as f:
         return [l.strip() for l in f if l.strip()]
@@ -283,10 +311,13 @@ def machine() -> Dict[str, Any]:
 def add_rounds(t: Dict[str, Any], got: List[Dict[str, Dict[str, Any]]]) -> None:
     """The ratios from every round's pair (median, range, the pairs), the runs per second of the
     explore sessions, and the tests that went red in any round, not only the first."""
-    t["explore_over_plain_pairs"] = pairs.summarize([(g["plain"]["wall_s"], g["explore"]["wall_s"]) for g in got])
-    t["inactive_over_plain_pairs"] = pairs.summarize([(g["plain"]["wall_s"], g["inactive"]["wall_s"]) for g in got])
-    t["explore_over_plain"] = t["explore_over_plain_pairs"]["median"]
-    t["inactive_over_plain"] = t["inactive_over_plain_pairs"]["median"]
+    if len(got) >= pairs.MIN_PAIRS:
+        t["explore_over_plain_pairs"] = pairs.summarize([(g["plain"]["wall_s"], g["explore"]["wall_s"]) for g in got])
+        t["inactive_over_plain_pairs"] = pairs.summarize([(g["plain"]["wall_s"], g["inactive"]["wall_s"]) for g in got])
+        t["explore_over_plain"] = t["explore_over_plain_pairs"]["median"]
+        t["inactive_over_plain"] = t["inactive_over_plain_pairs"]["median"]
+    # else (--rounds below pairs.MIN_PAIRS, a check that the suite runs): the first round's ratios
+    # stand, one session each, and the table says so with "(1)"
     rates = [sum(int(d.get("runs") or 0) for d in g["explore"]["explore_docs"]) / g["explore"]["wall_s"] for g in got]
     t["runs_per_s_median"] = pairs.median(rates)
     red = set()
@@ -301,6 +332,7 @@ def main(argv: List[str]) -> int:
     rounds = pairs.MIN_PAIRS
     only: Optional[List[str]] = None
     engine = os.path.join(ROOT, ".venv", "bin", "affidavit")
+    out = os.path.join(ROOT, "bench", "suites_results.json")
     it = iter(argv)
     for a in it:
         if a == "--table":
@@ -315,8 +347,10 @@ def main(argv: List[str]) -> int:
             only = next(it).split(",")
         elif a == "--affidavit":
             engine = os.path.abspath(next(it))
+        elif a == "--out":
+            out = os.path.abspath(next(it))
         else:
-            print(f"usage: suites.py [--explore N] [--rounds N] [--only NAME,...] [--affidavit PATH] (not {a!r})",
+            print(f"usage: suites.py [--explore N] [--rounds N] [--only NAME,...] [--affidavit PATH] [--out FILE] (not {a!r})",
                   file=sys.stderr)
             return 2
     py = env_python(engine)
@@ -338,13 +372,13 @@ def main(argv: List[str]) -> int:
         log(f"{s['name']}: {t['passed_plain']}/{t['tests']} pass plainly; explore: {t['red']} red "
             f"{t['red_by_verdict']} (red in any round: {len(t['red_any_round'])}), "
             f"{len(t['red_under_zero_schedule'])} under zero delays; explore / plain "
-            f"{pairs.text(t['explore_over_plain_pairs'], '.1f')}")
+            f"{ratio_cell(t, 'explore', '.1f')}")
         log(f"  closure: {t['closure']}; {t['runs']} runs in the first round's explore session")
         for line in t["summary_lines"]:
             log(f"  {line}")
     results["machine_after"] = machine()
     print(table(results))
-    with open(os.path.join(ROOT, "bench", "suites_results.json"), "w", encoding="utf-8") as f:
+    with open(out, "w", encoding="utf-8") as f:
         json.dump(results, f, indent=2)
         f.write("\n")
     return 0
@@ -353,7 +387,7 @@ def main(argv: List[str]) -> int:
 def ratio_cell(t: Dict[str, Any], what: str, fmt: str) -> str:
     p = t.get(f"{what}_over_plain_pairs")
     if not p:  # a result from before the rounds: one session each
-        return f"{t[f'{what}_over_plain']:{fmt}}x (1)"
+        return f"{t[f'{what}_over_plain']:{fmt}}x (1)"  # or from a --rounds check below MIN_PAIRS
     return f"{p['median']:{fmt}}x ({p['min']:{fmt}}-{p['max']:{fmt}})"
 
 
