@@ -5,8 +5,10 @@
  * waiting, so a program that compares `time.monotonic()` (or `perf_counter`, `time.time` and their
  * `_ns` forms) with a sleep would see a run no machine can make. So in a controlled run each of
  * these reads, on the run's own thread, the process's virtual clock plus a fixed offset taken
- * when the run began (the real reading then): every clock tells the loop's story, and the first
- * read of a run continues the real readings the worker made before it forked.
+ * when the run's first controlled loop began (the real reading then): every clock tells the loop's
+ * story from then on, and continues the real readings made before it. Until a controlled loop
+ * begins the clocks are real: a stock loop a library runs itself (aiorun's, trio's clock) reads
+ * time.monotonic or perf_counter to wait, and a virtual clock nothing moves would never get there.
  *
  * The virtual clock of the process (afd_vclock_ns) is the clock of the controlled loops that ran
  * on the run's thread: a loop starts where the last one left it (so monotonic() never goes back
@@ -34,6 +36,7 @@ uint64_t afd_vclock_ns = AFD_EPOCH_NS;
 
 static unsigned long run_thread; /* the thread the run's test runs on (set at the run's start) */
 static int run_virtual;          /* this run is controlled: the clocks read virtual time */
+static int engaged;              /* a controlled loop began on the run's thread: they do from now on */
 
 enum { CLK_MONO, CLK_PERF, CLK_WALL, N_CLK };
 static int64_t offset_ns[N_CLK];    /* real reading at the run's start - virtual clock then */
@@ -57,6 +60,15 @@ void afd_clock_run_begin(void)
     run_virtual = afd_rt_config.configured && afd_rt_config.mode == AFD_MODE_CONTROLLED;
     run_thread = PyThread_get_thread_ident();
     afd_vclock_ns = AFD_EPOCH_NS;
+    engaged = 0;
+}
+
+void afd_clock_engage(void)
+{
+    if (engaged || !afd_clock_on_run_thread())
+        return;
+    engaged = 1;
+    afd_vclock_ns = AFD_EPOCH_NS;
     for (int i = 0; i < N_CLK; i++)
         offset_ns[i] = real_ns(i) - (int64_t)AFD_EPOCH_NS;
 }
@@ -79,7 +91,7 @@ void afd_clock_advance_to(uint64_t clock_ns)
 
 void afd_clock_slept(uint64_t ns)
 {
-    if (afd_clock_on_run_thread())
+    if (engaged && afd_clock_on_run_thread())
         afd_vclock_ns += ns;
 }
 
@@ -104,7 +116,7 @@ static int caller_is_stdlib(void)
 /* The clock's virtual reading in ns, or -1 when this call reads the real clock. */
 static int64_t virtual_ns(int which)
 {
-    if (!afd_clock_on_run_thread() || caller_is_stdlib())
+    if (!engaged || !afd_clock_on_run_thread() || caller_is_stdlib())
         return -1;
     /* Each read takes AFD_CLOCK_READ_NS of virtual time: a program that busy-waits on the clock
      * sees it move (and its step costs that long), as it does on any machine. */

@@ -774,6 +774,8 @@ static PyObject *loop_core_init(afd_loop *self, PyObject *unused)
     self->slots = self->controlled && afd_slots_enabled();
     self->slots_live = 0;
     self->clock_mask = 0;
+    if (self->controlled)
+        afd_clock_engage();
     /* A loop starts where the run's last one left the clock: time.monotonic() never goes back. */
     self->clock_ns = self->controlled && afd_clock_on_run_thread() && afd_vclock_ns > AFD_EPOCH_NS
                          ? afd_vclock_ns

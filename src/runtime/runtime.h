@@ -206,6 +206,8 @@ extern uint64_t afd_vclock_ns;
 void afd_clock_run_begin(void);
 /* 1 when the calling thread is the controlled run's own thread (its clocks read virtual time). */
 int afd_clock_on_run_thread(void);
+/* A controlled loop begins on the run's thread: the real clocks read virtual time from now on. */
+void afd_clock_engage(void);
 /* The caller's thread is not the one the run began on (a run has begun). */
 int afd_clock_off_run_thread(void);
 /* A controlled loop's clock moved to clock_ns; time.sleep outside a step slept ns. */
