@@ -430,3 +430,19 @@ def test_the_plugins_replay_line_carries_the_sessions_o_options(tmp_path: Path) 
                                 text=True, timeout=120, stdin=subprocess.DEVNULL)
         assert pasted.returncode == 1 and "3 failed" in pasted.stdout, \
             f"the printed replay command, pasted, does not fail 3/3\n{describe(pasted)}"
+
+
+# ---- a stock loop the test runs itself waits on real clocks ----
+
+
+def test_a_stock_loop_the_test_runs_itself_is_named_not_hung() -> None:
+    """aiorun's shape: the test sets asyncio's default policy and runs a stock loop, whose waits read
+    time.monotonic. The clocks stay real until a controlled loop begins, so that loop ends in its 10 ms
+    and is named (not controlled), never a hang called a failing schedule."""
+    case = f"{CASES}/case_stock_loop_clock.py"
+    assert_passes_plainly(REPO, case, passed=1)
+    proc = engine("explore", case, "--runs", "5", "--json", cwd=REPO, timeout=120)
+    docs = json_lines(proc)
+    assert proc.returncode == 0 and not found_failing(docs), \
+        "a stock loop's 10 ms wait hung under affidavit:\n" + describe(proc)
+    assert "which affidavit does not control" in proc.stderr + proc.stdout, describe(proc)
