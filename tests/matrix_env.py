@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Dict, List
 
@@ -107,3 +108,12 @@ def versions(py: Path) -> List[str]:
     p = subprocess.run([str(py), "-c", "import pytest, pytest_asyncio; print(pytest.__version__, "
                         "pytest_asyncio.__version__)"], capture_output=True, text=True, env=env(py), check=True)
     return p.stdout.split()
+
+
+def outcomes(xml: Path) -> Dict[str, str]:
+    """test name -> passed, failed, error or skipped, from pytest's JUnit XML."""
+    out: Dict[str, str] = {}
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        kinds = [c.tag for c in case if c.tag in ("failure", "error", "skipped")]
+        out[f"{case.get('classname')}::{case.get('name')}"] = kinds[0] if kinds else "passed"
+    return out

@@ -9,9 +9,8 @@ INTERNALERROR, and every async test is explored or listed with its reason."""
 from __future__ import annotations
 
 import shutil
-import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Dict, List
+from typing import List
 
 import pytest
 
@@ -37,15 +36,6 @@ def project(root: Path) -> Path:
     return root
 
 
-def outcomes(xml: Path) -> Dict[str, str]:
-    """test name -> passed, failed, error or skipped, from pytest's JUnit XML."""
-    out: Dict[str, str] = {}
-    for case in ET.parse(xml).getroot().iter("testcase"):
-        kinds = [c.tag for c in case if c.tag in ("failure", "error", "skipped")]
-        out[f"{case.get('classname')}::{case.get('name')}"] = kinds[0] if kinds else "passed"
-    return out
-
-
 def affidavit_lines(text: str) -> List[str]:
     return [line for line in text.splitlines() if line.startswith("affidavit:")]
 
@@ -61,7 +51,7 @@ def test_every_async_test_is_explored_or_listed_under_every_version(name: str, t
     said = f"plain:\n{plain.stdout}{plain.stderr}\nexplore:\n{explore.stdout}{explore.stderr}"
     assert "INTERNALERROR" not in said, said
     assert explore.returncode == plain.returncode, said
-    assert outcomes(tmp_path / "explore.xml") == outcomes(tmp_path / "plain.xml"), said
+    assert matrix_env.outcomes(tmp_path / "explore.xml") == matrix_env.outcomes(tmp_path / "plain.xml"), said
     lines = affidavit_lines(explore.stdout)
     assert lines and lines[0].startswith(f"affidavit: {len(EXPLORED)} tests explored"), said
     # the unmarked coroutine, skipped (pytest < 8.4) or failed (8.4 on) by pytest: listed, by name

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Dict, Optional
 
@@ -21,14 +20,6 @@ import matrix_env
 from helpers import CASES, PYTHON, REPO, describe, engine
 
 ADDOPTS = "--cov=. --cov-report=term --junitxml=junit.xml --basetemp=bt"
-
-
-def outcomes(xml: Path) -> Dict[str, str]:
-    out: Dict[str, str] = {}
-    for case in ET.parse(xml).getroot().iter("testcase"):
-        kinds = [c.tag for c in case if c.tag in ("failure", "error", "skipped")]
-        out[f"{case.get('classname')}::{case.get('name')}"] = kinds[0] if kinds else "passed"
-    return out
 
 
 # pytest-cov 6 (pytest 8.4) and 7 (pytest 9.2): the two ways it has measured subprocesses
@@ -50,8 +41,8 @@ def test_session_output_options_never_act_in_workers(name: str, tmp_path: Path) 
     assert explore.returncode == plain.returncode == 0, said
     root = tmp_path / "explore"
     # the session's junit XML is the session's, with both tests; its coverage report is whole
-    assert outcomes(root / "junit.xml") == outcomes(tmp_path / "plain" / "junit.xml"), said
-    assert len(outcomes(root / "junit.xml")) == 2, said
+    assert matrix_env.outcomes(root / "junit.xml") == matrix_env.outcomes(tmp_path / "plain" / "junit.xml"), said
+    assert len(matrix_env.outcomes(root / "junit.xml")) == 2, said
     assert "test_output.py" in explore.stdout and "TOTAL" in explore.stdout, said
     # coverage measured the session's runs and none of the workers'; no worker left data behind
     seen = (root / "seen.txt").read_text().split("\n")
