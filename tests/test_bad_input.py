@@ -613,10 +613,10 @@ def test_store_of_another_schema_version(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_during_sample() -> None:
-    """SIGINT while two runs hang: exit 130, the runs so far (none) said, everything gone."""
+    """SIGINT while a run hangs: exit 130, the runs so far (none) said, everything gone."""
     def ready(marker: str) -> bool:
-        # the engine, two workers, and each worker's forked test process
-        return len(survivors(marker)) >= 5
+        # the engine, two workers, and the one forked test process (runs of one test never overlap)
+        return len(survivors(marker)) >= 4
 
     rc, out, err, marker = interrupt(["sample", f"{HANG}::test_sleep_forever", "-n", "4", "--timeout", "30"],
                                      signal.SIGINT, ready)
@@ -682,8 +682,8 @@ def test_sigkill_of_the_engine_leaves_nothing_behind() -> None:
     """The engine dies without a word (SIGKILL) while tests run with subprocesses of their own:
     its workers get SIGTERM from the kernel and take their test processes' groups with them."""
     def ready(marker: str) -> bool:
-        # the engine, two workers, two test processes and their two `sleep`s
-        return sum("sleep 300" in p for p in survivors(marker)) >= 2
+        # the engine, two workers, the one test process (runs of one test never overlap) and its `sleep`
+        return sum("sleep 300" in p for p in survivors(marker)) >= 1
 
     rc, _, _, marker = interrupt(["sample", f"{BAD}::test_hangs_with_a_subprocess", "-n", "4", "--timeout", "30"],
                                  signal.SIGKILL, ready)

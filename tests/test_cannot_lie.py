@@ -63,7 +63,8 @@ THREAD_TESTS = [
 ]
 RESOURCES = f"{CASES}/case_fixed_resources.py"
 THRESHOLDS = f"{CASES}/case_thresholds.py"
-THRESHOLD_TESTS = ["test_wait_for_well_within_its_timeout", "test_the_short_sleep_wins_the_race"]
+THRESHOLD_TESTS = ["test_wait_for_well_within_its_timeout", "test_the_short_sleep_wins_the_race",
+                   "test_a_few_steps_finish_within_a_long_sleep"]
 OWN_POLICY = f"{CASES}/own_policy"
 USER_PROJECT = f"{CASES}/user_project"
 UNMARKED = f"{CASES}/case_unmarked_fresh_token.py"

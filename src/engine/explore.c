@@ -533,7 +533,7 @@ int afd_cmd_explore(const afd_cli *cli)
         rc = afd_timing_confirm(pool, c.best_token, &prog, &c.confirm);
         /* a thread working in real time decides such a run, failing every replay or not; a
          * failure that needs a step stalled past the test's own threshold is that, thread or not */
-        c.abstained = rc == 0 && !c.timing.sensitive && (c.confirm.flags & AFD_TRACE_THREADS);
+        c.abstained = rc == 0 && !c.timing.sensitive && (c.confirm.flags & AFD_TRACE_THREAD_RACE);
         c.unconfirmed = rc == 0 && !c.abstained && c.confirm.failed < AFD_CONFIRM_RUNS;
     }
     afd_progress_done(&prog);

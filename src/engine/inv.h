@@ -175,8 +175,9 @@ typedef struct outcome {
     afd_evidence ev;
     char *failure; /* Owned; may hold NUL bytes: failure_len is its length. */
     size_t failure_len;
-    const char *abstain_reason; /* Borrowed: a literal or afd_runs_uncontrolled_words' text */
-    int traces_differ;          /* the failing replays all failed, but not with one trace */
+    const char *abstain_reason; /* Borrowed: a literal, afd_runs_uncontrolled_words' text or abstain_buf */
+    char abstain_buf[300];
+    int traces_differ; /* the failing replays all failed, but not with one trace */
     /* --fix */
     int fix_tried;
     const char *fix_kind; /* Borrowed literal: "LOCK" ... or NULL */

@@ -484,6 +484,12 @@ int inv_reproduce(inv *v, outcome *o)
     }
     v->fail_run = v->keep;
     memset(&v->keep, 0, sizeof v->keep);
+    uint32_t flags = t.flags_union;
+    if (flags & AFD_TRACE_THREAD_RACE)
+        snprintf(o->abstain_buf, sizeof o->abstain_buf,
+                 "a thread (%s) was still working when a timer fired or a delay passed in the failing "
+                 "runs: what it had done by then depends on its speed, which no schedule decides",
+                 t.thread ? t.thread : "unnamed");
     afd_tally_finish(&t);
     if (v->timing.crossed) {
         rc = check_timing(v, &o->timing);
@@ -497,6 +503,15 @@ int inv_reproduce(inv *v, outcome *o)
             v->exit = AFD_EXIT_FAILURE;
             return INV_STOP;
         }
+    }
+    /* A thread working in real time decides such a run, failing every replay or not (as explore's
+     * confirmation says); a failure that needs a step stalled past a threshold is that, thread or not. */
+    if (flags & AFD_TRACE_THREAD_RACE) {
+        o->verdict = "abstained";
+        o->abstain_reason = o->abstain_buf;
+        o->token = strdup(v->found_token);
+        v->exit = AFD_EXIT_ABSTAIN;
+        return o->token ? INV_STOP : AFD_ENOMEM;
     }
     return 0;
 }

@@ -39,6 +39,9 @@ typedef struct afd_horizon {
      * deadline, or the earliest other timer more than a millisecond ahead (a stall that overtakes
      * a time the program set is a threshold, not a race); AFD_NO_DEADLINE if none. */
     uint64_t threshold_ns;
+    /* The stall the schedule needs to reach threshold_ns's timer: its distance without the delays
+     * the schedule added since it was armed (>= threshold_ns; 0 when threshold_ns is none). */
+    uint64_t stall_ns;
 } afd_horizon;
 #define AFD_NO_DEADLINE UINT64_MAX
 

@@ -56,8 +56,10 @@ enum afd_trace_flags {
     AFD_TRACE_LINES = 1u << 8,        /* the lines of user code were traced (LINE events) */
     AFD_TRACE_FOREIGN_LOOP = 1u << 9, /* an event loop that is not affidavit's ran (its own policy or
                                          factory): one UNCONTROLLED event, b = its description */
-    AFD_TRACE_RANDOM = 1u << 10       /* the program drew from the `random` module the schedule seeds
+    AFD_TRACE_RANDOM = 1u << 10,      /* the program drew from the `random` module the schedule seeds
                                          (its state at the end of the run is not the seeded one) */
+    AFD_TRACE_THREAD_RACE = 1u << 11  /* a timer fired, or a step's delay passed, while another thread
+                                         was working: what the thread had done by then is its speed's */
 };
 #define AFD_TRACE_UNCONTROLLED                                                                               \
     (AFD_TRACE_THREADS | AFD_TRACE_REAL_IO | AFD_TRACE_REAL_WAIT | AFD_TRACE_FOREIGN_LOOP)

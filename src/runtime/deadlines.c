@@ -36,6 +36,8 @@ typedef struct deadline_info {
 #define MAX_DEADLINES                                                                                        \
     (1u << 20) /* past this many, further timers are treated as deadlines without a record */
 
+uint64_t afd_injected_ns;
+
 static deadline_info *deadlines; /* Owned (PyMem_Raw). */
 static uint32_t n_deadlines, cap_deadlines;
 static PyObject *sleep_wakeup; /* Owned: asyncio.futures._set_result_unless_cancelled, or NULL. */
@@ -120,10 +122,19 @@ void afd_deadline_note(afd_rt_state *st, afd_handle *h, double now)
     afd_rec_event(AFD_EV_DEADLINE, 0, afd_rec_current, x->deadline, site, afd_rec_now, duration);
 }
 
+/* How far ahead of at_ns a timer due at when_ns would be had the schedule added no delay since it
+ * was armed: the stall it takes to overtake it. */
+static uint64_t stall_to(const afd_handle_ext *x, uint64_t when_ns, uint64_t at_ns)
+{
+    uint64_t ahead = when_ns > at_ns ? when_ns - at_ns : 0;
+    uint64_t added = afd_injected_ns - x->injected;
+    return ahead > UINT64_MAX - added ? UINT64_MAX : ahead + added;
+}
+
 void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, afd_horizon *out,
                           uint32_t *earliest)
 {
-    uint64_t latest = 0, plain = 0, first = UINT64_MAX, first_plain = UINT64_MAX;
+    uint64_t latest = 0, plain = 0, first = UINT64_MAX, first_plain = UINT64_MAX, stall = 0;
     uint32_t which = 0;
     for (size_t i = 0; i < n; i++) {
         afd_handle *t = heap[i];
@@ -136,8 +147,10 @@ void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, af
         if (!x->deadline) {
             if (when > plain)
                 plain = when;
-            if (when > now_ns && when - now_ns > AFD_WAKE_BATCH_NS && when < first_plain)
+            if (when > now_ns && when < first_plain && stall_to(x, when, now_ns) > AFD_WAKE_BATCH_NS) {
                 first_plain = when;
+                stall = stall_to(x, when, now_ns);
+            }
         } else if (when < first) {
             first = when;
             which = x->deadline;
@@ -147,8 +160,11 @@ void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, af
     out->plain_ns = plain > now_ns ? plain - now_ns : 0;
     out->deadline_ns = first == UINT64_MAX ? AFD_NO_DEADLINE : first > now_ns ? first - now_ns : 0;
     out->threshold_ns = out->deadline_ns;
-    if (first_plain != UINT64_MAX && first_plain - now_ns < out->threshold_ns)
+    out->stall_ns = out->deadline_ns == AFD_NO_DEADLINE ? 0 : out->deadline_ns;
+    if (first_plain != UINT64_MAX && first_plain - now_ns < out->threshold_ns) {
         out->threshold_ns = first_plain - now_ns;
+        out->stall_ns = stall;
+    }
     *earliest = which;
 }
 
@@ -171,7 +187,7 @@ static afd_handle *overtaken(afd_handle *const *heap, size_t n, uint64_t wake_ns
         if (when <= wake_ns || when - wake_ns > late || when >= first_when ||
             (only_deadlines && !x->deadline))
             continue;
-        if (!x->deadline && when - wake_ns <= AFD_WAKE_BATCH_NS)
+        if (!x->deadline && stall_to(x, when, wake_ns) <= AFD_WAKE_BATCH_NS)
             continue;
         first = t;
         first_when = when;
@@ -202,7 +218,8 @@ void afd_deadline_wake_late(afd_handle *const *heap, size_t n, uint64_t wake_ns,
     const afd_handle_ext *x = afd_handle_ext_of(t);
     uint32_t number = x->deadline != UINT32_MAX ? x->deadline : 0;
     uint32_t site = AFD_NOSTR;
-    uint64_t duration = afd_rt_ceil_ns(x->when) - wake_ns; /* a sleep's: the stall it takes to overtake it */
+    uint64_t duration =
+        stall_to(x, afd_rt_ceil_ns(x->when), wake_ns); /* a sleep's: the stall to overtake it */
     if (number && number <= n_deadlines) {
         site = deadlines[number - 1].site;
         duration = deadlines[number - 1].duration_ns;
@@ -221,7 +238,7 @@ void afd_deadline_step_end(uint32_t task, uint64_t vstart, uint64_t cost, const 
     if (h->deadline_ns == AFD_NO_DEADLINE || cost <= h->deadline_ns || !earliest) {
         if (h->threshold_ns != AFD_NO_DEADLINE && h->threshold_ns < h->deadline_ns &&
             cost > (h->threshold_ns > AFD_REACH_NS ? h->threshold_ns - AFD_REACH_NS : 0))
-            afd_rec_event(AFD_EV_DEADLINE_LATE, 0, task, 0, AFD_NOSTR, vstart, h->threshold_ns);
+            afd_rec_event(AFD_EV_DEADLINE_LATE, 0, task, 0, AFD_NOSTR, vstart, h->stall_ns);
         return;
     }
     uint32_t site = AFD_NOSTR;

@@ -122,6 +122,7 @@ afd_handle *afd_handle_new(afd_rt_state *st, PyObject *callback, PyObject *args,
     afd_handle_ext *x = afd_handle_ext_of((afd_handle *)h);
     x->when = when;
     x->seq = 0;
+    x->injected = afd_injected_ns;
     x->deadline = 0;
     x->handoff = 0;
     x->handoff_label = AFD_NOSTR;

@@ -487,6 +487,8 @@ static int controlled_wait(afd_loop *self, int stopping)
             late = AFD_WAKE_FLOOR_NS;
         late = afd_deadline_cap_lateness(self->heap, self->hn, deadline, late);
         afd_deadline_wake_late(self->heap, self->hn, deadline, late);
+        if (late > AFD_WAKE_FLOOR_NS)
+            afd_injected_ns += late - AFD_WAKE_FLOOR_NS;
         if (self->slots_live)
             self->clock_mask = afd_slots_idle(self->clock_ns, self->clock_mask, self->heap[0],
                                               afd_rt_ceil_ns(heap_when(self, 0)));
@@ -523,6 +525,9 @@ static int controlled_wait(afd_loop *self, int stopping)
         uint64_t deadline = afd_rt_ceil_ns(heap_when(self, 0));
         if (deadline > self->clock_ns)
             self->clock_ns = deadline;
+        /* the wait ended at a timer while a thread still works: the timer raced the thread */
+        if (afd_hooks_threads_working())
+            afd_rec_flag(AFD_TRACE_THREAD_RACE);
     } else {
         self->clock_ns += waited;
     }
@@ -599,6 +604,7 @@ static void mark_step_end(afd_loop *self, uint64_t index, uint32_t id, uint32_t 
 static void realize_delay(uint64_t ns)
 {
     afd_rec_flag(AFD_TRACE_THREADS);
+    afd_rec_flag(AFD_TRACE_THREAD_RACE);
     afd_rec_flag(AFD_TRACE_REAL_WAIT);
     struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ULL), .tv_nsec = (long)(ns % 1000000000ULL)};
     Py_BEGIN_ALLOW_THREADS while (nanosleep(&ts, &ts) < 0 && errno == EINTR);
@@ -728,6 +734,7 @@ static PyObject *run_once(afd_loop *self)
             cost = afd_schedule_step_cost_within(&afd_rt_config.schedule, &sid, &hz);
             if (cost < AFD_STEP_FLOOR_NS)
                 cost = AFD_STEP_FLOOR_NS;
+            afd_injected_ns += cost - AFD_STEP_FLOOR_NS;
             uint64_t scheduled = cost;
             cost += afd_rec_extra_cost;
             if (timed)

@@ -70,6 +70,11 @@ extern PyModuleDef afd_rt_module_def;
 /* A step whose cost brings the clock this close to such a timer has reached it: the floors of the
  * steps that follow it (AFD_STEP_FLOOR_NS each) carry the clock the rest of the way. */
 #define AFD_REACH_NS 10000ULL
+/* The virtual time the schedule has added to the run's clock so far: every step's cost beyond
+ * AFD_STEP_FLOOR_NS and every idle wake-up's lateness beyond AFD_WAKE_FLOOR_NS. A timer's distance
+ * as the program would see it without them is its distance now plus what was added since it was
+ * armed (deadlines.c): a stall the schedule spreads over several steps is still one stall. */
+extern uint64_t afd_injected_ns;
 /* The virtual time one read of a real clock (time.monotonic, perf_counter, time) takes in a
  * controlled run: about what a Python call to it takes (clocks.c). */
 #define AFD_CLOCK_READ_NS 100ULL
@@ -97,7 +102,8 @@ typedef struct afd_handle_ext {
     uint8_t timeout;        /* Timers: a timeout's (asyncio.timeout, wait_for, wait(timeout=)): it cancels
                                or releases a waiter when it fires */
     uint8_t is_timer;
-    uint64_t mask; /* Timers: the marked steps whose costs move the deadline (slots.c), 0 when none. */
+    uint64_t mask;     /* Timers: the marked steps whose costs move the deadline (slots.c), 0 when none. */
+    uint64_t injected; /* Timers: afd_injected_ns when armed (deadlines.c). */
 } afd_handle_ext;
 
 #define AFD_HANDLE_MAX_SLOTS 16

@@ -1,8 +1,9 @@
 """Input for tests/test_cannot_lie.py: race-free tests with a time threshold.
 
 Each passes under plain pytest every time. A machine that stalls one step for longer than the
-threshold (a 0.5 s wait_for around 10 ms of work; a 0.01 s sleep racing a 0.3 s one) can make it
-fail, which is a slow machine, not a race: `timing_sensitive`, never a plain failure.
+threshold (a 0.5 s wait_for around 10 ms of work; a 0.01 s sleep racing a 0.3 s one; a task of a few
+steps against a 0.5 s sleep, however the stall is spread over its steps) can make it fail, which is a
+slow machine, not a race: `timing_sensitive`, never a plain failure.
 """
 
 import asyncio
@@ -28,3 +29,18 @@ async def test_the_short_sleep_wins_the_race() -> None:
     for task in pending:
         task.cancel()
     assert done == {short}, "the 0.3 s sleep finished as soon as the 0.01 s one"
+
+
+@pytest.mark.asyncio
+async def test_a_few_steps_finish_within_a_long_sleep() -> None:
+    done = []
+
+    async def worker() -> None:
+        for _ in range(5):
+            await asyncio.sleep(0)
+        done.append(1)
+
+    task = asyncio.create_task(worker())
+    await asyncio.sleep(0.5)
+    assert done, "five steps of a task had not run in 0.5 s"
+    await task
