@@ -9,7 +9,12 @@ task is blocked for good, who waits for whom.
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+import threading
 import time
+from pathlib import Path
 from typing import Any, List, Tuple
 
 import pytest
@@ -144,6 +149,17 @@ def test_objects_made_on_one_line_get_distinct_labels() -> None:
 
 
 def test_time_sleep_in_a_step_is_virtual_cost_with_its_line() -> None:
+    """In a fresh interpreter: time.sleep in a step is virtual only while no other thread runs, and
+    this process may hold some (pytest-xdist's, an earlier test's executor workers)."""
+    here = Path(__file__).resolve().parent
+    env = {**os.environ, "PYTHONPATH": str(here)}
+    proc = subprocess.run([sys.executable, "-c", "import test_hooks; test_hooks.time_sleep_is_virtual()"],
+                          cwd=here.parent, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def time_sleep_is_virtual() -> None:
+    assert threading.active_count() == 1
     async def prog() -> Tuple[float, float, float]:
         loop = asyncio.get_running_loop()
         real = time.CLOCK_MONOTONIC  # read through clock_gettime, which affidavit leaves real

@@ -9,13 +9,14 @@
  * written by hand. A test that sleeps and then asserts that a background task has finished is a
  * real order race, so sleeps must stay ordinary timers that pct's delay may outlast.
  *
- * Under a schedule flagged AFD_SCHED_BELOW_DEADLINES (schedule.h) neither a step's cost nor an idle
- * wake-up's lateness may carry the clock past a pending deadline, nor past any other pending timer
- * more than AFD_WAKE_BATCH_NS ahead (a sleep's wake-up: a stall that long overtakes a time the
- * program set, as when two sleeps of different lengths are raced against each other, while a step
- * or a late wake-up of a millisecond is ordinary); under any schedule, a step or
- * a wake-up that does is recorded (AFD_EV_DEADLINE_LATE), which is what the engine's
- * timing_sensitive verdict starts from.
+ * Under a schedule flagged AFD_SCHED_BELOW_DEADLINES (schedule.h) a step's cost may not carry the
+ * clock past a pending deadline, and neither a step's cost nor an idle wake-up's lateness past any
+ * pending timer more than AFD_WAKE_BATCH_NS ahead (a sleep's wake-up: a stall that long overtakes a
+ * time the program set, as when two sleeps of different lengths are raced against each other, while
+ * a step or a late wake-up of a millisecond is ordinary). Distances count the delay the schedule
+ * added since the timer was armed (afd_injected_ns): a stall spread over several steps is one stall.
+ * Under any schedule, a step or a wake-up that does is recorded (AFD_EV_DEADLINE_LATE), which is
+ * what the engine's timing_sensitive verdict starts from.
  *
  * Main invariant: classification depends only on the callback object, and numbering only on the
  * order in which the run arms its deadlines, so both are the same in every replay of a token.
@@ -168,11 +169,12 @@ void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, af
     *earliest = which;
 }
 
-/* The first pending timer a wake-up at wake_ns that is late by `late` overtakes, or NULL: a deadline
- * due after wake_ns, or any other timer due more than AFD_WAKE_BATCH_NS after it. A wake-up that
- * late slept through a time the program set (a real loop batches timers a millisecond apart: epoll
- * rounds its timeout up to the millisecond; one that sleeps through a later sleep's wake-up has
- * stalled, as a step that outlasts a timeout has). */
+/* The first pending timer a wake-up at wake_ns that is late by `late` overtakes, or NULL: a timer,
+ * deadline or not, due more than AFD_WAKE_BATCH_NS after it (counting the delay the schedule added
+ * since it was armed). A wake-up that late slept through a time the program set; one within the
+ * batch did what a real loop does as a matter of course: epoll rounds its timeout up to the
+ * millisecond, so a 0.7 ms sleep and a 1 ms timeout armed together fire in one iteration on
+ * stock asyncio (the timeout races the hand-off it guards, as in bpo-27585). */
 static afd_handle *overtaken(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late,
                              int only_deadlines)
 {
@@ -187,7 +189,7 @@ static afd_handle *overtaken(afd_handle *const *heap, size_t n, uint64_t wake_ns
         if (when <= wake_ns || when - wake_ns > late || when >= first_when ||
             (only_deadlines && !x->deadline))
             continue;
-        if (!x->deadline && stall_to(x, when, wake_ns) <= AFD_WAKE_BATCH_NS)
+        if (stall_to(x, when, wake_ns) <= AFD_WAKE_BATCH_NS)
             continue;
         first = t;
         first_when = when;
