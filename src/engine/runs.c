@@ -131,7 +131,8 @@ int afd_tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
     int loops = 0;
     for (uint32_t i = 0; tr && i < tr->n_events; i++) {
         const afd_event *e = &tr->events[i];
-        loops += e->kind == AFD_EV_LOOP;
+        /* in a controlled run, only a loop the run controlled counts (flags: controlled) */
+        loops += e->kind == AFD_EV_LOOP && (e->flags || tr->mode != AFD_MODE_CONTROLLED);
         if (e->kind == AFD_EV_UNCONTROLLED && e->a == AFD_TRACE_FOREIGN_LOOP && !t->foreign_loop &&
             !(t->foreign_loop = strdup(afd_trace_string(tr, e->b))))
             return AFD_ENOMEM;

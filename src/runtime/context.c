@@ -140,10 +140,33 @@ PyObject *afd_rt_set_context(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* Whether the loop's class takes `name` from the core (1), or overrides it (0). */
+static int keeps_core_method(PyObject *loop, PyTypeObject *core, const char *name)
+{
+    PyObject *mine = PyObject_GetAttrString((PyObject *)Py_TYPE(loop), name);
+    PyObject *ours = PyObject_GetAttrString((PyObject *)core, name);
+    int same = mine && mine == ours;
+    Py_XDECREF(mine);
+    Py_XDECREF(ours);
+    PyErr_Clear();
+    return same;
+}
+
+/* A loop is affidavit's when it is the core's, and its class keeps the core's clock and iteration:
+ * a subclass that tells its own time() or runs its own _run_once (looptime's, a fast-forwarding
+ * test loop) is a loop the project chose, which the core's iteration would silently overrule. */
+int afd_rt_loop_keeps_core(PyObject *loop)
+{
+    afd_rt_state *st = afd_rt_state_of_type(Py_TYPE(loop));
+    return st && st->loopcore_type && keeps_core_method(loop, st->loopcore_type, "time") &&
+           keeps_core_method(loop, st->loopcore_type, "_run_once");
+}
+
 static int is_controlled_loop(PyObject *loop)
 {
     afd_rt_state *st = afd_rt_state_of_type(Py_TYPE(loop));
-    return st && st->loopcore_type && PyObject_TypeCheck(loop, st->loopcore_type);
+    return st && st->loopcore_type && PyObject_TypeCheck(loop, st->loopcore_type) &&
+           afd_rt_loop_keeps_core(loop);
 }
 
 /* "module.QualName" of an object's type, or of the object when it is a type (new reference). */

@@ -48,6 +48,7 @@ typedef struct afd_loop {
     uint8_t stopping;   /* BaseEventLoop._stopping, kept in C: read on every iteration */
     uint8_t closed;
     uint8_t ready_init;
+    uint8_t announced; /* its first iteration has begun (the LOOP event is recorded then) */
 } afd_loop;
 
 static afd_rt_state *loop_state(afd_loop *self)
@@ -621,15 +622,9 @@ static PyObject *run_once(afd_loop *self);
 
 static afd_loop *iterating; /* Borrowed: the loop whose iteration runs (the innermost), or NULL. */
 
-/* A controlled loop that runs on a thread other than the run's (a library's own loop, made on the
- * run's thread and run forever in a thread of its own: unsync, a sync-to-async portal) is that
- * thread's, which progresses in real time beside the run: it runs as asyncio's loop does, on the
- * real clock, from its first iteration there. A loop with timers already set on the virtual clock
- * keeps it (moving them would change when they fire). */
-static void leave_control_off_run_thread(afd_loop *self)
+/* The loop runs as asyncio's loop does from here on, on the real clock. */
+static void lose_control(afd_loop *self)
 {
-    if (!self->controlled || self->hn || !afd_clock_off_run_thread())
-        return;
     self->controlled = 0;
     self->slots = 0;
     self->slots_live = 0;
@@ -638,9 +633,36 @@ static void leave_control_off_run_thread(afd_loop *self)
     self->mono_start_ns = mono_ns();
 }
 
+/* A controlled loop that runs on a thread other than the run's (a library's own loop, made on the
+ * run's thread and run forever in a thread of its own: unsync, a sync-to-async portal) is that
+ * thread's, which progresses in real time beside the run: it runs as asyncio's loop does, on the
+ * real clock, from its first iteration there. A loop with timers already set on the virtual clock
+ * keeps it (moving them would change when they fire). */
+static void leave_control_off_run_thread(afd_loop *self)
+{
+    if (self->controlled && !self->hn && afd_clock_off_run_thread())
+        lose_control(self);
+}
+
+/* The loop's first iteration: a class swapped in after the loop was made (looptime patches the
+ * running loop's __class__) that tells its own time() or runs its own _run_once() is the project's
+ * loop, which the core's clock would overrule: it runs as asyncio's loop does and is named
+ * (context.c). Then the loop is recorded as started, controlled or not. */
+static void announce(afd_loop *self)
+{
+    if (self->announced)
+        return;
+    self->announced = 1;
+    if (self->controlled && !afd_rt_loop_keeps_core((PyObject *)self))
+        lose_control(self);
+    afd_rec_event(AFD_EV_LOOP, self->controlled, 0, self->loop_no, 0, self->controlled ? self->clock_ns : 0,
+                  0);
+}
+
 static PyObject *loop_run_once(afd_loop *self, PyObject *unused)
 {
     leave_control_off_run_thread(self);
+    announce(self);
     afd_loop_stepping prev = afd_loop_step_begin((PyObject *)self);
     afd_loop *outer = iterating;
     iterating = self;
@@ -777,7 +799,9 @@ static PyObject *loop_core_init(afd_loop *self, PyObject *unused)
     self->fd_to_key = PyObject_GetAttr(self->selector, st->str_fd_to_key);
     if (!self->fd_to_key)
         PyErr_Clear();
-    self->controlled = afd_rt_config.configured && afd_rt_config.mode == AFD_MODE_CONTROLLED;
+    /* A subclass with its own clock or iteration runs as asyncio's loop would, and is named (context.c). */
+    self->controlled = afd_rt_config.configured && afd_rt_config.mode == AFD_MODE_CONTROLLED &&
+                       afd_rt_loop_keeps_core((PyObject *)self);
     self->slots = self->controlled && afd_slots_enabled();
     self->slots_live = 0;
     self->clock_mask = 0;
@@ -790,8 +814,7 @@ static PyObject *loop_core_init(afd_loop *self, PyObject *unused)
     self->mono_start_ns = mono_ns();
     self->thread_id = PyThread_get_thread_ident();
     self->loop_no = ++afd_rec_loops;
-    afd_rec_event(AFD_EV_LOOP, self->controlled, 0, self->loop_no, 0, self->controlled ? self->clock_ns : 0,
-                  0);
+    self->announced = 0;
     Py_RETURN_NONE;
 }
 

@@ -432,6 +432,9 @@ PyObject *afd_rt_set_context(PyObject *self, PyObject *args);
 /* Called with every loop asyncio makes the running loop: one that is not a ControlledLoop marks
  * the run (AFD_TRACE_FOREIGN_LOOP) once, with its description. Keeps any pending exception. */
 void afd_rt_note_running_loop(PyObject *loop);
+/* Whether a loop of the core's type keeps the core's clock and iteration (its class overrides
+ * neither time() nor _run_once()): only such a loop is controlled (context.c). */
+int afd_rt_loop_keeps_core(PyObject *loop);
 
 /* ---- Line tracer (tracer.c) ------------------------------------------------------------- */
 /* Around one step of a run that traces lines: sets and clears the C trace function. */
