@@ -23,6 +23,7 @@ from affidavit.loop import ControlledLoop
 
 Program = Callable[[], Awaitable[Any]]
 FLOOR = _runtime.STEP_FLOOR_NS
+WAKE = _runtime.WAKE_FLOOR_NS  # an idle wake-up's least lateness
 UNBOUNDED = 2**64 - 1
 REPO = Path(__file__).resolve().parent.parent
 # Deadlines are floats (loop.time() + delay): the first nanosecond at which a timer is due moves
@@ -185,8 +186,11 @@ def test_window_slot_boundary_is_the_analytic_window() -> None:
     reader's timer: past it the clock would move with the reader's cost instead of with that timer
     (a slot boundary where the order does not change). The sweep's next slots end where each of
     the three floor-cost steps after the writer's wake-up moves past the reader's deadline (its
-    callback joins the queue one iteration earlier each time), and the fourth lands on exactly
-    500 000 ns, which fails, while 499 999 ns, the last cost of the slot before, passes."""
+    callback joins the queue one iteration earlier each time); the writer's wake-up is itself
+    WAKE_FLOOR_NS late (no loop wakes at the nanosecond of its deadline), which moves those
+    boundaries down by it and adds one more where the reader's deadline falls before that late
+    wake-up; the next lands on exactly 500 000 ns, which fails, while 499 999 ns, the last cost of
+    the slot before, passes."""
     label = "reader#0"
     index = step_index(window, label, 0)
     zero = run(window, "", mark_lo=index, mark_n=1)
@@ -194,19 +198,21 @@ def test_window_slot_boundary_is_the_analytic_window() -> None:
     (slot,) = zero.slots
     assert slot[:4] == (label, 0, index, FLOOR)
     # The idle jump three floor steps after the writer's timer (its callback, the writer's last
-    # step, gather's callback), which is due 1 ms after the reader's step ended, to the reader's
-    # deadline 1.5 ms after that step began: 500 us - 4 floors, + 1 to move past it.
-    assert slot[4] == 500_000 - 4 * FLOOR + 1
+    # step, gather's callback), which is due 1 ms after the reader's step ended and fires WAKE late,
+    # to the reader's deadline 1.5 ms after that step began: 500 us - 4 floors - WAKE, + 1 to move
+    # past it.
+    assert slot[4] == 500_000 - 4 * FLOOR - WAKE + 1
 
     sweep = slot_sweep(window, label, 0)
     costs = [c for c, _ in sweep]
     assert 500_000 in costs
     first_fail = min(c for c, r in sweep if r.failed)
     assert first_fail == 500_000
-    assert costs[:5] == [FLOOR, 499_251, 499_500, 499_750, 500_000]
-    orders = [r.order for _, r in sweep[:5]]
+    assert costs[:6] == [FLOOR, 500_000 - 3 * FLOOR - WAKE + 1, 500_000 - 2 * FLOOR - WAKE, 500_000 - FLOOR - WAKE,
+                         500_000 - WAKE, 500_000]
+    orders = [r.order for _, r in sweep[:6]]
     assert orders[0] == orders[1]  # the idle jump's boundary: the same order
-    assert len(set(orders[1:])) == 4  # each later boundary: another order
+    assert len(set(orders[1:])) == 5  # each later boundary: another order
     assert not run(window, delayed(label, 0, 499_999)).failed
     assert run(window, delayed(label, 0, 500_000)).failed
     # Every slot at or past the window fails; every slot before it passes.

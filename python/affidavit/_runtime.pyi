@@ -6,6 +6,7 @@ from typing import Any, Callable, List, Optional, Tuple
 MODE_NATURAL: int
 MODE_CONTROLLED: int
 STEP_FLOOR_NS: int
+WAKE_FLOOR_NS: int
 EV_OP_BEGIN: int
 EV_OP_END: int
 EV_TASK: int

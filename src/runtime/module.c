@@ -451,6 +451,7 @@ static int rt_exec(PyObject *m)
     if (PyModule_AddIntConstant(m, "MODE_NATURAL", AFD_MODE_NATURAL) < 0 ||
         PyModule_AddIntConstant(m, "MODE_CONTROLLED", AFD_MODE_CONTROLLED) < 0 ||
         PyModule_AddIntConstant(m, "STEP_FLOOR_NS", (long)AFD_STEP_FLOOR_NS) < 0 ||
+        PyModule_AddIntConstant(m, "WAKE_FLOOR_NS", (long)AFD_WAKE_FLOOR_NS) < 0 ||
         PyModule_AddIntConstant(m, "EV_OP_BEGIN", AFD_EV_OP_BEGIN) < 0 ||
         PyModule_AddIntConstant(m, "EV_OP_END", AFD_EV_OP_END) < 0 ||
         PyModule_AddIntConstant(m, "EV_TASK", AFD_EV_TASK) < 0 ||
