@@ -128,11 +128,18 @@ int afd_tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
         t->wall = w;
         t->cap = ncap;
     }
+    /* In a controlled run, only a loop the run controlled counts: a loop's last LOOP event says
+     * whether it stayed controlled (flags; a loop that gave control up records a second one). */
+    uint8_t ctl[64] = {0};
     int loops = 0;
     for (uint32_t i = 0; tr && i < tr->n_events; i++) {
         const afd_event *e = &tr->events[i];
-        /* in a controlled run, only a loop the run controlled counts (flags: controlled) */
-        loops += e->kind == AFD_EV_LOOP && (e->flags || tr->mode != AFD_MODE_CONTROLLED);
+        if (e->kind == AFD_EV_LOOP && tr->mode == AFD_MODE_CONTROLLED && e->a < sizeof ctl) {
+            loops += (e->flags != 0) - ctl[e->a];
+            ctl[e->a] = e->flags != 0;
+        } else {
+            loops += e->kind == AFD_EV_LOOP && (e->flags || tr->mode != AFD_MODE_CONTROLLED);
+        }
         if (e->kind == AFD_EV_UNCONTROLLED && e->a == AFD_TRACE_FOREIGN_LOOP && !t->foreign_loop &&
             !(t->foreign_loop = strdup(afd_trace_string(tr, e->b))))
             return AFD_ENOMEM;

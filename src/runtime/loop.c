@@ -647,16 +647,16 @@ static void leave_control_off_run_thread(afd_loop *self)
 /* The loop's first iteration: a class swapped in after the loop was made (looptime patches the
  * running loop's __class__) that tells its own time() or runs its own _run_once() is the project's
  * loop, which the core's clock would overrule: it runs as asyncio's loop does and is named
- * (context.c). Then the loop is recorded as started, controlled or not. */
+ * (context.c), and a second LOOP event, uncontrolled, says so. */
 static void announce(afd_loop *self)
 {
     if (self->announced)
         return;
     self->announced = 1;
-    if (self->controlled && !afd_rt_loop_keeps_core((PyObject *)self))
-        lose_control(self);
-    afd_rec_event(AFD_EV_LOOP, self->controlled, 0, self->loop_no, 0, self->controlled ? self->clock_ns : 0,
-                  0);
+    if (!self->controlled || afd_rt_loop_keeps_core((PyObject *)self))
+        return;
+    lose_control(self);
+    afd_rec_event(AFD_EV_LOOP, 0, 0, self->loop_no, 0, 0, 0);
 }
 
 static PyObject *loop_run_once(afd_loop *self, PyObject *unused)
@@ -815,6 +815,8 @@ static PyObject *loop_core_init(afd_loop *self, PyObject *unused)
     self->thread_id = PyThread_get_thread_ident();
     self->loop_no = ++afd_rec_loops;
     self->announced = 0;
+    afd_rec_event(AFD_EV_LOOP, self->controlled, 0, self->loop_no, 0, self->controlled ? self->clock_ns : 0,
+                  0);
     Py_RETURN_NONE;
 }
 
