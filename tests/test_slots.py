@@ -21,6 +21,9 @@ import pytest
 from affidavit import _runtime
 from affidavit.loop import ControlledLoop
 
+# the runs here are in-process: under pytest-xdist, only in a child with no execnet thread beside them
+pytestmark = pytest.mark.one_thread
+
 Program = Callable[[], Awaitable[Any]]
 FLOOR = _runtime.STEP_FLOOR_NS
 WAKE = _runtime.WAKE_FLOOR_NS  # an idle wake-up's least lateness
