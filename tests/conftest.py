@@ -10,6 +10,7 @@ running tests/cases/ and examples/ included, so it stays empty of anything a wor
 # this session. Its test file is run by path, which collect_ignore does not stop.
 collect_ignore = ["cases/own_policy"]
 
+import inspect
 import os
 import traceback
 import warnings
@@ -29,6 +30,8 @@ def pytest_configure(config: Any) -> None:
 def pytest_pyfunc_call(pyfuncitem: Any) -> Any:
     if pyfuncitem.get_closest_marker("one_thread") is None:
         return None
+    if inspect.iscoroutinefunction(pyfuncitem.obj):
+        raise TypeError(f"{pyfuncitem.nodeid}: one_thread runs plain functions only")
     args = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
     read, write = os.pipe()
     with warnings.catch_warnings():

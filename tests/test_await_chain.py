@@ -13,9 +13,14 @@ import contextlib
 from pathlib import Path
 from typing import Any, Dict, List
 
+import pytest
+
 import affidavit
 from affidavit import _runtime
 from affidavit.loop import ControlledLoop
+
+# in-process runs: under pytest-xdist, only in a child with no execnet thread beside them
+pytestmark = pytest.mark.one_thread
 
 from helpers import REPO, investigate
 

@@ -192,6 +192,7 @@ def test_future_set_exception(minor: str) -> None:
     none(ev, r"CancelledError")
 
 
+@pytest.mark.one_thread  # an in-process run: under pytest-xdist, in a child with no execnet thread beside it
 def test_a_natural_run_records_no_cancellation() -> None:
     """The same cancel and hand-off, in-process: recorded under the controlled loop, not at all in
     a natural run (whose trace only says whether the test failed), and Task.cancel() keeps its

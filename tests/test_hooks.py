@@ -23,6 +23,9 @@ import affidavit
 from affidavit import _runtime
 from affidavit.loop import ControlledLoop
 
+# in-process runs: under pytest-xdist, only in a child with no execnet thread beside them
+pytestmark = pytest.mark.one_thread
+
 SYNC = ["create", "acquire", "release", "set", "clear", "observe", "put", "get", "sem-acquire", "sem-release",
         "check-unset", "check-size"]
 

@@ -15,6 +15,9 @@ import pytest
 from affidavit import _runtime
 from affidavit.loop import ControlledLoop
 
+# in-process runs: under pytest-xdist, only in a child with no execnet thread beside them
+pytestmark = pytest.mark.one_thread
+
 Program = Callable[[], Awaitable[Any]]
 STRATEGIES = ["zero", "jitter", "pct"]
 

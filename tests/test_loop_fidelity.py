@@ -26,6 +26,9 @@ from affidavit.loop import ControlledLoop, ControlledPolicy
 from helpers import CASES, REPO, describe, engine_env, engine_json
 from test_cli import ZERO_TOKEN
 
+# in-process runs: under pytest-xdist, only in a child with no execnet thread beside them
+pytestmark = pytest.mark.one_thread
+
 CASE = f"{CASES}/case_loop_fidelity.py"
 CASE_TESTS = [
     "test_call_later_returns_an_asyncio_timer_handle",

@@ -10,9 +10,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any, List, Tuple
 
+import pytest
+
 import affidavit
 from affidavit import _runtime
 from affidavit.loop import ControlledLoop
+
+# in-process runs: under pytest-xdist, only in a child with no execnet thread beside them
+pytestmark = pytest.mark.one_thread
 
 
 def run(program: Any, trace: bool) -> None:
