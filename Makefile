@@ -42,7 +42,9 @@ test-c: build
 # Two pytest processes (pytest-xdist): an engine call keeps about two thirds of a core busy (short
 # runs, pipe round trips, a worker's start), so two tests at a time fill a 2-core CI machine; the
 # whole suite took 1464 s serially and 1132 s with -n 2 on one. Each test's files live in its own tmp_path.
-PYTEST_ARGS := -q -n 2 --durations=25
+# --dist worksteal: xdist's default hands out the tests up front, and on 2026-12-04 one worker sat idle
+# for the second half of the suite while the other worked through its share (CPU half idle).
+PYTEST_ARGS := -q -n 2 --dist worksteal --durations=25
 
 test-py: build
 	$(VPY) -m pytest tests $(PYTEST_ARGS)
