@@ -232,16 +232,12 @@ void afd_deadline_wake_late(afd_handle *const *heap, size_t n, uint64_t wake_ns,
 void afd_deadline_step_end(uint32_t task, uint64_t vstart, uint64_t cost, const afd_horizon *h,
                            uint32_t earliest)
 {
-    /* A deadline the step's cost carried the clock past, or to within AFD_REACH_NS of (the steps or
-     * the real wait that follow carry it the rest of the way: aiohttp's 300 s timeout reached to 8 us
-     * by one step, then passed by a real socket's wait), was outlasted. */
+    /* A deadline due exactly at the step's end fires in the next iteration either way; only one the
+     * step's cost carried the clock strictly past was outlasted. */
     /* An outlasted deadline is named first: it is the time the program guards with. Else a sleep's
      * wake-up more than a batch away, reached: to within AFD_REACH_NS, since the floors of the
      * steps that follow carry the clock the rest of the way before the loop looks again. */
-    int reached =
-        h->deadline_ns != AFD_NO_DEADLINE && earliest &&
-        (cost > h->deadline_ns || (h->deadline_ns > AFD_REACH_NS && cost > h->deadline_ns - AFD_REACH_NS));
-    if (!reached) {
+    if (h->deadline_ns == AFD_NO_DEADLINE || cost <= h->deadline_ns || !earliest) {
         if (h->threshold_ns != AFD_NO_DEADLINE && h->threshold_ns < h->deadline_ns &&
             cost > (h->threshold_ns > AFD_REACH_NS ? h->threshold_ns - AFD_REACH_NS : 0))
             afd_rec_event(AFD_EV_DEADLINE_LATE, 0, task, 0, AFD_NOSTR, vstart, h->stall_ns);
