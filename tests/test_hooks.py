@@ -9,12 +9,8 @@ task is blocked for good, who waits for whom.
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any, List, Tuple
 
 import pytest
@@ -151,23 +147,7 @@ def test_objects_made_on_one_line_get_distinct_labels() -> None:
                                                             f"Lock@tests/test_hooks.py:{line}#2"]
 
 
-def in_fresh_interpreter(call: str) -> None:
-    """Runs `test_hooks.<call>` in a fresh interpreter, for what holds only while the run's thread
-    is the process's only one (time.sleep is virtual, a blocked loop is a deadlock): this process
-    may hold others (pytest-xdist's execnet thread, an earlier test's executor workers), with which
-    a real loop would wait, and so does affidavit's."""
-    here = Path(__file__).resolve().parent
-    env = {**os.environ, "PYTHONPATH": str(here)}
-    proc = subprocess.run([sys.executable, "-c", f"import test_hooks; test_hooks.{call}"],
-                          cwd=here.parent, env=env, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-
-
 def test_time_sleep_in_a_step_is_virtual_cost_with_its_line() -> None:
-    in_fresh_interpreter("time_sleep_is_virtual()")
-
-
-def time_sleep_is_virtual() -> None:
     assert threading.active_count() == 1
     async def prog() -> Tuple[float, float, float]:
         loop = asyncio.get_running_loop()
@@ -194,10 +174,6 @@ def test_time_sleep_outside_a_run_is_real() -> None:
 
 @pytest.mark.parametrize("mode", [_runtime.MODE_CONTROLLED, _runtime.MODE_NATURAL])
 def test_a_deadlock_ends_the_run_with_its_wait_for_graph(mode: int) -> None:
-    in_fresh_interpreter(f"deadlock_ends_the_run({mode})")
-
-
-def deadlock_ends_the_run(mode: int) -> None:
     assert threading.active_count() == 1
     async def prog() -> None:
         a, b = asyncio.Lock(), asyncio.Lock()
