@@ -65,6 +65,7 @@ RESOURCES = f"{CASES}/case_fixed_resources.py"
 THRESHOLDS = f"{CASES}/case_thresholds.py"
 THRESHOLD_TESTS = ["test_wait_for_well_within_its_timeout", "test_the_short_sleep_wins_the_race",
                    "test_a_few_steps_finish_within_a_long_sleep"]
+REAL_WAIT = f"{CASES}/case_real_wait_threshold.py"
 OWN_POLICY = f"{CASES}/own_policy"
 USER_PROJECT = f"{CASES}/user_project"
 UNMARKED = f"{CASES}/case_unmarked_fresh_token.py"
@@ -265,6 +266,21 @@ def test_explore_calls_a_crossed_threshold_timing_sensitive() -> None:
     for d in docs:
         if d.get("found"):
             assert d.get("timing") and d["timing"].get("summary"), d
+
+
+def test_a_deadline_a_stall_brought_within_a_real_waits_reach_is_no_failure() -> None:
+    """Steps stalled to just short of a 30 s timeout, then a real socket's answer outlasts the rest:
+    a threshold whatever the real wait's length, so never a failing schedule. Several sessions,
+    since one session's verdict turns on real waits (before the fix about half of them were red)."""
+    assert_passes_plainly(REPO, REAL_WAIT, passed=1)
+    wrong = []
+    for _ in range(4):
+        proc, docs = engine_docs("explore", REAL_WAIT, "--runs", EXPLORE_RUNS)
+        wrong += [f"verdict {d.get('verdict')!r} at run {d.get('failing_run')}: {d.get('failure')} "
+                  f"(schedule {d.get('schedule')}, confirm {d.get('confirm')})"
+                  for d in docs if d.get("verdict") not in ("no_failure", "timing_sensitive", "unconfirmed")]
+    assert not wrong, "a timeout reached by a real wait after a stall brought it within reach was called a " \
+        "failure:\n" + "\n".join(wrong)
 
 
 @pytest.mark.parametrize("name", THRESHOLD_TESTS)

@@ -21,6 +21,7 @@ void afd_timing_from_trace(afd_timing *self, const afd_trace *tr)
         if (e->kind != AFD_EV_DEADLINE_LATE)
             continue;
         self->crossed = 1;
+        self->real_wait = (e->flags & AFD_LATE_REAL_WAIT) != 0;
         self->duration_ns = e->cost;
         if (e->b != AFD_NOSTR)
             snprintf(self->site, sizeof self->site, "%s", afd_trace_string(tr, e->b));
@@ -88,7 +89,8 @@ static void put_duration(afd_buf *out, uint64_t ns)
 
 void afd_timing_summary(const afd_timing *self, afd_buf *out)
 {
-    afd_buf_printf(out, "fails only when one step takes longer than ");
+    afd_buf_printf(out, self->real_wait ? "fails only when steps stall close to "
+                                        : "fails only when one step takes longer than ");
     if (self->duration_ns) {
         afd_buf_printf(out, "the ");
         put_duration(out, self->duration_ns);
@@ -98,6 +100,8 @@ void afd_timing_summary(const afd_timing *self, afd_buf *out)
     }
     if (self->site[0])
         afd_buf_printf(out, " armed at %s", self->site);
+    if (self->real_wait)
+        afd_buf_printf(out, " and a real wait (a socket, a thread) then outlasts the rest");
     afd_buf_printf(out, ": a slow machine, not a race");
 }
 

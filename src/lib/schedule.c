@@ -113,14 +113,19 @@ static int pct_is_change_point(const afd_schedule *self, uint64_t idx)
     return 0;
 }
 
-uint64_t afd_schedule_below(uint64_t deadline_ns)
+uint64_t afd_schedule_below_stall(uint64_t ahead_ns, uint64_t stall_ns)
 {
-    uint64_t gap = deadline_ns / 10;
+    uint64_t gap = (stall_ns > ahead_ns ? stall_ns : ahead_ns) / 10;
     if (gap > AFD_PCT_MARGIN_NS)
         gap = AFD_PCT_MARGIN_NS;
     if (gap == 0)
         gap = 1;
-    return deadline_ns > gap ? deadline_ns - gap : 0;
+    return ahead_ns > gap ? ahead_ns - gap : 0;
+}
+
+uint64_t afd_schedule_below(uint64_t deadline_ns)
+{
+    return afd_schedule_below_stall(deadline_ns, deadline_ns);
 }
 
 static uint64_t base_cost(const afd_schedule *self, const afd_step_id *step, const afd_horizon *h)
@@ -150,7 +155,7 @@ uint64_t afd_schedule_step_cost_within(const afd_schedule *self, const afd_step_
 {
     uint64_t cost = base_cost(self, step, h);
     if ((self->flags & AFD_SCHED_BELOW_DEADLINES) && h->threshold_ns != AFD_NO_DEADLINE) {
-        uint64_t cap = afd_schedule_below(h->threshold_ns);
+        uint64_t cap = afd_schedule_below_stall(h->threshold_ns, h->stall_ns);
         if (cost > cap)
             cost = cap;
     }

@@ -56,13 +56,19 @@ uint64_t afd_schedule_step_cost(const afd_schedule *self, const afd_step_id *ste
  * AFD_SCHED_BELOW_DEADLINES pct's delay outlasts every pending timer (h->latest_ns), deadlines
  * included, as version-1 tokens always meant. With it pct's delay outlasts the pending timers that
  * are not deadlines, and every cost (jitter's, pct's, an explicit delay's) is capped just below the
- * earliest pending deadline: afd_schedule_below(h->deadline_ns). */
+ * earliest pending threshold: afd_schedule_below_stall(h->threshold_ns, h->stall_ns). */
 uint64_t afd_schedule_step_cost_within(const afd_schedule *self, const afd_step_id *step,
                                        const afd_horizon *h);
 
 /* The largest cost that keeps a step short of a deadline deadline_ns away: deadline_ns less a
  * tenth of it, at most AFD_PCT_MARGIN_NS and at least 1 ns (0 for a deadline due now). */
 uint64_t afd_schedule_below(uint64_t deadline_ns);
+/* The same for a timer ahead_ns away that a stall of stall_ns (>= ahead_ns: its distance without
+ * the delays the schedule already added since it was armed) overtakes: the margin is a tenth of the
+ * stall, at most AFD_PCT_MARGIN_NS, so delays that approach one timer in several steps keep the same
+ * margin as one delay would (not a tenth of what is left each time, which reaches the timer to the
+ * microsecond, where a real wait's length decides whether it fires). */
+uint64_t afd_schedule_below_stall(uint64_t ahead_ns, uint64_t stall_ns);
 
 /* The lateness of the wake_index-th idle wake-up (from 0): nothing was ready, the loop went idle at
  * now_ns and the earliest deadline is deadline_ns (>= now_ns). The clock then jumps to

@@ -727,15 +727,25 @@ static void format_time_event(const afd_trace *self, const afd_event *ev, afd_bu
         afd_buf_printf(out, ", %" PRIu64 " clock reads", ev->wall);
         return;
     }
-    afd_buf_printf(out, ev->kind == AFD_EV_DEADLINE ? "deadline #%" PRIu32 " of " : "task ", ev->a);
+    if (ev->kind == AFD_EV_DEADLINE)
+        afd_buf_printf(out, "deadline #%" PRIu32 " of ", ev->a);
+    else if (ev->task == 0)
+        afd_buf_printf(out, "%s",
+                       ev->flags & AFD_LATE_REAL_WAIT ? "a real wait, after a stall," : "a late wake-up");
+    else
+        afd_buf_printf(out, "task ");
     if (ev->kind == AFD_EV_DEADLINE) {
         put_ms(out, ev->cost);
         afd_buf_printf(out, " armed at %s by task ",
                        ev->b == AFD_NOSTR ? "?" : afd_trace_string(self, ev->b));
         put_task(out, self, ev->task);
     } else {
-        put_task(out, self, ev->task);
-        afd_buf_printf(out, " outlasted deadline #%" PRIu32 " (", ev->a);
+        if (ev->task)
+            put_task(out, self, ev->task);
+        if (ev->a)
+            afd_buf_printf(out, " outlasted deadline #%" PRIu32 " (", ev->a);
+        else
+            afd_buf_printf(out, " outlasted a sleep's wake-up (");
         put_ms(out, ev->cost);
         afd_buf_printf(out, ", armed at %s)", ev->b == AFD_NOSTR ? "?" : afd_trace_string(self, ev->b));
     }

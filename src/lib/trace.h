@@ -99,9 +99,12 @@ enum afd_event_kind {
                                   a = deadline number in the run (from 1), b = the user's site that
                                   armed it "file:line" or AFD_NOSTR, vtime = now, cost = duration ns */
     AFD_EV_DEADLINE_LATE = 17, /* a step's cost carried the clock past the earliest pending
-                                deadline: task = the step's task, a = the deadline's number,
-                                b = its site or AFD_NOSTR, vtime = the step's start, cost = the
-                                deadline's duration ns */
+                                deadline (or a wake-up overtook a timer: task 0, vtime = the
+                                wake-up's time; flags AFD_LATE_REAL_WAIT: in a real wait, after a
+                                stall brought the timer within its reach): task = the step's task,
+                                a = the deadline's number (0: a sleep's wake-up), b = its site or
+                                AFD_NOSTR, vtime = the step's start, cost = the deadline's duration
+                                ns (a sleep's: the stall that overtook it) */
     /* Cancellation and hand-offs. A "step index" below is the one WAKE events number (b - 1). */
     AFD_EV_CANCEL = 18,           /* Task.cancel() was called: task = the step's task (the caller; 0
                                      outside any step), a = the target task's id, b = the message
@@ -164,6 +167,8 @@ enum afd_event_kind {
  * armed (a timeout, a TTL, a lease: any timer but a sleeping task's wake-up) left unexpired, so no
  * cost changes the run unless it carries the clock to that deadline (closure.h). */
 enum { AFD_SLOT_DEADLINE = 1u << 0, AFD_SLOT_CROSSING = 1u << 1 };
+/* AFD_EV_DEADLINE_LATE flags. */
+enum { AFD_LATE_REAL_WAIT = 1u << 0 };
 
 /* CANCEL flags */
 enum {

@@ -135,7 +135,7 @@ static uint64_t stall_to(const afd_handle_ext *x, uint64_t when_ns, uint64_t at_
 void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, afd_horizon *out,
                           uint32_t *earliest)
 {
-    uint64_t latest = 0, plain = 0, first = UINT64_MAX, first_plain = UINT64_MAX, stall = 0;
+    uint64_t latest = 0, plain = 0, first = UINT64_MAX, first_plain = UINT64_MAX, stall = 0, first_stall = 0;
     uint32_t which = 0;
     for (size_t i = 0; i < n; i++) {
         afd_handle *t = heap[i];
@@ -154,6 +154,7 @@ void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, af
             }
         } else if (when < first) {
             first = when;
+            first_stall = stall_to(x, when, now_ns);
             which = x->deadline;
         }
     }
@@ -161,7 +162,7 @@ void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, af
     out->plain_ns = plain > now_ns ? plain - now_ns : 0;
     out->deadline_ns = first == UINT64_MAX ? AFD_NO_DEADLINE : first > now_ns ? first - now_ns : 0;
     out->threshold_ns = out->deadline_ns;
-    out->stall_ns = out->deadline_ns == AFD_NO_DEADLINE ? 0 : out->deadline_ns;
+    out->stall_ns = out->deadline_ns == AFD_NO_DEADLINE ? 0 : first_stall;
     if (first_plain != UINT64_MAX && first_plain - now_ns < out->threshold_ns) {
         out->threshold_ns = first_plain - now_ns;
         out->stall_ns = stall;
@@ -176,7 +177,7 @@ void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, af
  * millisecond, so a 0.7 ms sleep and a 1 ms timeout armed together fire in one iteration on
  * stock asyncio (the timeout races the hand-off it guards, as in bpo-27585). */
 static afd_handle *overtaken(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late,
-                             int only_deadlines)
+                             int only_deadlines, int real)
 {
     afd_handle *first = NULL;
     uint64_t first_when = UINT64_MAX;
@@ -191,6 +192,11 @@ static afd_handle *overtaken(afd_handle *const *heap, size_t n, uint64_t wake_ns
             continue;
         if (stall_to(x, when, wake_ns) <= AFD_WAKE_BATCH_NS)
             continue;
+        /* a real wait's length is the world's, not the schedule's: only a stall the schedule added
+         * since the timer was armed, at least as long as what the wait had left to it, counts */
+        uint64_t added = afd_injected_ns - x->injected;
+        if (real && (added <= AFD_WAKE_BATCH_NS || added < when - wake_ns))
+            continue;
         first = t;
         first_when = when;
     }
@@ -203,18 +209,19 @@ uint64_t afd_deadline_cap_lateness(afd_handle *const *heap, size_t n, uint64_t w
         return late;
     /* A timer due at the wake-up itself fires then whatever the lateness; only one still ahead
      * could be overtaken by waking late. */
-    afd_handle *t = overtaken(heap, n, wake_ns, late, 0);
+    afd_handle *t = overtaken(heap, n, wake_ns, late, 0, 0);
     if (!t)
         return late;
-    uint64_t cap = afd_schedule_below(afd_rt_ceil_ns(afd_handle_ext_of(t)->when) - wake_ns);
+    uint64_t when = afd_rt_ceil_ns(afd_handle_ext_of(t)->when);
+    uint64_t cap = afd_schedule_below_stall(when - wake_ns, stall_to(afd_handle_ext_of(t), when, wake_ns));
     return late < cap ? late : cap;
 }
 
-void afd_deadline_wake_late(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late)
+void afd_deadline_wake_late(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late, int real)
 {
-    afd_handle *t = late ? overtaken(heap, n, wake_ns, late, 1) : NULL; /* a deadline is named first */
+    afd_handle *t = late ? overtaken(heap, n, wake_ns, late, 1, real) : NULL; /* a deadline is named first */
     if (!t && late)
-        t = overtaken(heap, n, wake_ns, late, 0);
+        t = overtaken(heap, n, wake_ns, late, 0, real);
     if (!t)
         return;
     const afd_handle_ext *x = afd_handle_ext_of(t);
@@ -226,7 +233,7 @@ void afd_deadline_wake_late(afd_handle *const *heap, size_t n, uint64_t wake_ns,
         site = deadlines[number - 1].site;
         duration = deadlines[number - 1].duration_ns;
     }
-    afd_rec_event(AFD_EV_DEADLINE_LATE, 0, 0, number, site, wake_ns, duration);
+    afd_rec_event(AFD_EV_DEADLINE_LATE, real ? AFD_LATE_REAL_WAIT : 0, 0, number, site, wake_ns, duration);
 }
 
 void afd_deadline_step_end(uint32_t task, uint64_t vstart, uint64_t cost, const afd_horizon *h,

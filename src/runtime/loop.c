@@ -487,7 +487,7 @@ static int controlled_wait(afd_loop *self, int stopping)
         if (late < AFD_WAKE_FLOOR_NS)
             late = AFD_WAKE_FLOOR_NS;
         late = afd_deadline_cap_lateness(self->heap, self->hn, deadline, late);
-        afd_deadline_wake_late(self->heap, self->hn, deadline, late);
+        afd_deadline_wake_late(self->heap, self->hn, deadline, late, 0);
         if (late > AFD_WAKE_FLOOR_NS)
             afd_injected_ns += late - AFD_WAKE_FLOOR_NS;
         if (self->slots_live)
@@ -517,7 +517,7 @@ static int controlled_wait(afd_loop *self, int stopping)
     uint64_t t0 = mono_ns();
     if (poll_selector(self, timeout, &had) < 0)
         return -1;
-    uint64_t waited = mono_ns() - t0;
+    uint64_t waited = mono_ns() - t0, before = self->clock_ns;
     if (had) {
         afd_rec_flag(AFD_TRACE_REAL_IO);
         afd_rec_event(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_REAL_IO, AFD_NOSTR, self->clock_ns, waited);
@@ -532,6 +532,8 @@ static int controlled_wait(afd_loop *self, int stopping)
     } else {
         self->clock_ns += waited;
     }
+    if (self->hn && self->clock_ns > before)
+        afd_deadline_wake_late(self->heap, self->hn, before, self->clock_ns - before, 1);
     return 0;
 }
 

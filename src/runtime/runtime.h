@@ -167,8 +167,14 @@ void afd_deadline_step_end(uint32_t task, uint64_t vstart, uint64_t cost, const 
  * just short of the earliest deadline still ahead of the wake-up (late unchanged otherwise). */
 uint64_t afd_deadline_cap_lateness(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late);
 /* An idle wake-up due at wake_ns came `late` ns late: when that overtook a pending deadline, or any
- * timer more than AFD_WAKE_BATCH_NS after wake_ns, records it (AFD_EV_DEADLINE_LATE, task 0). */
-void afd_deadline_wake_late(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late);
+ * timer more than AFD_WAKE_BATCH_NS after wake_ns, records it (AFD_EV_DEADLINE_LATE, task 0).
+ * real: the clock went from wake_ns to wake_ns + late in a real wait (I/O, a thread), whose length
+ * the schedule does not choose: a timer it reached counts only if the stall the schedule added
+ * since that timer was armed is more than AFD_WAKE_BATCH_NS and at least the distance the wait had
+ * left to it (the stall brought the timer within a real wait's reach: aiohttp's 301 s timeout,
+ * 8 us away after one delayed step, passed by a loopback socket's wait); the event's flags say
+ * AFD_LATE_REAL_WAIT. */
+void afd_deadline_wake_late(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late, int real);
 /* Forgets the deadlines numbered so far: a new recording numbers its own from 1. */
 void afd_deadline_reset(void);
 /* The site string id that armed deadline `number`, or AFD_NOSTR. */
