@@ -435,6 +435,13 @@ def test_the_same_explore_twice_gives_the_same_verdicts(target: str) -> None:
     first, second = verdicts(), verdicts()
     if target != THREADS:
         assert any(found for _, found, *_ in first), f"the racy case should be found failing: {first}"
+    else:
+        # A run decided by how fast a thread really is (a timer firing while it works) is uncontrolled:
+        # whether a session meets a failing one depends on the machine's load, and such a failure is
+        # abstained, never red. What must not differ is everything else: no red, the same tests.
+        assert not any(found for _, found, *_ in first + second), f"a thread race was called a failure:\n{first}\n{second}"
+        first, second = ([(n, f, "green" if v in ("abstained", "no_failure") else v, r, t) for n, f, v, r, t in vs]
+                         for vs in (first, second))
     assert first and first == second, f"the same explore command said two different things:\n{first}\n{second}"
 
 
