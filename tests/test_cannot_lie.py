@@ -481,3 +481,21 @@ def test_a_stock_loop_the_test_runs_itself_is_named_not_hung() -> None:
     assert proc.returncode == 0 and not found_failing(docs), \
         "a stock loop's 10 ms wait hung under affidavit:\n" + describe(proc)
     assert "which affidavit does not control" in proc.stderr + proc.stdout, describe(proc)
+
+
+def test_a_loop_in_another_thread_is_named_as_such(tmp_path: Path) -> None:
+    """mocket's shape (asgiref's async_to_sync, starlette's TestClient): a sync test whose coroutine runs
+    on asyncio's stock loop in a thread of a library's own. Not explored, and the reason says where the
+    loop ran instead of calling asyncio's own loop class the test's."""
+    case = f"{CASES}/case_loop_in_a_thread.py"
+    assert_passes_plainly(REPO, case, passed=1)
+    proc = engine("explore", case, "--runs", "5", cwd=REPO, timeout=120)
+    assert proc.returncode == 0, describe(proc)
+    assert "in the thread 'ThreadPoolExecutor-" in proc.stderr and "not the test's" in proc.stderr, describe(proc)
+    root = project(tmp_path, {"test_portal.py": case})
+    session = explore_session(root)
+    assert_session_green(session, 1, "a sync test running a coroutine in an executor thread")
+    lines = summary_lines(session)
+    assert any("1 not explored: the test's coroutines run on a loop in another thread" in l for l in lines), \
+        describe(session)
+    assert not any("brings its own loop class" in l for l in lines), describe(session)

@@ -659,6 +659,8 @@ def _unrun_reason(when: str, report: pytest.TestReport) -> str:
 def _reason(error: str, nodeid: str) -> str:
     """An engine's message as a reason shared by every test it applies to: without the node id."""
     m = _FOREIGN_LOOP.search(error)
+    if m and " in the thread '" in m.group(1):  # one name per thread: the reason groups tests without it
+        return "the test's coroutines run on a loop in another thread (a library's or its own), on real time"
     if m:
         return f"the test brings its own loop class {m.group(1)}"
     return error.replace(nodeid, "the test")

@@ -11,7 +11,8 @@
  * monkeypatch.chdir) therefore changes nothing in its trace.
  *
  * An event loop that is not a ControlledLoop (a conftest's event_loop_policy fixture or a loop
- * factory made it) runs on real time, outside the schedule. When one becomes the running loop the
+ * factory made it, or a thread other than the test's runs it: a library's sync-to-async portal)
+ * runs on real time, outside the schedule. When one becomes the running loop the
  * run's trace gets the AFD_TRACE_FOREIGN_LOOP flag and one UNCONTROLLED event whose b is a
  * description of that loop and the policy in force, so the engine can say what ran.
  *
@@ -200,6 +201,21 @@ static PyObject *policy_name(void)
     return r;
 }
 
+/* The name of the thread that runs this (threading.current_thread().name), or NULL with no
+ * exception set. */
+static PyObject *thread_name(void)
+{
+    PyObject *threading = PyImport_ImportModule("threading");
+    PyObject *t = threading ? PyObject_CallMethod(threading, "current_thread", NULL) : NULL;
+    PyObject *name = t ? PyObject_GetAttrString(t, "name") : NULL;
+    Py_XDECREF(t);
+    Py_XDECREF(threading);
+    if (name && !PyUnicode_Check(name))
+        Py_CLEAR(name);
+    PyErr_Clear();
+    return name;
+}
+
 void afd_rt_note_running_loop(PyObject *loop)
 {
     if (loop == Py_None || !afd_rec_active() || (afd_rec_flags() & AFD_TRACE_FOREIGN_LOOP) ||
@@ -210,7 +226,11 @@ void afd_rt_note_running_loop(PyObject *loop)
     PyObject *lname = type_name(loop);
     PyObject *pname = policy_name();
     PyObject *text = NULL;
-    if (lname && pname)
+    PyObject *thread = afd_clock_off_run_thread() ? thread_name() : NULL;
+    if (lname && thread) /* asyncio's stock loop, say, that a library's thread runs (a portal) */
+        text = PyUnicode_FromFormat("%U in the thread '%U', not the test's%s%s", lname, thread,
+                                    loop_note[0] ? "; " : "", loop_note);
+    else if (lname && pname)
         text = PyUnicode_FromFormat("%U under the event loop policy %U%s%s", lname, pname,
                                     loop_note[0] ? "; " : "", loop_note);
     else if (lname)
@@ -219,6 +239,7 @@ void afd_rt_note_running_loop(PyObject *loop)
     afd_rec_event(AFD_EV_UNCONTROLLED, 0, afd_rec_current, AFD_TRACE_FOREIGN_LOOP,
                   text ? afd_rec_intern(text, NULL) : AFD_NOSTR, afd_rec_now, 0);
     Py_XDECREF(text);
+    Py_XDECREF(thread);
     Py_XDECREF(pname);
     Py_XDECREF(lname);
     PyErr_Clear();
