@@ -82,6 +82,19 @@ SUITES: List[Dict[str, Any]] = [
     # and fail plainly on 3.11
     {"name": "later", "pin": "later==26.8.1", "args": ["later/tests"]},
     {"name": "unsync", "pin": "unsync==1.4.0", "args": ["test"]},
+    # The three of bench/first_contact.py's third contact (POOL.md entries 10-13; aioprometheus has no
+    # sdist that installs on Python 3.11).
+    {"name": "asyncio-dgram", "pin": "asyncio-dgram==3.0.0", "args": ["test"]},
+    # test_foo and test_passthrough make a real request to httpstat.us (a network service); the
+    # suite has no pytest configuration, so its node ids are relative to the sources' pytest.ini
+    {"name": "aresponses", "pin": "aresponses==3.0.0",
+     "args": ["tests", "--deselect", "aresponses-3.0.0/tests/test_server.py::test_foo",
+              "--deselect", "aresponses-3.0.0/tests/test_server.py::test_passthrough"]},
+    # its tests that need its docker services (an HTTP bin, redis) are skipped by its own switches;
+    # test_asyncio_record_replay connects to google.com:80 unguarded; its addopts carry -x
+    {"name": "mocket", "pin": "mocket==3.15.0",
+     "args": ["tests", "mocket", "--maxfail=0", "--deselect", "tests/test_asyncio.py::test_asyncio_record_replay"],
+     "env": {"SKIP_TRUE_HTTP": "1", "SKIP_TRUE_REDIS": "1"}},
 ]
 
 # The pytest plugins (pytest11 entry points) a suite's own requirements install into the shared venv:
@@ -90,6 +103,8 @@ SUITES: List[Dict[str, Any]] = [
 PLUGINS: Dict[str, List[str]] = {
     "looptime": ["looptime_plugin", "looptime_timeproxies", "looptime_chronometers"],
     "pyleak": ["pyleak", "trio"],
+    "aresponses": ["aresponses", "aiohttp"],
+    "mocket": ["pook"],
 }
 
 
@@ -204,7 +219,8 @@ def session(py: str, s: Dict[str, Any], mode: str, explore: int, tag: str) -> Di
         cmd += ["-p", "no:affidavit"]
     elif mode == "explore":
         cmd += [f"--affidavit-explore={explore}"]
-    env = dict(os.environ, AFFIDAVIT_PYTHON=py, PATH=os.path.join(ENV, "bin") + os.pathsep + os.environ["PATH"])
+    env = dict(os.environ, **s.get("env", {}), AFFIDAVIT_PYTHON=py,
+               PATH=os.path.join(ENV, "bin") + os.pathsep + os.environ["PATH"])
     env.pop("PYTEST_ADDOPTS", None)
     t0 = time.perf_counter()
     p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)

@@ -244,6 +244,26 @@ def test_explore_never_runs_two_copies_of_a_test_at_once(tmp_path: Path) -> None
     assert_no_lock_left(root)
 
 
+def test_copies_run_side_by_side_only_while_they_keep_to_themselves(tmp_path: Path) -> None:
+    """The runtime's audit hook sees a run take a fixed port or write a file outside its temporary
+    places; a test whose runs do not runs two copies at once (a machine's second core), one that does
+    runs one at a time, and says why."""
+    root = project(tmp_path, {"test_fixed_resources.py": RESOURCES,
+                              "test_private.py": f"{CASES}/case_private_resources.py"})
+    nodes = resource_nodes("copies")
+    assert_passes_plainly(root, "test_private.py", *nodes, passed=3)
+    proc, docs = engine_docs("explore", "test_private.py", *nodes, "--runs", "20", "--workers", "2", cwd=root)
+    copies = {d["nodeid"]: d["copies"] for d in docs}
+    assert copies["test_private.py::test_keeps_to_its_own_files_and_ports"] == {"most_alive": 2, "shared": None}, \
+        f"a test that keeps to tmp_path, tempfile and port 0 ran its copies one at a time\n{copies}"
+    port, lock = (copies[n] for n in nodes)
+    assert port["most_alive"] == 1 and "bound the fixed port" in (port["shared"] or ""), copies
+    assert lock["most_alive"] == 1 and (lock["shared"] or "").startswith("wrote ") \
+        and lock["shared"].endswith(".case_fixed_resources.copies.lock"), copies
+    assert not found_failing(docs) and proc.returncode == 0, describe(proc)
+    assert_no_lock_left(root)
+
+
 def test_the_plugin_never_runs_two_copies_of_a_test_at_once(tmp_path: Path) -> None:
     root = resource_project(tmp_path, "plugin")
     proc = explore_session(root, *resource_nodes("plugin"))

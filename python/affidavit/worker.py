@@ -407,6 +407,16 @@ class _Server:
         for it in by_id.values():
             _control_loop_factory(it)
 
+        # one base temporary directory for every run, as one pytest session has: made now, before
+        # the first fork, so that each run's tmp_path is an exclusive numbered directory in it, and
+        # named to the runtime as private to each run (sharing.c: copies of a test that keep to
+        # such places may run side by side)
+        factory = getattr(session.config, "_tmp_path_factory", None)
+        if factory is not None:
+            try:
+                _runtime.private_root(str(factory.getbasetemp()))
+            except Exception:  # a project without a usable temporary directory: nothing is private
+                pass
         self.lesson = tempfile.TemporaryFile()
         known = _regex_keys()
 

@@ -239,7 +239,7 @@ int afd_cmd_replay(const afd_cli *cli)
     afd_progress prog;
     afd_progress_init(&prog, "replay");
     replay_ctx rctx = {.token = canon ? canon : cli->token, .events = cli->events, .sched = &s, .ran = ran};
-    rc = afd_runs_batch(pool, 0, cli->n, 0, make_replay_token, take_replay_events, &rctx, &prog, &t);
+    rc = afd_runs_batch_alone(pool, 0, cli->n, 0, make_replay_token, take_replay_events, &rctx, &prog, &t);
     afd_progress_done(&prog);
     afd_runs_stop_pool(cli, pool);
     if (rc == AFD_EIO) {

@@ -65,6 +65,7 @@ typedef struct explore_ctx {
     afd_confirm confirm;
     int abstained;   /* the replays had a thread working in real time: its progress decides them */
     int unconfirmed; /* otherwise, it did not fail again every time */
+    int most_alive;  /* the most runs of the test alive at once (afd_pool_most_alive) */
     char *last_error;
     uint64_t offset;     /* added to a batch index to make it a run number (the runs of the systematic part
                             come between the portfolio's first share and the rest) */
@@ -472,6 +473,13 @@ static void explore_json(afd_buf *o, const afd_cli *cli, explore_ctx *c, const t
         afd_buf_printf(o, "}");
     } else
         afd_buf_printf(o, "null");
+    /* copies of the test side by side, or one at a time because a run touched something shared */
+    afd_buf_printf(o, ", \"copies\": {\"most_alive\": %d, \"shared\": ", c->most_alive);
+    if (t->shared)
+        afd_json_str(o, t->shared);
+    else
+        afd_buf_printf(o, "null");
+    afd_buf_printf(o, "}");
     /* the random portfolio's runs only: the systematic part counts its own */
     afd_buf_printf(o, ", \"closure\": ");
     closure_json(o, c);
@@ -537,6 +545,7 @@ int afd_cmd_explore(const afd_cli *cli)
         c.unconfirmed = rc == 0 && !c.abstained && c.confirm.failed < AFD_CONFIRM_RUNS;
     }
     afd_progress_done(&prog);
+    c.most_alive = afd_pool_most_alive(pool);
     afd_runs_stop_pool(cli, pool);
     if (rc == AFD_EIO) {
         rc = afd_runs_interrupted_exit(&t);

@@ -197,7 +197,7 @@ int inv_replay(inv *v, const char *token, uint64_t n, tally *t)
     t->spans = v->spans;
     inv_kept_finish(&v->keep);
     replay_ctx r = {v, token};
-    int rc = afd_runs_batch(v->pool, 0, n, 0, make_token, take_replay, &r, &v->prog, t);
+    int rc = afd_runs_batch_alone(v->pool, 0, n, 0, make_token, take_replay, &r, &v->prog, t);
     return rc < 0 ? rc : v->error;
 }
 

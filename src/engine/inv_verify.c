@@ -195,8 +195,8 @@ static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_step
     uint64_t m = 200;
     uint64_t start = afd_runs_now_ns(), start_runs = v->tier_runs;
     /* 1. the minimal failing token */
-    int rc = afd_runs_batch(after, 0, cli->replays, 0, make_same_token, afd_runs_take_none, (void *)o->token,
-                            &v->prog, &t);
+    int rc = afd_runs_batch_alone(after, 0, cli->replays, 0, make_same_token, afd_runs_take_none,
+                                  (void *)o->token, &v->prog, &t);
     o->v_replay_runs = t.runs;
     o->v_replay_passed = t.by_outcome[AFD_OUT_PASS];
     tier_count(v, &t);

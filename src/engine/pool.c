@@ -66,6 +66,10 @@ struct afd_pool {
     char *python, *hash_seed; /* Owned, from the first HELLO. */
     char *items;              /* Owned, from the first HELLO: the collected node ids, one per line. */
     char *item;               /* Owned: the test runs are submitted for ("": the only one). */
+    /* Of the current test: runs that ended with a trace that touched nothing shared, whether one
+     * touched something shared, and whether runs must run alone (afd_pool_may_start). */
+    uint64_t private_runs;
+    int shared_seen, alone, most_alive;
 };
 
 static uint64_t afd_runs_now_ns(void)
@@ -435,12 +439,44 @@ int afd_pool_set_item(afd_pool *self, const char *nodeid)
         if (!found)
             return AFD_EINVAL;
     }
+    if (self->item && !strcmp(self->item, nodeid))
+        return 0;
     char *copy = strdup(nodeid);
     if (!copy)
         return AFD_ENOMEM;
     free(self->item);
     self->item = copy;
+    self->private_runs = 0;
+    self->shared_seen = 0;
+    self->most_alive = 0;
     return 0;
+}
+
+int afd_pool_most_alive(const afd_pool *self)
+{
+    return self->most_alive;
+}
+
+int afd_pool_may_start(const afd_pool *self)
+{
+    if (afd_pool_idle(self) <= 0)
+        return 0;
+    return afd_pool_busy(self) == 0 || (!self->alone && !self->shared_seen && self->private_runs > 0);
+}
+
+void afd_pool_note_run(afd_pool *self, int have, uint32_t trace_flags)
+{
+    if (have && (trace_flags & AFD_TRACE_SHARED))
+        self->shared_seen = 1;
+    else if (have)
+        self->private_runs++;
+}
+
+int afd_pool_alone(afd_pool *self, int on)
+{
+    int was = self->alone;
+    self->alone = on;
+    return was;
 }
 
 const char *afd_pool_python(const afd_pool *self)
@@ -499,6 +535,8 @@ int afd_pool_submit_marked(afd_pool *self, uint64_t run_id, uint8_t mode, const 
         afd_buf_finish(&b);
         w->busy = 1;
         w->run_id = run_id;
+        if (afd_pool_busy(self) > self->most_alive)
+            self->most_alive = afd_pool_busy(self);
         w->deadline_ns = afd_runs_now_ns() + ((uint64_t)self->opts.timeout_ms + 30000ULL) * 1000000ULL;
         /* A failed write means the worker died; afd_pool_next will see its EOF and report it. */
         (void)rc;

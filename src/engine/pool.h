@@ -55,6 +55,18 @@ const char *afd_pool_items(const afd_pool *self);
 int afd_pool_set_item(afd_pool *self, const char *nodeid);
 int afd_pool_idle(const afd_pool *self);
 int afd_pool_busy(const afd_pool *self);
+/* Whether one more run of the current test may start now. Copies of one test run side by side only
+ * once a run of it has ended and no run of it has touched what another copy would share
+ * (AFD_TRACE_SHARED: a file it wrote, a fixed port, a lock, a process; see the runtime's
+ * sharing.c), and not while afd_pool_alone is on; otherwise one at a time, as pytest runs a test. */
+int afd_pool_may_start(const afd_pool *self);
+/* What a finished run of the current test showed: its trace's flags (have: a trace came back). */
+void afd_pool_note_run(afd_pool *self, int have, uint32_t trace_flags);
+/* on: every run from now on runs with no other run alive (a failure's confirmation); returns the
+ * previous setting. */
+int afd_pool_alone(afd_pool *self, int on);
+/* The most runs of the current test alive at once so far (0 before its first). */
+int afd_pool_most_alive(const afd_pool *self);
 /* Sends a run to an idle worker (AFD_EFULL when none is idle). token is copied into the frame.
  * The marked form asks the run to measure the slots of the steps with indices [mark_lo, mark_lo +
  * mark_n) (AFD_EINVAL above AFD_PROTO_MAX_MARKS); afd_pool_submit is it with 0, 0. */

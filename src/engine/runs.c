@@ -84,6 +84,7 @@ void afd_tally_finish(tally *t)
     free(t->first_failure);
     free(t->foreign_loop);
     free(t->thread);
+    free(t->shared);
 }
 
 void afd_runlog_finish(runlog *r)
@@ -142,6 +143,9 @@ int afd_tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
         }
         if (e->kind == AFD_EV_UNCONTROLLED && e->a == AFD_TRACE_FOREIGN_LOOP && !t->foreign_loop &&
             !(t->foreign_loop = strdup(afd_trace_string(tr, e->b))))
+            return AFD_ENOMEM;
+        if (e->kind == AFD_EV_UNCONTROLLED && e->a == AFD_TRACE_SHARED && e->b != AFD_NOSTR && !t->shared &&
+            !(t->shared = strdup(afd_trace_string(tr, e->b))))
             return AFD_ENOMEM;
         if (e->kind == AFD_EV_UNCONTROLLED && e->a == AFD_TRACE_THREADS && e->b != AFD_NOSTR && !t->thread &&
             !(t->thread = strdup(afd_trace_string(tr, e->b))))
@@ -309,9 +313,9 @@ static int batch_runs(afd_pool *pool, uint64_t first, uint64_t n, double seconds
     uint64_t deadline = seconds > 0 ? afd_runs_now_ns() + (uint64_t)(seconds * 1e9) : 0;
     int stop = 0;
     for (;;) {
-        /* One run of a test at a time: two copies of one test share its files, its ports and its
-         * lock files, which no pytest run does (a fixed port would fail one of them). */
-        while (!stop && next < end && afd_pool_idle(pool) > 0 && afd_pool_busy(pool) == 0) {
+        /* Copies of one test side by side only while its runs keep to themselves: two copies
+         * share its files, its ports and its lock files, which no pytest run does (pool.h). */
+        while (!stop && next < end && afd_pool_may_start(pool)) {
             if (deadline && afd_runs_now_ns() >= deadline) {
                 stop = 1;
                 break;
@@ -339,6 +343,7 @@ static int batch_runs(afd_pool *pool, uint64_t first, uint64_t n, double seconds
             return rc;
         afd_trace tr;
         int have = res.trace_len && afd_trace_decode(&tr, res.trace, res.trace_len) == 0;
+        afd_pool_note_run(pool, have, have ? tr.flags : 0);
         if (afd_tally_add(t, &res, have ? &tr : NULL) < 0) {
             afd_run_result_finish(&res);
             if (have)
@@ -384,6 +389,15 @@ int afd_runs_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, m
 {
     unmarked u = {.make = make, .take = take, .ctx = ctx};
     return afd_runs_batch_marked(pool, first, n, seconds, make_unmarked, take_unmarked, &u, prog, t);
+}
+
+int afd_runs_batch_alone(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make,
+                         take_fn take, void *ctx, afd_progress *prog, tally *t)
+{
+    int was = afd_pool_alone(pool, 1);
+    int rc = afd_runs_batch(pool, first, n, seconds, make, take, ctx, prog, t);
+    afd_pool_alone(pool, was);
+    return rc;
 }
 
 int afd_runs_batch_marked(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_marked_fn make,

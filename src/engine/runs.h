@@ -34,6 +34,8 @@ typedef struct tally {
     int first_failure_outcome;
     char *foreign_loop; /* Owned: the first run's description of a loop not affidavit's, or NULL. */
     char *thread;       /* Owned: the name of the first thread seen working while the loop waited, or NULL. */
+    char *shared; /* Owned: what the first run that touched a shared resource did (AFD_TRACE_SHARED), or NULL.
+                   */
     /* Set by the caller after zeroing the tally: afd_tally_add records each run in log (an
      * investigation's incident lists its runs), afd_runs_batch each batch as a span (--trace-out). */
     runlog *log;      /* Borrowed, or NULL. */
@@ -83,6 +85,10 @@ typedef int (*make_fn)(void *ctx, uint64_t i, uint8_t *mode, char **token);
 typedef int (*take_fn)(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr);
 int afd_runs_batch(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make, take_fn take,
                    void *ctx, afd_progress *prog, tally *t);
+/* afd_runs_batch with no other run of the test alive at any time (afd_pool_alone): a failure's
+ * confirmation, a replay. */
+int afd_runs_batch_alone(afd_pool *pool, uint64_t first, uint64_t n, double seconds, make_fn make,
+                         take_fn take, void *ctx, afd_progress *prog, tally *t);
 /* The same batch whose runs may measure slots: make also sets the steps run i measures
  * (afd_pool_submit_marked's mark_lo, mark_n; both 0 for none). afd_runs_batch is this with every
  * run unmarked. */

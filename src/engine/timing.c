@@ -144,7 +144,8 @@ int afd_timing_confirm(afd_pool *pool, const char *token, afd_progress *prog, af
 {
     tally t = {0};
     replay_ctx c = {token};
-    int rc = afd_runs_batch(pool, 0, AFD_CONFIRM_RUNS, 0, make_replay, afd_runs_take_none, &c, prog, &t);
+    int rc =
+        afd_runs_batch_alone(pool, 0, AFD_CONFIRM_RUNS, 0, make_replay, afd_runs_take_none, &c, prog, &t);
     out->runs = t.runs;
     out->failed = t.failed;
     out->flags = t.flags_union;

@@ -586,6 +586,8 @@ static const char *uncontrolled_source(uint32_t bit)
         return "the loop blocked on real time";
     case AFD_TRACE_FOREIGN_LOOP:
         return "an event loop affidavit does not control ran";
+    case AFD_TRACE_SHARED:
+        return "the run touched what another copy of the test would share";
     default:
         return NULL;
     }
@@ -815,6 +817,8 @@ void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf 
             afd_buf_printf(out, ": %s", what);
         else
             afd_buf_printf(out, ": source 0x%" PRIx32, ev->a);
+        if (ev->a == AFD_TRACE_SHARED && ev->b != AFD_NOSTR && ev->b < self->n_strings)
+            afd_buf_printf(out, " (%s)", afd_trace_string(self, ev->b));
         break;
     }
     case AFD_EV_LOOP:

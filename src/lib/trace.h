@@ -58,8 +58,12 @@ enum afd_trace_flags {
                                          factory): one UNCONTROLLED event, b = its description */
     AFD_TRACE_RANDOM = 1u << 10,      /* the program drew from the `random` module the schedule seeds
                                          (its state at the end of the run is not the seeded one) */
-    AFD_TRACE_THREAD_RACE = 1u << 11  /* a timer fired, or a step's delay passed, while another thread
+    AFD_TRACE_THREAD_RACE = 1u << 11, /* a timer fired, or a step's delay passed, while another thread
                                          was working: what the thread had done by then is its speed's */
+    AFD_TRACE_SHARED = 1u << 12       /* the run wrote a file, took a fixed port, locked a file or
+                                         started a process outside its private places: another copy of
+                                         the test would share it (sharing.c); one UNCONTROLLED event,
+                                         b = what it did */
 };
 #define AFD_TRACE_UNCONTROLLED                                                                               \
     (AFD_TRACE_THREADS | AFD_TRACE_REAL_IO | AFD_TRACE_REAL_WAIT | AFD_TRACE_FOREIGN_LOOP)

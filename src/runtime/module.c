@@ -304,6 +304,14 @@ static PyObject *assertion_exit(afd_assertion *a, PyObject *const *args, Py_ssiz
     Py_RETURN_FALSE; /* never swallow the failure */
 }
 
+static PyObject *rt_private_root(PyObject *m, PyObject *path)
+{
+    (void)m;
+    if (afd_sharing_private_root(path) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef assertion_methods[] = {
     {"__enter__", (PyCFunction)assertion_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)(void (*)(void))assertion_exit, METH_FASTCALL, NULL},
@@ -354,6 +362,8 @@ static PyMethodDef rt_methods[] = {
     {"task_order", rt_task_order, METH_O,
      "task_order(task): the task's number in this run (creation order)."},
     {"token_delays", rt_token_delays, METH_O, "token_delays(token): [(task label, step ordinal, cost ns)]."},
+    {"private_root", rt_private_root, METH_O,
+     "private_root(path): the worker's pytest base temporary directory, private to its runs."},
     {"install_hooks", afd_rt_install_hooks, METH_NOARGS,
      "install_hooks(): record asyncio Lock/Event/Semaphore/Queue transitions and time.sleep (idempotent)."},
     {"library_path", afd_rt_library_path, METH_O,

@@ -449,6 +449,12 @@ void afd_tracer_step_end(void);
 
 /* ---- Hooks on asyncio's primitives and blocking calls (hooks.c) ------------------------ */
 PyObject *afd_rt_install_hooks(PyObject *self, PyObject *unused);
+/* Installs the audit hook that flags a run touching what another copy of its test would share
+ * (AFD_TRACE_SHARED, sharing.c). Idempotent. 0, or -1 with an exception set. */
+int afd_sharing_install(void);
+/* Names the worker's pytest base temporary directory, private to its runs (sharing.c). 0, or -1
+ * with an exception set. */
+int afd_sharing_private_root(PyObject *path);
 /* fn(self, *args) for a vectorcall with self in front (a new reference, or NULL with an
  * exception): how a hook calls the original method it replaced. */
 PyObject *afd_rt_call_with_self(PyObject *fn, PyObject *self, PyObject *const *args, Py_ssize_t nargs,

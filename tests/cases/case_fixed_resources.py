@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-SLOTS = ["plain", "sample", "explore", "plugin", "replay"]
+SLOTS = ["plain", "sample", "explore", "plugin", "replay", "copies"]
 
 # Below Linux's ephemeral range (32768-60999), derived from a constant so that nothing else here
 # picks it: 20000 + a hash of the name, one port per slot.
