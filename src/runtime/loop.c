@@ -28,10 +28,7 @@
 #define MIN_SCHEDULED_TIMER_HANDLES 100
 
 typedef struct afd_loop {
-    PyObject_HEAD PyObject **ready; /* Owned ring of owned handles. */
-    size_t rhead, rcount, rcap;
-    afd_handle **heap; /* Owned array of owned timers, a binary min-heap on (when, seq). */
-    size_t hn, hcap;
+    PyObject_HEAD afd_loop_queues q; /* the ready queue and the timer heap (loop_queues.c) */
     size_t timer_cancelled;
     uint64_t seq;
     uint64_t clock_ns;   /* controlled mode: the virtual clock */
@@ -68,112 +65,6 @@ static double loop_now(afd_loop *self)
     if (self->controlled)
         return (double)self->clock_ns / 1e9;
     return (double)mono_ns() / 1e9;
-}
-
-/* ---- ready queue ---- */
-
-static int ready_push(afd_loop *self, PyObject *h) /* steals h */
-{
-    if (self->rcount == self->rcap) {
-        size_t ncap = self->rcap ? self->rcap * 2 : 64;
-        PyObject **nr = PyMem_Malloc(ncap * sizeof *nr);
-        if (!nr) {
-            Py_DECREF(h);
-            PyErr_NoMemory();
-            return -1;
-        }
-        for (size_t i = 0; i < self->rcount; i++)
-            nr[i] = self->ready[(self->rhead + i) % self->rcap];
-        PyMem_Free(self->ready);
-        self->ready = nr;
-        self->rcap = ncap;
-        self->rhead = 0;
-    }
-    self->ready[(self->rhead + self->rcount) % self->rcap] = h;
-    self->rcount++;
-    return 0;
-}
-
-static PyObject *ready_pop(afd_loop *self) /* returns an owned reference */
-{
-    PyObject *h = self->ready[self->rhead];
-    self->rhead = (self->rhead + 1) % self->rcap;
-    self->rcount--;
-    return h;
-}
-
-/* ---- timer heap ---- */
-
-static double heap_when(afd_loop *self, size_t i)
-{
-    return afd_handle_ext_of(self->heap[i])->when;
-}
-
-static int timer_less(const afd_handle *a, const afd_handle *b)
-{
-    const afd_handle_ext *x = afd_handle_ext_of((afd_handle *)a), *y = afd_handle_ext_of((afd_handle *)b);
-    return x->when < y->when || (x->when == y->when && x->seq < y->seq);
-}
-
-static void sift_up(afd_loop *self, size_t i)
-{
-    afd_handle *x = self->heap[i];
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!timer_less(x, self->heap[p]))
-            break;
-        self->heap[i] = self->heap[p];
-        i = p;
-    }
-    self->heap[i] = x;
-}
-
-static void sift_down(afd_loop *self, size_t i)
-{
-    afd_handle *x = self->heap[i];
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= self->hn)
-            break;
-        if (c + 1 < self->hn && timer_less(self->heap[c + 1], self->heap[c]))
-            c++;
-        if (!timer_less(self->heap[c], x))
-            break;
-        self->heap[i] = self->heap[c];
-        i = c;
-    }
-    self->heap[i] = x;
-}
-
-static int heap_push(afd_loop *self, afd_handle *h) /* borrows h, takes a new reference */
-{
-    if (self->hn == self->hcap) {
-        size_t ncap = self->hcap ? self->hcap * 2 : 64;
-        afd_handle **nh = PyMem_Realloc(self->heap, ncap * sizeof *nh);
-        if (!nh) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        self->heap = nh;
-        self->hcap = ncap;
-    }
-    Py_INCREF(h);
-    self->heap[self->hn++] = h;
-    sift_up(self, self->hn - 1);
-    afd_handle_set_scheduled(h, 1);
-    return 0;
-}
-
-static afd_handle *heap_pop(afd_loop *self) /* returns the owned reference */
-{
-    afd_handle *top = self->heap[0];
-    self->hn--;
-    if (self->hn) {
-        self->heap[0] = self->heap[self->hn];
-        sift_down(self, 0);
-    }
-    afd_handle_set_scheduled(top, 0);
-    return top;
 }
 
 /* ---- scheduling methods ---- */
@@ -240,7 +131,7 @@ static PyObject *schedule_soon(afd_loop *self, PyObject *cb, PyObject *cbargs, P
     if (cbargs) /* a completed future wakes a task with call_soon(wakeup, future) */
         afd_cancel_wakeup_scheduled(st, h, cb, cbargs);
     Py_INCREF(h);
-    if (ready_push(self, (PyObject *)h) < 0) {
+    if (afd_lq_ready_push(&self->q, (PyObject *)h) < 0) {
         Py_DECREF(h);
         return NULL;
     }
@@ -264,7 +155,7 @@ static PyObject *schedule_at(afd_loop *self, double when, PyObject *cb, PyObject
     afd_handle_ext_of(h)->seq = self->seq++;
     afd_handle_ext_of(h)->mask = self->clock_mask; /* a timer moves with the clock that armed it */
     afd_deadline_note(st, h, loop_now(self));
-    if (heap_push(self, h) < 0) {
+    if (afd_lq_push(&self->q, h) < 0) {
         Py_DECREF(h);
         return NULL;
     }
@@ -368,7 +259,7 @@ static PyObject *loop_time(afd_loop *self, PyObject *unused)
 
 static PyObject *loop_add_callback(afd_loop *self, PyObject *handle)
 {
-    if (ready_push(self, Py_NewRef(handle)) < 0)
+    if (afd_lq_ready_push(&self->q, Py_NewRef(handle)) < 0)
         return NULL;
     Py_RETURN_NONE;
 }
@@ -385,29 +276,7 @@ static PyObject *loop_timer_cancelled(afd_loop *self, PyObject *handle)
 
 static void prune_timers(afd_loop *self)
 {
-    if (self->hn > MIN_SCHEDULED_TIMER_HANDLES && self->timer_cancelled * 2 > self->hn) {
-        size_t j = 0;
-        for (size_t i = 0; i < self->hn; i++) {
-            afd_handle *h = self->heap[i];
-            if (afd_handle_cancelled(h)) {
-                afd_handle_set_scheduled(h, 0);
-                Py_DECREF(h);
-            } else {
-                self->heap[j++] = h;
-            }
-        }
-        self->hn = j;
-        for (size_t i = self->hn / 2; i-- > 0;)
-            sift_down(self, i);
-        self->timer_cancelled = 0;
-    } else {
-        while (self->hn && afd_handle_cancelled(self->heap[0])) {
-            afd_handle *h = heap_pop(self);
-            if (self->timer_cancelled)
-                self->timer_cancelled--;
-            Py_DECREF(h);
-        }
-    }
+    afd_lq_prune(&self->q, &self->timer_cancelled, MIN_SCHEDULED_TIMER_HANDLES);
 }
 
 /* Polls the selector with a timeout in seconds (negative: block), then dispatches its events. */
@@ -475,24 +344,24 @@ static int deadlock(afd_loop *self)
 static int controlled_wait(afd_loop *self, int stopping)
 {
     int had = 0;
-    if (self->rcount || stopping) /* poll real descriptors without waiting, as the stock loop does */
+    if (self->q.rcount || stopping) /* poll real descriptors without waiting, as the stock loop does */
         return fds_active(self) ? poll_selector(self, 0.0, &had) : 0;
     int io = io_active(self);
-    if (self->hn && !io) {
-        uint64_t deadline = afd_rt_ceil_ns(heap_when(self, 0));
+    if (self->q.hn && !io) {
+        uint64_t deadline = afd_rt_ceil_ns(afd_lq_when(&self->q, 0));
         if (deadline < self->clock_ns)
             deadline = self->clock_ns;
         uint64_t late =
             afd_schedule_lateness(&afd_rt_config.schedule, self->idle_wakes++, self->clock_ns, deadline);
         if (late < AFD_WAKE_FLOOR_NS)
             late = AFD_WAKE_FLOOR_NS;
-        late = afd_deadline_cap_lateness(self->heap, self->hn, deadline, late);
-        afd_deadline_wake_late(self->heap, self->hn, deadline, late, 0);
+        late = afd_deadline_cap_lateness(self->q.heap, self->q.hn, deadline, late);
+        afd_deadline_wake_late(self->q.heap, self->q.hn, deadline, late, 0);
         if (late > AFD_WAKE_FLOOR_NS)
             afd_injected_ns += late - AFD_WAKE_FLOOR_NS;
         if (self->slots_live)
-            self->clock_mask = afd_slots_idle(self->clock_ns, self->clock_mask, self->heap[0],
-                                              afd_rt_ceil_ns(heap_when(self, 0)));
+            self->clock_mask = afd_slots_idle(self->clock_ns, self->clock_mask, self->q.heap[0],
+                                              afd_rt_ceil_ns(afd_lq_when(&self->q, 0)));
         uint64_t jump = deadline - self->clock_ns + late;
         afd_rec_event(AFD_EV_IDLE, 0, 0, late > UINT32_MAX ? UINT32_MAX : (uint32_t)late, 0, self->clock_ns,
                       jump);
@@ -502,12 +371,12 @@ static int controlled_wait(afd_loop *self, int stopping)
     /* Nothing is ready, no timer is pending, no descriptor or thread can wake the loop: the tasks
      * still pending wait on each other forever. A real loop would hang here; the run ends now as
      * a hang, with who waits for whom. */
-    if (!self->hn && !io && !afd_hooks_other_threads())
+    if (!self->q.hn && !io && !afd_hooks_other_threads())
         return deadlock(self);
     /* Real waiting: I/O or threads are pending. Virtual time follows real time while we wait. */
     double timeout = -1.0;
-    if (self->hn) {
-        timeout = heap_when(self, 0) - loop_now(self);
+    if (self->q.hn) {
+        timeout = afd_lq_when(&self->q, 0) - loop_now(self);
         if (timeout < 0)
             timeout = 0;
         if (timeout > MAX_SELECT_TIMEOUT)
@@ -522,8 +391,8 @@ static int controlled_wait(afd_loop *self, int stopping)
         afd_rec_flag(AFD_TRACE_REAL_IO);
         afd_rec_event(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_REAL_IO, AFD_NOSTR, self->clock_ns, waited);
         self->clock_ns += waited;
-    } else if (self->hn) {
-        uint64_t deadline = afd_rt_ceil_ns(heap_when(self, 0));
+    } else if (self->q.hn) {
+        uint64_t deadline = afd_rt_ceil_ns(afd_lq_when(&self->q, 0));
         if (deadline > self->clock_ns)
             self->clock_ns = deadline;
         /* the wait ended at a timer while a thread still works: the timer raced the thread */
@@ -532,18 +401,18 @@ static int controlled_wait(afd_loop *self, int stopping)
     } else {
         self->clock_ns += waited;
     }
-    if (self->hn && self->clock_ns > before)
-        afd_deadline_wake_late(self->heap, self->hn, before, self->clock_ns - before, 1);
+    if (self->q.hn && self->clock_ns > before)
+        afd_deadline_wake_late(self->q.heap, self->q.hn, before, self->clock_ns - before, 1);
     return 0;
 }
 
 static int natural_wait(afd_loop *self, int stopping)
 {
     double timeout = -1.0;
-    if (self->rcount || stopping) {
+    if (self->q.rcount || stopping) {
         timeout = 0.0;
-    } else if (self->hn) {
-        timeout = heap_when(self, 0) - loop_now(self);
+    } else if (self->q.hn) {
+        timeout = afd_lq_when(&self->q, 0) - loop_now(self);
         if (timeout < 0)
             timeout = 0;
         if (timeout > MAX_SELECT_TIMEOUT)
@@ -566,7 +435,7 @@ static int timer_horizon(afd_loop *self, afd_horizon *h, uint32_t *earliest)
     *earliest = 0;
     if (s->strategy == AFD_STRAT_ZERO && !s->n_delays)
         return 0;
-    afd_deadline_horizon(self->heap, self->hn, self->clock_ns, h, earliest);
+    afd_deadline_horizon(self->q.heap, self->q.hn, self->clock_ns, h, earliest);
     return 1;
 }
 
@@ -595,7 +464,7 @@ static void mark_step_end(afd_loop *self, uint64_t index, uint32_t id, uint32_t 
     if (self->clock_mask)
         self->slots_live = 1;
     if (timed && self->slots_live)
-        afd_slots_step_deadlines(self->clock_ns, self->clock_mask, self->heap, self->hn);
+        afd_slots_step_deadlines(self->clock_ns, self->clock_mask, self->q.heap, self->q.hn);
 }
 
 /* A delay shorter than this is not waited for in real time (a step's own bookkeeping is longer). */
@@ -642,7 +511,7 @@ static void lose_control(afd_loop *self)
  * keeps it (moving them would change when they fire). */
 static void leave_control_off_run_thread(afd_loop *self)
 {
-    if (self->controlled && !self->hn && afd_clock_off_run_thread())
+    if (self->controlled && !self->q.hn && afd_clock_off_run_thread())
         lose_control(self);
 }
 
@@ -695,20 +564,20 @@ static PyObject *run_once(afd_loop *self)
     afd_slot_batch sb;
     if (self->slots_live)
         afd_slots_batch_begin(&sb, self->clock_ns, self->clock_mask);
-    while (self->hn && heap_when(self, 0) < end) {
-        afd_handle *h = heap_pop(self);
+    while (self->q.hn && afd_lq_when(&self->q, 0) < end) {
+        afd_handle *h = afd_lq_pop(&self->q);
         if (self->slots_live)
             afd_slots_popped(&sb, h);
-        if (ready_push(self, (PyObject *)h) < 0)
+        if (afd_lq_ready_push(&self->q, (PyObject *)h) < 0)
             return NULL;
     }
     if (self->slots_live)
-        afd_slots_batch_end(&sb, self->heap, self->hn);
+        afd_slots_batch_end(&sb, self->q.heap, self->q.hn);
 
     /* Run exactly the handles ready now; those they schedule wait for the next iteration. */
-    size_t ntodo = self->rcount;
-    for (size_t i = 0; i < ntodo && self->rcount; i++) {
-        PyObject *obj = ready_pop(self);
+    size_t ntodo = self->q.rcount;
+    for (size_t i = 0; i < ntodo && self->q.rcount; i++) {
+        PyObject *obj = afd_lq_ready_pop(&self->q);
         afd_handle *h = afd_handle_check(st, obj) ? (afd_handle *)obj : NULL;
         afd_handle_ext *hx = h ? afd_handle_ext_of(h) : NULL;
         if (h && afd_handle_cancelled(h)) {
@@ -824,15 +693,7 @@ static PyObject *loop_core_init(afd_loop *self, PyObject *unused)
 
 static void drop_queues(afd_loop *self)
 {
-    while (self->rcount) {
-        PyObject *h = ready_pop(self);
-        Py_DECREF(h);
-    }
-    while (self->hn) {
-        afd_handle *h = self->heap[--self->hn];
-        afd_handle_set_scheduled(h, 0);
-        Py_DECREF(h);
-    }
+    afd_lq_drop(&self->q);
 }
 
 static PyObject *loop_core_clear(afd_loop *self, PyObject *unused)
@@ -844,18 +705,17 @@ static PyObject *loop_core_clear(afd_loop *self, PyObject *unused)
 
 static PyObject *loop_core_stats(afd_loop *self, PyObject *unused)
 {
-    return Py_BuildValue("{s:n,s:n,s:K,s:O}", "ready", (Py_ssize_t)self->rcount, "timers",
-                         (Py_ssize_t)self->hn, "clock_ns", (unsigned long long)self->clock_ns, "controlled",
+    return Py_BuildValue("{s:n,s:n,s:K,s:O}", "ready", (Py_ssize_t)self->q.rcount, "timers",
+                         (Py_ssize_t)self->q.hn, "clock_ns", (unsigned long long)self->clock_ns, "controlled",
                          self->controlled ? Py_True : Py_False);
 }
 
 static int loop_traverse(afd_loop *self, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(self));
-    for (size_t i = 0; i < self->rcount; i++)
-        Py_VISIT(self->ready[(self->rhead + i) % self->rcap]);
-    for (size_t i = 0; i < self->hn; i++)
-        Py_VISIT(self->heap[i]);
+    int rc = afd_lq_traverse(&self->q, visit, arg);
+    if (rc)
+        return rc;
     Py_VISIT(self->selector);
     Py_VISIT(self->fd_to_key);
     return 0;
@@ -874,8 +734,7 @@ static void loop_dealloc(afd_loop *self)
     PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     loop_clear(self);
-    PyMem_Free(self->ready);
-    PyMem_Free(self->heap);
+    afd_lq_free(&self->q);
     tp->tp_free(self);
     Py_DECREF(tp);
 }

@@ -146,6 +146,37 @@ afd_handle *afd_handle_new(afd_rt_state *st, PyObject *callback, PyObject *args,
  * handler (returns 0 unless that handler itself fails). */
 int afd_handle_run(afd_rt_state *st, afd_handle *h);
 
+/* ---- The loop's queues (loop_queues.c) ------------------------------------------------- */
+
+typedef struct afd_loop_queues {
+    PyObject **ready; /* Owned ring of owned handles: the ready queue, FIFO, never reordered. */
+    size_t rhead, rcount, rcap;
+    afd_handle **heap; /* Owned array of owned timers, a binary min-heap on (when, seq). */
+    size_t hn, hcap;
+} afd_loop_queues;
+
+/* Appends a handle to the ready queue (steals h; -1 with MemoryError set, h released). */
+int afd_lq_ready_push(afd_loop_queues *q, PyObject *h);
+/* Takes the first handle of a non-empty ready queue (an owned reference). */
+PyObject *afd_lq_ready_pop(afd_loop_queues *q);
+/* The deadline of the heap's i-th timer (0: the earliest). */
+static inline double afd_lq_when(const afd_loop_queues *q, size_t i)
+{
+    return afd_handle_ext_of(q->heap[i])->when;
+}
+/* Adds a timer (borrows h, takes a reference; marks it scheduled); -1 with MemoryError set. */
+int afd_lq_push(afd_loop_queues *q, afd_handle *h);
+/* Takes the earliest timer of a non-empty heap (the owned reference; marked not scheduled). */
+afd_handle *afd_lq_pop(afd_loop_queues *q);
+/* Drops cancelled timers as BaseEventLoop._run_once does: all of them, re-heaped, once the heap
+ * holds over min_heap timers and more than half are cancelled (*cancelled counts them, reset
+ * then); otherwise the cancelled ones at the top. */
+void afd_lq_prune(afd_loop_queues *q, size_t *cancelled, size_t min_heap);
+/* Releases every handle of both queues; their memory stays for reuse (afd_lq_free frees it). */
+void afd_lq_drop(afd_loop_queues *q);
+int afd_lq_traverse(afd_loop_queues *q, visitproc visit, void *arg);
+void afd_lq_free(afd_loop_queues *q);
+
 /* ---- Deadlines (deadlines.c) ------------------------------------------------------------ */
 
 /* Classifies a timer just armed at loop time `now`: unless its callback wakes a sleeping task, it
