@@ -328,6 +328,10 @@ def _drop_session_output(options: Any) -> None:
         options.no_cov = True
 
 
+# The fixtures through which pytest makes its base temporary directory.
+_TMP_FIXTURES = frozenset({"tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory"})
+
+
 class _Server:
     """A pytest plugin that turns the session into a fork server for one item, or for every
     collected item (many)."""
@@ -410,9 +414,11 @@ class _Server:
         # one base temporary directory for every run, as one pytest session has: made now, before
         # the first fork, so that each run's tmp_path is an exclusive numbered directory in it, and
         # named to the runtime as private to each run (sharing.c: copies of a test that keep to
-        # such places may run side by side)
+        # such places may run side by side). Only when a collected test asks for one, as pytest
+        # makes it only then (a run that makes its own is then writing outside private places).
         factory = getattr(session.config, "_tmp_path_factory", None)
-        if factory is not None:
+        if factory is not None and any(_TMP_FIXTURES & set(getattr(it, "fixturenames", ()))
+                                       for it in by_id.values()):
             try:
                 _runtime.private_root(str(factory.getbasetemp()))
             except Exception:  # a project without a usable temporary directory: nothing is private
