@@ -7,7 +7,8 @@ passes every time, which each test here checks first (plain pytest is the refere
 asks the engine (explore, sample, investigate, replay) or the plugin (--affidavit-explore) about:
 
 1. the real clock: time.monotonic(), perf_counter(), time(), monotonic_ns() and loop.time() all
-   advance across a sleep as on stock asyncio (case_real_clock.py);
+   advance across a sleep as on stock asyncio (case_real_clock.py), and a timed wait of the test's
+   thread on a threading primitive moves them by what it waited (case_timed_waits.py);
 2. threads in real time: a thread's 10 ms of work is done after the coroutine's 0.2 s sleep
    (case_real_threads.py);
 3. copies of one test never overlap: a fixed port, a fixed file (case_fixed_resources.py);
@@ -45,6 +46,7 @@ from helpers import AFFIDAVIT, CASES, PYTHON, REPO, Proc, describe, engine, engi
 from test_explore_suite import outcomes, results, summary_lines
 
 CLOCK = f"{CASES}/case_real_clock.py"
+TIMED_WAITS = f"{CASES}/case_timed_waits.py"
 CLOCK_TESTS = [
     "test_monotonic_advances_across_sleep",
     "test_perf_counter_advances_across_sleep",
@@ -148,6 +150,17 @@ def test_real_clock_explore_finds_no_failure() -> None:
     assert not found_failing(docs) and proc.returncode == 0, \
         "explore called tests failing that only read the real clock across a sleep (on stock asyncio " \
         "loop.time() is time.monotonic(), so they cannot fail):\n" + "\n".join(found_failing(docs))
+
+
+def test_a_timed_wait_of_the_tests_thread_moves_its_clock() -> None:
+    """A deadline from time.monotonic() polled with Condition.wait, Event.wait or Thread.join
+    timeouts: on stock asyncio the clock moves while the thread waits. Each hung under the zero
+    schedule (10 s, then 'failing schedule') before timed waits moved the run's clocks."""
+    assert_passes_plainly(REPO, TIMED_WAITS, passed=3)
+    proc, docs = engine_docs("explore", TIMED_WAITS, "--runs", "10")
+    assert len(docs) == 3 and not found_failing(docs) and proc.returncode == 0, \
+        "a timed wait whose deadline the test computed from the clock was called failing:\n" + \
+        "\n".join(found_failing(docs)) + "\n" + describe(proc)
 
 
 # one async test reading the clock across asyncio.sleep, one sync test blocking in time.sleep (the

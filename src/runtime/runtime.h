@@ -483,6 +483,8 @@ PyObject *afd_rt_install_hooks(PyObject *self, PyObject *unused);
 /* Installs the audit hook that flags a run touching what another copy of its test would share
  * (AFD_TRACE_SHARED, sharing.c). Idempotent. 0, or -1 with an exception set. */
 int afd_sharing_install(void);
+/* Timed waits of the run's thread on threading primitives move its clocks (waits.c). */
+int afd_waits_install(void);
 /* Names the worker's pytest base temporary directory, private to its runs (sharing.c). 0, or -1
  * with an exception set. */
 int afd_sharing_private_root(PyObject *path);
