@@ -57,6 +57,7 @@ CLOCK_TESTS = [
     "test_time_sleep_between_monotonic_reads_inside_asyncio_run",
 ]
 THREADS = f"{CASES}/case_real_threads.py"
+AT_WORK = f"{CASES}/case_thread_at_work_when_delayed.py"
 THREAD_TESTS = [
     "test_thread_finishes_while_the_coroutine_sleeps",
     "test_executor_job_finishes_while_the_coroutine_sleeps",
@@ -197,6 +198,15 @@ def test_threads_explore_finds_no_failure() -> None:
     for d in docs:
         if d.get("verdict") == "abstained":
             assert (d.get("confirm") or {}).get("thread"), f"an abstention that names no thread: {d}"
+
+
+def test_a_long_delay_passes_in_real_time_only_while_a_thread_works() -> None:
+    # a thread works 10 ms while the search delays a step by up to 30 s: realized whole, that delay
+    # outlasted the run's hang limit (2 hangs in 30 runs, verdict abstained, 41 s before this)
+    assert_passes_plainly(REPO, AT_WORK, passed=1)
+    proc, docs = engine_docs("explore", AT_WORK, "--runs", EXPLORE_RUNS)
+    assert len(docs) == 1 and proc.returncode == 0, describe(proc)
+    assert docs[0]["outcomes"]["hang"] == 0 and docs[0]["verdict"] == "no_failure", docs[0]
 
 
 @pytest.mark.parametrize("name", THREAD_TESTS)

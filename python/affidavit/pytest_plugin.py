@@ -187,6 +187,9 @@ def _engine_env(config: pytest.Config, settings: Settings) -> Dict[str, str]:
     """The engine keeps its store and reports in report_dir (relative to the rootdir)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(_COVERAGE_ENV)}
     env["AFFIDAVIT_DIR"] = os.path.join(str(config.rootpath), settings.report_dir)
+    # the workers run the session's own interpreter, whatever engine PATH finds: another Python
+    # would import other packages (or none of the suite's)
+    env.setdefault("AFFIDAVIT_PYTHON", sys.executable)
     return env
 
 

@@ -470,17 +470,33 @@ static void mark_step_end(afd_loop *self, uint64_t index, uint32_t id, uint32_t 
 /* A delay shorter than this is not waited for in real time (a step's own bookkeeping is longer). */
 #define REAL_DELAY_MIN_NS 20000ULL
 
+/* Slices of a delay realized in real time: the first short (a thread about to finish is seen
+ * finished soon), then doubling up to the last, so a long delay costs few checks. */
+#define REAL_SLICE_MIN_NS 200000ULL
+#define REAL_SLICE_MAX_NS 50000000ULL
+
 /* The schedule delays a step while another thread works: the delay passes in real time, GIL
  * released, so the thread progresses as much as it would on a machine where the step took that
- * long (a virtual delay would carry the clock past a thread that has not moved). */
+ * long (a virtual delay would carry the clock past a thread that has not moved). Only while one
+ * works: once every other thread is idle (an executor's waiting for work) or gone, nothing real is
+ * left to overtake, and the rest of the delay passes on the virtual clock as any delay does (a
+ * 60 s delay is not 60 s of real sleep because a thread was finishing when the step began). */
 static void realize_delay(uint64_t ns)
 {
     afd_rec_flag(AFD_TRACE_THREADS);
     afd_rec_flag(AFD_TRACE_THREAD_RACE);
     afd_rec_flag(AFD_TRACE_REAL_WAIT);
-    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000ULL), .tv_nsec = (long)(ns % 1000000000ULL)};
-    Py_BEGIN_ALLOW_THREADS while (nanosleep(&ts, &ts) < 0 && errno == EINTR);
-    Py_END_ALLOW_THREADS
+    uint64_t slice = REAL_SLICE_MIN_NS;
+    while (ns > 0) {
+        uint64_t d = ns < slice ? ns : slice;
+        struct timespec ts = {.tv_sec = (time_t)(d / 1000000000ULL), .tv_nsec = (long)(d % 1000000000ULL)};
+        Py_BEGIN_ALLOW_THREADS while (nanosleep(&ts, &ts) < 0 && errno == EINTR);
+        Py_END_ALLOW_THREADS ns -= d;
+        if (slice < REAL_SLICE_MAX_NS)
+            slice *= 2;
+        if (ns && !afd_hooks_threads_working())
+            break;
+    }
 }
 
 static PyObject *step_limit_error(void)
