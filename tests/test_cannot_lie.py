@@ -191,8 +191,11 @@ def test_threads_explore_finds_no_failure() -> None:
     proc, docs = engine_docs("explore", THREADS, "--runs", THREAD_RUNS)
     assert sorted(d["nodeid"].split("::")[1] for d in docs) == sorted(THREAD_TESTS), describe(proc)
     # abstaining (exit 4) is allowed: a schedule may stall a step until the thread's 10 ms of real
-    # work no longer fit in the sleep, and that failure is said to need the thread, which is named
-    assert not found_failing(docs) and proc.returncode in (0, 4), \
+    # work no longer fit in the sleep, and that failure is said to need the thread, which is named;
+    # so is timing_sensitive (exit 1): a step before the job starts stalled close to the 0.2 s sleep,
+    # which a slow machine can do, is the sleep's threshold -- listed apart, never red
+    red = [d for d in docs if d.get("found") and d.get("verdict") != "timing_sensitive"]
+    assert not found_failing(red) and proc.returncode in (0, 1, 4), \
         "explore called tests failing whose thread finishes in 10 ms of real time while the coroutine " \
         "sleeps 0.2 s:\n" + "\n".join(found_failing(docs))
     for d in docs:
@@ -214,9 +217,11 @@ def test_threads_investigate_does_not_say_reproduced(name: str) -> None:
     nodeid = f"{THREADS}::{name}"
     assert_passes_plainly(REPO, nodeid, passed=1)
     rc, data, err = investigate(nodeid, "--natural", "3", "--runs", THREAD_RUNS, "--replays", "3", timeout=240)
-    assert data.get("verdict") in ("no_failure", "abstained") and rc in (0, 4), \
+    assert data.get("verdict") in ("no_failure", "abstained", "timing_sensitive") and rc in (0, 1, 4), \
         f"investigate said {data.get('verdict')!r} (exit {rc}) of a test whose thread is done in real time long " \
         f"before the coroutine looks: {data.get('failure')}\n{err}"
+    if data["verdict"] == "timing_sensitive":  # the sleep's threshold, never a race's cause
+        assert data.get("cause") is None and data.get("timing"), data
 
 
 def test_threads_plugin_leaves_the_tests_green(tmp_path: Path) -> None:
@@ -321,7 +326,10 @@ def test_a_deadline_a_stall_brought_within_a_real_waits_reach_is_no_failure() ->
         proc, docs = engine_docs("explore", REAL_WAIT, "--runs", EXPLORE_RUNS)
         wrong += [f"verdict {d.get('verdict')!r} at run {d.get('failing_run')}: {d.get('failure')} "
                   f"(schedule {d.get('schedule')}, confirm {d.get('confirm')})"
-                  for d in docs if d.get("verdict") not in ("no_failure", "timing_sensitive", "unconfirmed")]
+                  for d in docs if d.get("verdict") not in ("no_failure", "timing_sensitive")]
+        # such a failure replays as the real wait goes: its token is printed only if every replay failed
+        wrong += [f"a token printed that failed {d['confirm']['failed']}/{d['confirm']['runs']} replays"
+                  for d in docs if d.get("token") and d["confirm"]["failed"] < d["confirm"]["runs"]]
     assert not wrong, "a timeout reached by a real wait after a stall brought it within reach was called a " \
         "failure:\n" + "\n".join(wrong)
 
@@ -481,8 +489,10 @@ def test_the_same_explore_twice_gives_the_same_verdicts(target: str) -> None:
     else:
         # A run decided by how fast a thread really is (a timer firing while it works) is uncontrolled:
         # whether a session meets a failing one depends on the machine's load, and such a failure is
-        # abstained, never red. What must not differ is everything else: no red, the same tests.
-        assert not any(found for _, found, *_ in first + second), f"a thread race was called a failure:\n{first}\n{second}"
+        # abstained, never red -- or, when a step before the thread starts stalls close to the sleep,
+        # the sleep's threshold (timing_sensitive, listed apart). No red, the same tests.
+        assert not any(found and verdict != "timing_sensitive" for _, found, verdict, *_ in first + second), \
+            f"a thread race was called a failure:\n{first}\n{second}"
         first, second = ([(n, f, "green" if v in ("abstained", "no_failure") else v, r, t) for n, f, v, r, t in vs]
                          for vs in (first, second))
     assert first and first == second, f"the same explore command said two different things:\n{first}\n{second}"

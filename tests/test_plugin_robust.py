@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import pytest
 
@@ -95,3 +95,19 @@ def test_explore_over_tests_none_explorable_says_so_and_exits_0() -> None:
     # one such test named by its node id is still what the user asked for and could not get
     one = engine("explore", f"{path}::test_fails_on_its_own", "--runs", "3")
     assert one.returncode == 2 and "failed on its own" in one.stderr, describe(one)
+
+
+@pytest.mark.parametrize("block", [["-p", "no:cacheprovider"], ["-pno:cacheprovider"]])
+def test_a_blocked_cache_plugin_under_warnings_as_errors_is_explored(tmp_path: Path, block: List[str]) -> None:
+    # the worker named its own cache directory with -o cache_dir, an unknown option once the cache
+    # plugin is blocked: under filterwarnings = error every test was "not explored: no tests ran"
+    (tmp_path / "pytest.ini").write_text("[pytest]\nasyncio_mode = auto\nasyncio_default_fixture_loop_scope = "
+                                         "function\nfilterwarnings = error\n")
+    (tmp_path / "test_it.py").write_text("import asyncio\n\n\nasync def test_it():\n    await asyncio.sleep(0)\n")
+    for args in (["-p", "no:affidavit"], ["--affidavit-explore=5"]):
+        proc = subprocess.run([str(PYTHON), "-m", "pytest", *block, *args], cwd=tmp_path, capture_output=True,
+                              env=matrix_env.env(PYTHON), text=True, timeout=120)
+        assert proc.returncode == 0 and "1 passed" in proc.stdout, describe(proc)
+    assert "affidavit: 1 test explored" in proc.stdout and "not explored: no tests ran" not in proc.stdout, \
+        describe(proc)
+    assert not (tmp_path / ".pytest_cache").exists(), list(tmp_path.iterdir())

@@ -508,9 +508,12 @@ class ExploreHooks:
             f"affidavit: passed on its own, but fails under {kind} "
             f"(run {found.get('failing_run')} of {found.get('runs')}, {found.get('schedule')}):\n"
             f"  {found.get('failure')}\n"
-            f"  token:  {found.get('token')}\n"
-            f"  replay: {shlex.join(['affidavit', 'replay', str(found.get('token')), item.nodeid, *self._pytest_args()])}\n"
-            f"  cause:  {cause}"
+            + (f"  token:  {found.get('token')}\n"
+               f"  replay: {shlex.join(['affidavit', 'replay', str(found.get('token')), item.nodeid, *self._pytest_args()])}\n"
+               if found.get("token") else
+               f"  no token: replayed alone it failed {confirm.get('failed')}/{confirm.get('runs')} times "
+               f"(a real wait decides each)\n")
+            + f"  cause:  {cause}"
         )
         return "timing_sensitive, failed" if verdict == "timing_sensitive" else "failure"
 

@@ -564,6 +564,14 @@ def _arguments(argv: List[str]) -> Optional[Tuple[List[str], List[str], bool]]:
     return (argv[:1], argv[1:], False) if argv else None
 
 
+def _blocks_cache(args: List[str]) -> bool:
+    """Whether args block pytest's cache plugin (-p no:cacheprovider, -pno:cacheprovider), as
+    pytest reads -p options before it loads its own plugins."""
+    names = [b for a, b in zip(args, args[1:]) if a == "-p"]
+    names += [a[2:] for a in args if a.startswith("-p") and len(a) > 2]
+    return any(n.strip() in ("no:cacheprovider", "no:_pytest.cacheprovider") for n in names)
+
+
 def main(argv: List[str]) -> int:
     parsed = _arguments(argv)
     if parsed is None:
@@ -602,9 +610,13 @@ def main(argv: List[str]) -> int:
     # made: a worker that serves runs is stopped by the engine's SIGTERM before pytest's session
     # ends, so nothing writes the cache and nothing is left behind; one that does not serve ends
     # its session, whose cache writes are removed below.
+    # With the cache plugin blocked on the command line (-p no:cacheprovider: pytest blocks it
+    # before it loads, so cache_dir is no known option), nothing writes a cache, and -o cache_dir
+    # would be an unknown option: a warning, an error under filterwarnings = error.
     cache_dir = tempfile.mkdtemp(prefix="affidavit-cache-")
     os.rmdir(cache_dir)
-    args = [*collect, "-q", "--no-header", *extra, "-o", f"cache_dir={cache_dir}"]
+    own_cache = [] if _blocks_cache(extra) else ["-o", f"cache_dir={cache_dir}"]
+    args = [*collect, "-q", "--no-header", *extra, *own_cache]
     try:
         code = pytest.main(args, plugins=[server])
     except BaseException as exc:  # a crashing plugin or conftest must still produce one message

@@ -65,6 +65,7 @@ typedef struct explore_ctx {
     afd_confirm confirm;
     int abstained;   /* the replays had a thread working in real time: its progress decides them */
     int unconfirmed; /* otherwise, it did not fail again every time */
+    int unreplayed;  /* timing_sensitive through a real wait, its replays not all failing: no token */
     int most_alive;  /* the most runs of the test alive at once (afd_pool_most_alive) */
     char *last_error;
     uint64_t offset;     /* added to a batch index to make it a run number (the runs of the systematic part
@@ -425,7 +426,7 @@ static void explore_json(afd_buf *o, const afd_cli *cli, explore_ctx *c, const t
     afd_buf_printf(o, "{\"schema\": 1, \"nodeid\": ");
     afd_json_str(o, cli->nodeid);
     afd_buf_printf(o, ", \"found\": %s, \"token\": ", found ? "true" : "false");
-    if (found)
+    if (found && !c->unreplayed)
         afd_json_str(o, c->best_token);
     else
         afd_buf_printf(o, "null");
@@ -543,6 +544,14 @@ int afd_cmd_explore(const afd_cli *cli)
          * failure that needs a step stalled past the test's own threshold is that, thread or not */
         c.abstained = rc == 0 && !c.timing.sensitive && (c.confirm.flags & AFD_TRACE_THREAD_RACE);
         c.unconfirmed = rc == 0 && !c.abstained && c.confirm.failed < AFD_CONFIRM_RUNS;
+        /* A real wait carried the clock past a deadline a stall had brought within reach: a replay
+         * fails or not as that wait is long or short, and the same schedule kept well below the
+         * deadline passed every time. A threshold, whether or not every replay failed; its token
+         * is printed as a failing schedule only if they all did. */
+        if (c.unconfirmed && c.timing.sensitive && c.timing.real_wait) {
+            c.unconfirmed = 0;
+            c.unreplayed = 1;
+        }
     }
     afd_progress_done(&prog);
     c.most_alive = afd_pool_most_alive(pool);
@@ -583,7 +592,13 @@ int afd_cmd_explore(const afd_cli *cli)
                        "\n  checked: the same schedule kept below the deadline passed %" PRIu64 "/%" PRIu64
                        " runs\n",
                        c.timing.check_passed, c.timing.check_runs);
-        failing_lines(&o, &c, cli->nodeid);
+        if (c.unreplayed)
+            afd_buf_printf(&o,
+                           "  replayed alone it failed %" PRIu64 "/%" PRIu64
+                           " times (the real wait decides each): no token is printed\n",
+                           c.confirm.failed, c.confirm.runs);
+        else
+            failing_lines(&o, &c, cli->nodeid);
     } else if (found) {
         afd_buf_printf(&o, "%s: failing schedule found at run %" PRIu64 " of %" PRIu64 "%s%s%s\n",
                        cli->nodeid, c.best_index + 1, t.runs, desc ? " (" : "", desc ? desc : "",

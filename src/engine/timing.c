@@ -29,14 +29,14 @@ void afd_timing_from_trace(afd_timing *self, const afd_trace *tr)
     }
 }
 
-int afd_timing_capped_token(const char *token, char **out)
+int afd_timing_capped_token(const char *token, int well_below, char **out)
 {
     *out = NULL;
     afd_schedule s;
     int rc = afd_token_decode(&s, token);
     if (rc < 0)
         return rc;
-    s.flags |= AFD_SCHED_BELOW_DEADLINES;
+    s.flags |= AFD_SCHED_BELOW_DEADLINES | (well_below ? AFD_SCHED_WELL_BELOW : 0);
     rc = afd_token_encode(&s, out);
     afd_schedule_finish(&s);
     return rc;
@@ -60,7 +60,7 @@ int afd_timing_check(afd_timing *self, afd_pool *pool, const char *token, afd_pr
     if (!self->crossed)
         return 0;
     char *capped = NULL;
-    int rc = afd_timing_capped_token(token, &capped);
+    int rc = afd_timing_capped_token(token, self->real_wait, &capped);
     if (rc < 0)
         return rc;
     tally t = {0};

@@ -30,8 +30,9 @@ typedef struct afd_timing {
 /* Reads the first outlasted deadline of a failing run's trace (tr may be NULL) into self,
  * which is reset first. */
 void afd_timing_from_trace(afd_timing *self, const afd_trace *tr);
-/* The failing token with its costs capped below the deadlines (the caller frees *out). */
-int afd_timing_capped_token(const char *token, char **out);
+/* The failing token with its costs capped below the deadlines (the caller frees *out); well_below
+ * (the failing run's crossing was a real wait after a stall): by a tenth of the distance. */
+int afd_timing_capped_token(const char *token, int well_below, char **out);
 /* Runs the capped schedule AFD_TIMING_CHECK_RUNS times on pool when self->crossed, and sets
  * self->sensitive. Returns 0, or a negative AFD_E* code (AFD_EIO when interrupted). */
 int afd_timing_check(afd_timing *self, afd_pool *pool, const char *token, afd_progress *prog);

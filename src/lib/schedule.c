@@ -123,6 +123,16 @@ uint64_t afd_schedule_below_stall(uint64_t ahead_ns, uint64_t stall_ns)
     return ahead_ns > gap ? ahead_ns - gap : 0;
 }
 
+uint64_t afd_schedule_cap_below(const afd_schedule *self, uint64_t ahead_ns, uint64_t stall_ns)
+{
+    if (!(self->flags & AFD_SCHED_WELL_BELOW))
+        return afd_schedule_below_stall(ahead_ns, stall_ns);
+    uint64_t gap = (stall_ns > ahead_ns ? stall_ns : ahead_ns) / 10;
+    if (gap == 0)
+        gap = 1;
+    return ahead_ns > gap ? ahead_ns - gap : 0;
+}
+
 uint64_t afd_schedule_below(uint64_t deadline_ns)
 {
     return afd_schedule_below_stall(deadline_ns, deadline_ns);
@@ -155,7 +165,7 @@ uint64_t afd_schedule_step_cost_within(const afd_schedule *self, const afd_step_
 {
     uint64_t cost = base_cost(self, step, h);
     if ((self->flags & AFD_SCHED_BELOW_DEADLINES) && h->threshold_ns != AFD_NO_DEADLINE) {
-        uint64_t cap = afd_schedule_below_stall(h->threshold_ns, h->stall_ns);
+        uint64_t cap = afd_schedule_cap_below(self, h->threshold_ns, h->stall_ns);
         if (cost > cap)
             cost = cap;
     }

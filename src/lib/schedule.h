@@ -56,7 +56,7 @@ uint64_t afd_schedule_step_cost(const afd_schedule *self, const afd_step_id *ste
  * AFD_SCHED_BELOW_DEADLINES pct's delay outlasts every pending timer (h->latest_ns), deadlines
  * included, as version-1 tokens always meant. With it pct's delay outlasts the pending timers that
  * are not deadlines, and every cost (jitter's, pct's, an explicit delay's) is capped just below the
- * earliest pending threshold: afd_schedule_below_stall(h->threshold_ns, h->stall_ns). */
+ * earliest pending threshold: afd_schedule_cap_below(self, h->threshold_ns, h->stall_ns). */
 uint64_t afd_schedule_step_cost_within(const afd_schedule *self, const afd_step_id *step,
                                        const afd_horizon *h);
 
@@ -69,6 +69,9 @@ uint64_t afd_schedule_below(uint64_t deadline_ns);
  * margin as one delay would (not a tenth of what is left each time, which reaches the timer to the
  * microsecond, where a real wait's length decides whether it fires). */
 uint64_t afd_schedule_below_stall(uint64_t ahead_ns, uint64_t stall_ns);
+/* The cap a schedule keeps below a threshold ahead_ns away: afd_schedule_below_stall's, or under
+ * AFD_SCHED_WELL_BELOW a margin of a tenth of the stall with no upper bound. */
+uint64_t afd_schedule_cap_below(const afd_schedule *self, uint64_t ahead_ns, uint64_t stall_ns);
 
 /* The lateness of the wake_index-th idle wake-up (from 0): nothing was ready, the loop went idle at
  * now_ns and the earliest deadline is deadline_ns (>= now_ns). The clock then jumps to

@@ -145,7 +145,8 @@ char *afd_schedule_describe(const afd_schedule *self)
     if (self->n_delays)
         afd_buf_printf(&b, " + %lu delay%s", (unsigned long)self->n_delays, self->n_delays == 1 ? "" : "s");
     if (self->flags & AFD_SCHED_BELOW_DEADLINES)
-        afd_buf_printf(&b, ", below deadlines");
+        afd_buf_printf(&b,
+                       self->flags & AFD_SCHED_WELL_BELOW ? ", well below deadlines" : ", below deadlines");
     if (b.err) {
         afd_buf_finish(&b);
         return NULL;

@@ -29,7 +29,11 @@
  * earliest pending deadline (a timer that guards something: a timeout, a TTL, a lease), and pct's
  * large delay outlasts the pending timers that are not deadlines rather than all of them. */
 #define AFD_SCHED_BELOW_DEADLINES 0x01u
-#define AFD_SCHED_FLAGS_KNOWN 0x01u
+/* WELL_BELOW (with BELOW_DEADLINES): the margin kept below a deadline is a tenth of the distance,
+ * not at most a millisecond, so that a real wait after a stall (a socket's answer, a thread's work)
+ * does not carry the clock past it: the timing check of a failure a real wait carried past one. */
+#define AFD_SCHED_WELL_BELOW 0x02u
+#define AFD_SCHED_FLAGS_KNOWN 0x03u
 #define AFD_TOKEN_MAX_DELAYS 4096
 #define AFD_TOKEN_MAX_LABEL 512
 

@@ -213,7 +213,8 @@ uint64_t afd_deadline_cap_lateness(afd_handle *const *heap, size_t n, uint64_t w
     if (!t)
         return late;
     uint64_t when = afd_rt_ceil_ns(afd_handle_ext_of(t)->when);
-    uint64_t cap = afd_schedule_below_stall(when - wake_ns, stall_to(afd_handle_ext_of(t), when, wake_ns));
+    uint64_t cap = afd_schedule_cap_below(&afd_rt_config.schedule, when - wake_ns,
+                                          stall_to(afd_handle_ext_of(t), when, wake_ns));
     return late < cap ? late : cap;
 }
 

@@ -393,6 +393,22 @@ static PyObject *intern(const char *s)
     return PyUnicode_InternFromString(s);
 }
 
+/* The directory of the affidavit package with a trailing slash (a new reference): "<none>" when it
+ * cannot be told, which matches no file. */
+static PyObject *own_package_dir(void)
+{
+    PyObject *name = PyUnicode_FromString("affidavit");
+    PyObject *pkg = name ? PyImport_GetModule(name) : NULL; /* never made here: only if imported */
+    Py_XDECREF(name);
+    PyObject *path = pkg ? PyObject_GetAttrString(pkg, "__path__") : NULL;
+    Py_XDECREF(pkg);
+    PyObject *first = path && PyList_Check(path) && PyList_GET_SIZE(path) ? PyList_GET_ITEM(path, 0) : NULL;
+    PyObject *dir = first && PyUnicode_Check(first) ? PyUnicode_FromFormat("%U/", first) : NULL;
+    Py_XDECREF(path);
+    PyErr_Clear();
+    return dir ? dir : PyUnicode_FromString("<none>");
+}
+
 static int rt_exec(PyObject *m)
 {
     afd_rt_state *st = module_state(m);
@@ -427,12 +443,16 @@ static int rt_exec(PyObject *m)
     Py_XDECREF(sysconfig);
     if (!paths)
         return -1;
-    st->stdlib_prefix = PyTuple_New(4);
+    /* ... nor is affidavit's own package, wherever it is installed (a .pth link, PYTHONPATH, an
+     * editable install): a timer its worker arms on the user's behalf is armed at the user's line. */
+    st->stdlib_prefix = PyTuple_New(5);
     const char *keys[] = {"stdlib", "platstdlib", "purelib", "platlib"};
     for (int i = 0; st->stdlib_prefix && i < 4; i++) {
         PyObject *v = PyDict_GetItemString(paths, keys[i]); /* Borrowed. */
         PyTuple_SET_ITEM(st->stdlib_prefix, i, v ? Py_NewRef(v) : PyUnicode_FromString("<none>"));
     }
+    if (st->stdlib_prefix)
+        PyTuple_SET_ITEM(st->stdlib_prefix, 4, own_package_dir());
     afd_rt_set_library_dirs(paths);
     Py_DECREF(paths);
     if (!st->stdlib_prefix)

@@ -429,6 +429,28 @@ TEST(pct_below_deadlines_outlasts_only_plain_timers)
     afd_schedule_finish(&s);
 }
 
+/* The timing check of a failure a real wait carried past a deadline: a tenth of the distance is
+ * kept, not at most a millisecond (a TLS handshake's answer outlasts 1 ms of a 60 s timeout). */
+TEST(well_below_keeps_a_tenth)
+{
+    afd_schedule s;
+    pct_schedule(&s, 9, 2, 1);
+    s.flags = AFD_SCHED_BELOW_DEADLINES;
+    CHECK_EQ_U64(cost_within(&s, "t#0", 0, 0, 90000 * MS, 90000 * MS, 60000 * MS), 59999 * MS);
+    s.flags = AFD_SCHED_BELOW_DEADLINES | AFD_SCHED_WELL_BELOW;
+    CHECK_EQ_U64(cost_within(&s, "t#0", 0, 0, 90000 * MS, 90000 * MS, 60000 * MS), 54000 * MS);
+    CHECK_EQ_U64(afd_schedule_cap_below(&s, 60000 * MS, 60000 * MS), 54000 * MS);
+    CHECK_EQ_U64(afd_schedule_cap_below(&s, 5, 5), 4); /* at least 1 ns */
+    CHECK_EQ_U64(afd_schedule_cap_below(&s, 0, 0), 0);
+    s.flags = AFD_SCHED_BELOW_DEADLINES;
+    CHECK_EQ_U64(afd_schedule_cap_below(&s, 60000 * MS, 60000 * MS), afd_schedule_below(60000 * MS));
+    char *desc = afd_schedule_describe(&(afd_schedule){
+        .strategy = AFD_STRAT_ZERO, .flags = AFD_SCHED_BELOW_DEADLINES | AFD_SCHED_WELL_BELOW});
+    CHECK_EQ_STR(desc, "zero, well below deadlines");
+    free(desc);
+    afd_schedule_finish(&s);
+}
+
 TEST(jitter_and_explicit_delays_capped_below_deadlines)
 {
     afd_schedule s;
@@ -484,9 +506,10 @@ int main(void)
 {
     RUN_TESTS("sched", T(below_is_just_short_of_the_deadline), T(below_deadlines_caps_at_the_threshold),
               T(pct_below_deadlines_outlasts_only_plain_timers),
-              T(jitter_and_explicit_delays_capped_below_deadlines), T(portfolio_below_deadlines_first),
-              T(zero_is_zero), T(explicit_delay_overrides_exact_step), T(jitter_is_deterministic_and_seeded),
-              T(jitter_distribution), T(jitter_lateness_rounds_to_whole_ms), T(jitter_lateness_latency),
-              T(pct_change_points), T(pct_cost_and_determinism), T(pct_points_spread_uniformly),
-              T(pct_huge_depth_stays_cheap), T(random_seed_is_stable), T(portfolio_mix), T(portfolio_only));
+              T(jitter_and_explicit_delays_capped_below_deadlines), T(well_below_keeps_a_tenth),
+              T(portfolio_below_deadlines_first), T(zero_is_zero), T(explicit_delay_overrides_exact_step),
+              T(jitter_is_deterministic_and_seeded), T(jitter_distribution),
+              T(jitter_lateness_rounds_to_whole_ms), T(jitter_lateness_latency), T(pct_change_points),
+              T(pct_cost_and_determinism), T(pct_points_spread_uniformly), T(pct_huge_depth_stays_cheap),
+              T(random_seed_is_stable), T(portfolio_mix), T(portfolio_only));
 }
