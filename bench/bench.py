@@ -21,7 +21,7 @@
    scripts/bench-env.sh): simloop's and simloom's cost per hop on the same ring and seeds/s, the
    false-alarm check (FIFO-correct controls under their random schedulers and under ours), and
    pytest-repeat and subprocess reruns on flaky cases.
-5. Real suites (bench/suites.py, in build/bench-env/suites): seven asyncio libraries' own test
+5. Real suites (bench/suites.py, in build/bench-env/suites): the asyncio libraries it lists: their own test
    suites from their PyPI sdists, plain, with the plugin inactive and under --affidavit-explore=30:
    tests explored, not explored (why), red by verdict, wall time as ratios to plain.
 
