@@ -110,6 +110,54 @@ POOL: List[Dict[str, Any]] = [
     # its requirements (cronsim, python-dateutil, tzlocal) come with it; its test extra asks pytest
     # and pytest-cov (addopts --cov)
     {"name": "aiocron", "pin": "aiocron==2.1", "args": ["tests"], "extras": []},
+    # The fifth contact (entries 22 on, bench/first_contact.py --only ... --record first_contact_5).
+    # its suite is `python -m aiosqlite.tests` (aiosqlite/tests/__init__.py imports SmokeTest, an
+    # IsolatedAsyncioTestCase): smoke.py, named explicitly (no file is named test_*.py; perf.py is its
+    # separate `make perf` benchmark, not run). Its dev extra is linters, coverage and build tools only
+    {"name": "aiosqlite", "pin": "aiosqlite==0.22.1", "args": ["aiosqlite/tests/smoke.py"], "extras": []},
+    # The sdist ships no pytest configuration and its async tests carry no marker (pytest-aiohttp's
+    # aiohttp_client): -o asyncio_mode=auto. bench/suites.py's plugin_args blocks the pytest-aiohttp
+    # entry point (-p no:aiohttp, aresponses' plugin kept to its own suite): -p pytest_aiohttp.plugin
+    # loads it by its module name. test_redis_storage.py and test_memcached_storage.py need redis and
+    # memcached servers in docker containers (conftest's docker fixtures): ignored. Extras: its
+    # extras_require (redis, aiomcache, cryptography, pynacl) and what conftest.py imports (docker,
+    # pytest-mock's from requirements-suites.txt); aiohttp is its own requirement
+    {"name": "aiohttp-session", "pin": "aiohttp-session==2.12.1",
+     "args": ["tests", "-o", "asyncio_mode=auto", "-p", "pytest_aiohttp.plugin",
+              "--ignore=tests/test_redis_storage.py", "--ignore=tests/test_memcached_storage.py"],
+     "extras": ["aiohttp==3.14.5", "pytest-aiohttp==1.1.1", "redis==7.4.1", "aiomcache==0.8.2",
+                "cryptography==50.0.2", "pynacl==1.6.2", "docker==7.2.0"]},
+    # the newest sdist ships no test file (its tests directory is not in the sdist; recorded as skipped)
+    {"name": "async-asgi-testclient", "pin": "async-asgi-testclient==1.4.11"},
+    # its pyproject's pytest options (asyncio_mode auto) apply. The sdist ships tests/test_*.py but not
+    # tests/conftest.py (its state-resetting fixtures), tests/anyio_compat.py nor examples/: test_sse.py
+    # and test_issue167.py import tests.anyio_compat and would stop the session at collection, so they
+    # are ignored; the rest run as they came (some fail plainly without conftest/examples: not counted).
+    # Extras: what its tests import from its dev group (httpx2, uvicorn); asgi-lifespan and
+    # testcontainers are imported by none of them
+    {"name": "sse-starlette", "pin": "sse-starlette==3.7.1",
+     "args": ["tests", "--ignore=tests/test_sse.py", "--ignore=tests/test_issue167.py"],
+     "extras": ["httpx2==2.17.0", "uvicorn==0.55.0"]},
+    # the newest sdist ships no test file (and its tests need a memcached server; recorded as skipped)
+    {"name": "aiomcache", "pin": "aiomcache==0.8.2"},
+    # The sdist ships tests/test_*.py but not tests/__init__.py, conftest.py, common.py, fixtures/ nor
+    # profiles/: 9 of its 10 modules import .conftest or .common and fail at collection (which stops the
+    # session); test_ssdp.py, the one that imports neither, is run. setup.cfg's pytest options
+    # (asyncio_mode auto) apply; nothing beyond its own requirements is imported
+    {"name": "async-upnp-client", "pin": "async-upnp-client==0.49.0", "args": ["tests/test_ssdp.py"],
+     "extras": []},
+    # The sdist ships tests/test_*.py but not tests/__init__.py, fixtures.py nor common.py: the 19
+    # modules that import them (or test_server's) fail at collection; the 7 that import none are run.
+    # Upstream's tox runs plain pytest with no extras or with all; extras here: the sdist's `oscore`
+    # extra (cbor2, cryptography, filelock, ge25519, lakers-python, cbor-diag), without which
+    # test_oscore.py and test_util_cryptography.py skip (`all` adds DTLSSocket, websockets: no module
+    # run imports them)
+    {"name": "aiocoap", "pin": "aiocoap==0.4.17",
+     "args": ["tests/test_credentials.py", "tests/test_doctest.py", "tests/test_encoding.py",
+              "tests/test_oscore.py", "tests/test_timeoutdict.py", "tests/test_uri_handling.py",
+              "tests/test_util_cryptography.py"],
+     "extras": ["cbor2==6.3.0", "cryptography==50.0.2", "filelock==4.3.2", "ge25519==2.0.0",
+                "lakers-python==0.6.2", "cbor-diag==1.2.0"]},
 ]
 
 # Why each test red under explore failed, read by hand from the test's source and its failure
@@ -272,7 +320,57 @@ _SMTP_IDLE_300 = (
     "tool's (as test_send_with_login); the replay's failure is a time threshold (a step stalled 300 s) "
     "named failure instead of timing_sensitive, the product's bug as aresponses'."
 )
+_AS_TOTAL_TIMEOUT = (
+    "The test makes one GET through pytest-aiohttp's aiohttp_client (aiohttp's test server on the same "
+    "loop, the bytes through a real loopback socket) under aiohttp's default ClientTimeout(total=300, "
+    "sock_connect=30): the events show deadline #1 of 300,999.999 ms and #2 of 30,999.999 ms armed at "
+    "the client.get line (tests/test_path_domain.py:49). Replayed with --events (5 runs: 5 failed, traces "
+    "differ): the schedule's one delay makes the server's RequestHandler.start step cost 300,999.965 ms "
+    "('outlasted deadline #2'), just below deadline #1; then 'a real wait, after a stall, outlasted "
+    "deadline #1': the socket's answer comes with the virtual clock past aiohttp's total timeout, which "
+    "cancels the request, and the client raises TimeoutError (aiohttp/helpers.py:759). Stock asyncio "
+    "gives this only if one step stalls ~301 s: aiohttp's own time threshold, not a race. The product "
+    "names 15 tests of the suite with the same timers timing_sensitive (listed apart, green; among them "
+    "test_invalidate_with_same_path_domain, the same body with one more request) but gave this one "
+    "verdict failure with no timing check (timing null; confirmed 3/3): the product's bug, as "
+    "aresponses' 5 (a delay capped just below a deadline, then a real wait carrying the clock past it, "
+    "is called a race)."
+)
+_SSE_FAIL_AFTER = (
+    "The test drives EventSourceResponse with an in-process ASGI receive/send pair (no socket, no "
+    "thread) inside anyio.fail_after(1) (fail_after(2) in test_exitSignal_whenClosingSendStalls), and "
+    "its interruption path then waits for a short timer of the library or of the test: sse-starlette's "
+    "50 ms cleanup deadline (cleanup_timeout=0.05, sse.py:421), its 100 ms send_timeout (sse.py:387) or "
+    "the cleanup's own anyio.sleep(0.05). Replayed with --events (3 runs each of the asyncio-disconnect, "
+    "asyncio-shutdown, CleanupFinishesInTime[asyncio-None] and [trio-None], ClosingSendStalls[asyncio] "
+    "and SwallowsDeadlineCancellation[trio] cases: all failed, traces identical): the pct schedule makes "
+    "one step cost 998.999-999 ms (989 + 10 ms in CleanupFinishesInTime; 1,999 ms under fail_after(2)), "
+    "ending 1 ms short of the fail_after deadline #1; with every task waiting, the clock then jumps to "
+    "that deadline before the 50/100 ms timer comes due, fail_after's scope cancels the test and anyio "
+    "raises TimeoutError (anyio/_core/_tasks.py:155). Stock asyncio gives this only if one step stalls "
+    "~0.95 s (the plugin's own cause line for SwallowsDeadlineCancellation[trio]: 'fails when "
+    "TaskHandle._run_coro#0 step 0 is delayed by more than 949997.0 us'): a time threshold of the test, "
+    "not a race. The delay stops 1 ms short of the deadline and the program's own timer carries the "
+    "clock past it, so the events say nothing 'outlasted' it and no timing check runs (timing null): "
+    "verdict failure instead of timing_sensitive -- the product's bug, the class of later's two and "
+    "pyleak's 12. (The [trio] cases are not trio runs: the suite's own asyncio_mode = auto makes "
+    "pytest-asyncio run anyio's trio-parametrized cases on asyncio, in plain pytest too -- checked "
+    "outside the record: trio.lowlevel.start_guest_run is never called and sniffio reports asyncio -- so "
+    "each [trio] case is its [asyncio] twin, same token.)"
+)
 READINGS: Dict[str, Dict[str, str]] = {
+    "aiohttp-session": {
+        "aiohttp_session-2.12.1.tests.test_path_domain::test_with_same_path_domain": _AS_TOTAL_TIMEOUT,
+    },
+    "sse-starlette": {
+        **{f"tests.test_issue217::{t}[{b}{p}]": _SSE_FAIL_AFTER for b in ("asyncio", "trio") for t, ps in (
+            ("test_send_whenCleanupFinishesInTime_thenCompletesWithoutWarning", ("-None", "-0.5")),
+            ("test_send_whenCleanupSwallowsDeadlineCancellation_thenStillWarns", ("",)),
+            ("test_send_whenInterruptedAndCleanupStuck_thenDeadlineCancelsCleanup",
+             ("-cancel", "-disconnect", "-shutdown"))) for p in ps},
+        **{f"tests.test_response_completion::test_exitSignal_whenClosingSendStalls_thenSendTimeoutEndsResponse"
+           f"AndBackgroundRuns[{b}]": _SSE_FAIL_AFTER for b in ("asyncio", "trio")},
+    },
     "aiosmtplib": {
         "tests.test_api::test_send_with_login": _SMTP_HANG,
         "tests.test_api::test_send[mime_message]": _SMTP_HANDSHAKE_60,
@@ -406,6 +504,49 @@ NOTES: Dict[str, str] = {
                "anyio-marked module) 'not explored: the test ran no asyncio event loop' (right; unlike "
                "pyleak's trio tests, none is explored or hangs); 4 'pytest skipped it'. Nothing red or "
                "listed apart; explore/plain 31x (4110 runs in 41 s).",
+    "aiosqlite": "30 tests (smoke.py's SmokeTest, an IsolatedAsyncioTestCase), 29 pass plainly; "
+                 "test_enable_load_extension skips itself (this Python's sqlite3 has no extension loading): "
+                 "'not explored: pytest skipped it' (right). All 29 explored and green, closure "
+                 "'uncontrolled' for every one (each aiosqlite connection runs sqlite3 in a thread of its "
+                 "own), 870 runs; nothing red, listed apart or abstained. explore/plain 19x (21 s for a "
+                 "1.1 s suite). Its sessions began after waiting 11 min for a wt-test run to end.",
+    "aiohttp-session": "52 tests (test_redis_storage.py and test_memcached_storage.py ignored: docker services), "
+                       "51 pass plainly; test_cookie_storage::test_clear_cookie_on_session_invalidation fails "
+                       "plainly (aiohttp 3.14.5 puts DOMAIN=127.0.0.1 in the cleared cookie the test compares "
+                       "against) and is 'not explored: it failed in its plain run' (right). 37 async tests "
+                       "explored over real loopback sockets (closure 28 uncontrolled, 8 closed, 1 clock_read), "
+                       "878 runs; 14 sync tests ran no loop. 1 red (READINGS: aiohttp's 301 s total timeout). "
+                       "15 timing_sensitive (12 naming aiohttp's 31 s sock_connect timer, 3 its 301 s total "
+                       "timer) and 11 unconfirmed (a schedule failed once, then 0-2 of 3 replayed alone), "
+                       "listed apart and green, not read one by one. explore/plain 19x (211 s for 11 s).",
+    "async-asgi-testclient": "1.4.11's sdist ships the package only (async_asgi_testclient/testing.py is the "
+                             "client itself, not a test): no tests directory.",
+    "sse-starlette": "121 tests (test_sse.py and test_issue167.py ignored: they import tests/anyio_compat.py, "
+                     "not in the sdist), 100 pass plainly; 13 fail and 8 error plainly, not counted: "
+                     "test_broadcasting_example's 8 errors are FileNotFoundError for examples/02_broadcasting.py "
+                     "(not shipped), and the first failure read (test_issue152) relies on tests/conftest.py's "
+                     "reset of the module-global shutdown state (not shipped); the others not read. 59 "
+                     "explored (the 58 async tests that passed plainly and test_same_thread_shares_state, a sync "
+                     "test driving loops of its own; closure 20 slot, 18 clock_read, 11 closed, 10 uncontrolled), "
+                     "1159 runs: 14 red, all one class (READINGS: one step capped 1 ms below anyio.fail_after's "
+                     "deadline, then a 50/100 ms timer of the program carries the clock past it); 2 "
+                     "timing_sensitive (test_issue218's head-send cases: the 0.1 s send_timeout), listed apart, "
+                     "green. Not explored: 13 failed plainly, 5 whose setup failed plainly, and "
+                     "test_multi_loop::TestMultiLoopSafety::test_thread_isolation ('a loop in another thread', "
+                     "right). The suite's asyncio_mode = auto runs anyio's [trio] cases on asyncio, in plain "
+                     "pytest as under the plugin (see the reading). explore/plain 21x (175 s for 8.4 s).",
+    "aiomcache": "0.8.2's sdist ships the package only, no tests (its upstream tests also need a memcached "
+                 "server).",
+    "async-upnp-client": "14 tests (test_ssdp.py only: the sdist's other 9 modules import tests/conftest.py or "
+                         "tests/common.py, not shipped), all pass plainly; the 1 async test "
+                         "(test_ssdp_protocol_handles_broken_headers) explored and closed by its zero schedule, "
+                         "green; the 13 sync ran no loop. explore/plain 2.5x (2.1 s for 0.8 s).",
+    "aiocoap": "79 tests (the 7 modules that import none of tests/fixtures.py, common.py, test_server.py: "
+               "not shipped), 76 pass plainly; 2 skip themselves (TestOSCOAAsymmetric) and "
+               "test_credentials::test_oscore_filebased fails plainly (FilesystemSecurityContext.LoadError: "
+               "'Configuration key missing: sender-id'; not read), not counted. The 1 async test "
+               "(test_timeoutdict, an IsolatedAsyncioTestCase over real-time sleeps of its timeouts) "
+               "explored, 30 runs, green; the 75 others ran no loop. explore/plain 2.1x (3.6 s for 1.7 s).",
     "looptime": "16 of the 18 reds are under the zero schedule (a difference between the controlled loop and "
                 "stock asyncio, never a race); the explore session took 7.7 min for a 6.6 s suite.",
 }
@@ -442,6 +583,22 @@ RECORD_NOTES: Dict[str, str] = {
                        "session each (plain, inactive, explore in that order), on a 2-core machine: "
                        "first-contact figures, not medians. Red tests' `why` written by hand after the run "
                        "(READINGS).",
+    "first_contact_5": "The fifth first contact: POOL.md entries 22-28 in order, met at `commit` (src/ and "
+                       "python/ those of main 317f167), each suite in its own venv (build/bench-env/fc/NAME), "
+                       "by two invocations (--only aiosqlite,aiohttp-session,async-asgi-testclient,"
+                       "sse-starlette,aiomcache, then --only async-upnp-client,aiocoap: entries 24 and 26 "
+                       "ship no test file) and a --retally for the readings; `date` and `machine` are those "
+                       "of the second invocation's start (machine_before beside each suite is the load when "
+                       "its sessions began). Before aiosqlite's sessions the script waited 11 min for a "
+                       "wt-test run to end; the others began with none going. The sdists of sse-starlette, "
+                       "async-upnp-client and aiocoap ship their tests/test_*.py without the conftest / "
+                       "helper modules / data they import: the modules that cannot be collected are left "
+                       "out by the args (see POOL), the rest run as they came. run_suite now counts the "
+                       "files an entry's args name when no file is named test_*.py (aiosqlite's smoke.py); "
+                       "nothing else in the script changed. Ratios are one session each (plain, inactive, "
+                       "explore in that order), on a 2-core machine: first-contact figures, not medians. "
+                       "Red tests' `why` written by hand after the run (READINGS), from replays with "
+                       "--events outside the record.",
 }
 RECORD_POOL: Dict[str, str] = {
     "first_contact_3": "/work/shared/realworld/POOL.md, entries 10-13 in order, until three suites whose "
@@ -451,6 +608,10 @@ RECORD_POOL: Dict[str, str] = {
                        "whose tests pass plainly without a network service; four met: aiounittest, aiosmtplib, "
                        "aiofile, stamina (asyncinotify, aioprocessing and backoff skipped: their newest sdists "
                        "ship no test file); the fifth, aiocron (entry 21), not run (see note)",
+    "first_contact_5": "/work/shared/realworld/POOL.md, entries 22-28 in order, until five suites whose tests "
+                       "pass plainly without a network service: aiosqlite, aiohttp-session, sse-starlette, "
+                       "async-upnp-client, aiocoap (async-asgi-testclient and aiomcache skipped: their newest "
+                       "sdists ship no test file)",
 }
 
 
@@ -524,6 +685,10 @@ def run_suite(s: Dict[str, Any], engine: str, explore: int) -> Dict[str, Any]:
         why = next((l.strip() for l in reversed(e.stderr.splitlines()) if "Error:" in l), "").strip()
         return {"pin": s["pin"], "skipped": f"pip download fails: the sdist does not build on Python 3.11 ({why})"}
     files = test_files(d)
+    if not files:
+        # a suite whose test modules are not named test_*.py (aiosqlite's aiosqlite/tests/smoke.py):
+        # the files its args name
+        files = [a for a in s.get("args", []) if a.endswith(".py") and os.path.isfile(os.path.join(d, a))]
     if not files:
         return {"pin": s["pin"], "skipped": "the sdist ships no test file (no test_*.py or *_test.py)"}
     py = install(s, engine)
