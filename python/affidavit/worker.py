@@ -25,7 +25,7 @@ from typing import Any, List, Optional, Set, Tuple
 
 import pluggy
 
-from . import _runtime
+from . import _runtime, session_fixtures
 from .loop import foreign_policy, install
 
 PYTHON = f"{platform.python_implementation()} {platform.python_version()}"
@@ -480,6 +480,9 @@ class _Server:
         if any(notes.values()):
             session.config.pluginmanager.register(_StockPolicy(), "affidavit-stock-policy")
         _runtime.set_context(_BASE, note)
+        # the session fixtures the tests ask for, made once here as pytest makes them once per
+        # session (those a fork copies faithfully: session_fixtures.py); each run starts with them
+        session_fixtures.make(session, list(by_id.values()))
         # Children share the parent's pages until they write: a frozen heap is not walked (and so
         # not dirtied) by the collector in every child.
         install()

@@ -1,0 +1,196 @@
+"""Session-scoped fixtures made once per worker, before its first fork, as pytest makes them once
+per session.
+
+A run is a child forked from the worker, and used to set up every fixture of its test itself, the
+session's included: a session fixture that loads a certificate store (``ssl.create_default_context()``,
+100 ms) cost that in every run, where pytest pays it once for the whole session (aiosmtplib's suite:
+137 ms a run instead of 25 ms). Here the worker sets up, as a test before this one would have, the
+session fixtures its tests ask for, and each child starts with them made (a copy of them: what a
+run changes in one no other run sees) and tears them down at its end as pytest's last test does.
+
+Only what forking copies faithfully is made in advance: a fixture of the session scope whose
+function is synchronous (not a coroutine or an async generator: those need a loop, and the run's
+is affidavit's), defined in the user's files or by pytest itself, and whose own fixtures are such
+too. If making them starts a thread, leaves a file descriptor open (a socket, a file: copies of a
+test would share it), or fails (a warning the session's filters make an error included), they are torn down again at once and every run makes them
+itself, as before.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+import threading
+import warnings
+from typing import Any, Dict, List, Optional, Set
+
+
+# What making them may not do (PEP 578 audit events): change the file system outside pytest's base
+# temporary directory, take a port or a Unix path, start a process, open a database file. A copy
+# of such a fixture in every run would share what it made, and its teardown would run in no run.
+_WRITE_EVENTS = ("os.mkdir", "os.remove", "os.rmdir", "os.rename", "os.link", "os.symlink", "os.truncate",
+                 "os.chmod", "os.chown", "os.utime", "shutil.rmtree", "shutil.move", "shutil.copyfile")
+_OTHER_EVENTS = ("socket.bind", "subprocess.Popen", "os.system", "os.fork", "os.forkpty", "os.exec",
+                 "os.posix_spawn", "os.spawn", "sqlite3.connect", "fcntl.flock", "fcntl.lockf")
+_watch: Dict[str, Any] = {"on": False, "root": "", "seen": "", "made": set()}
+_hooked = False
+
+
+def _first_path(args: Any) -> str:
+    try:
+        return os.path.realpath(os.fsdecode(args[0])) if args and isinstance(args[0], (str, bytes, os.PathLike)) else ""
+    except (TypeError, ValueError):
+        return ""
+
+
+def _private(path: str) -> bool:
+    """Under the base temporary directory, or what tempfile made while they were being made."""
+    root = _watch["root"]
+    return bool(root and path.startswith(root)) or any(
+        path == m or path.startswith(m + os.sep) for m in _watch["made"])
+
+
+def _audit(event: str, args: Any) -> None:
+    if not _watch["on"] or _watch["seen"]:
+        return
+    if event in ("tempfile.mkstemp", "tempfile.mkdtemp"):
+        _watch["made"].add(_first_path(args))
+        return
+    if event == "open":
+        mode = args[1] if len(args) > 1 else "r"
+        flags = args[2] if len(args) > 2 else 0
+        writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+            isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
+        path = _first_path(args)
+        # a directory opened for writing is an anonymous file (O_TMPFILE): nothing is left
+        if writes and path and not _private(path) and not os.path.isdir(path):
+            _watch["seen"] = f"it wrote {path}"
+    elif event in _WRITE_EVENTS:
+        path = _first_path(args)
+        if not _private(path):
+            _watch["seen"] = f"it changed {path or 'a path'} ({event})"
+    elif event.startswith(_OTHER_EVENTS):
+        _watch["seen"] = f"it did {event}"
+
+
+def _open_fds() -> Set[str]:
+    try:
+        return set(os.listdir("/proc/self/fd"))
+    except OSError:
+        return set()
+
+
+def _plain_function(func: Any) -> bool:
+    f = inspect.unwrap(getattr(func, "__func__", func))
+    return not (inspect.iscoroutinefunction(f) or inspect.isasyncgenfunction(f))
+
+
+def _whose(func: Any, root: str) -> str:
+    """"pytest" for pytest's own fixtures, "user" for those defined under the rootdir outside any
+    installed package, "" for any other plugin's."""
+    f = inspect.unwrap(getattr(func, "__func__", func))
+    module = getattr(f, "__module__", "") or ""
+    if module == "_pytest" or module.startswith("_pytest."):
+        return "pytest"
+    try:
+        path = os.path.realpath(inspect.getsourcefile(f) or "")
+    except TypeError:
+        return ""
+    inside = path.startswith(root.rstrip(os.sep) + os.sep)
+    return "user" if inside and "site-packages" not in path else ""
+
+
+def _qualifies(name: str, item: Any, root: str, memo: Dict[str, bool], depth: int = 0) -> bool:
+    if name == "request":
+        return True
+    if name in memo:
+        return memo[name]
+    memo[name] = False  # a cycle qualifies nothing
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}).get(name)
+    if not defs or depth > 50:
+        return False
+    fd = defs[-1]
+    ok = (str(getattr(fd, "scope", "")) == "session" and _plain_function(fd.func)
+          and bool(_whose(fd.func, root))
+          and all(_qualifies(a, item, root, memo, depth + 1) for a in getattr(fd, "argnames", ())))
+    memo[name] = ok
+    return ok
+
+
+def wanted(items: List[Any], root: str) -> List[Any]:
+    """(item, name) pairs of the session fixtures to make in advance, each name once."""
+    seen: Set[str] = set()
+    out: List[Any] = []
+    for item in items:
+        memo: Dict[str, bool] = {}
+        for name in getattr(item, "fixturenames", ()):
+            if name not in seen and name != "request" and _qualifies(name, item, root, memo):
+                seen.add(name)
+                out.append((item, name))
+    return out
+
+
+def _session_warning_filters(session: Any, item: Any) -> Any:
+    """The warning filters pytest applies around a test's setup (the ini's filterwarnings, -W, the
+    item's marks): a warning they make an error fails the fixture here as it would there."""
+    try:
+        from _pytest.warnings import catch_warnings_for_item
+
+        return catch_warnings_for_item(session.config, ihook=item.ihook, when="runtest", item=item)
+    except Exception:  # another pytest: the process's own filters
+        return warnings.catch_warnings()
+
+
+def make(session: Any, items: List[Any]) -> Optional[str]:
+    """Makes the session fixtures items ask for that qualify; returns None when they are made (or
+    none qualify), else why none is kept."""
+    pairs = wanted(items, str(session.config.rootpath))
+    if not pairs:
+        return None
+    state = session._setupstate
+    threads = set(threading.enumerate())
+    fds = _open_fds()
+    why: Optional[str] = None
+    global _hooked
+    if not _hooked:
+        sys.addaudithook(_audit)
+        _hooked = True
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    base = getattr(factory, "_basetemp", None)  # made before the first fork when a test asks (worker.py)
+    _watch.update(on=True, root=os.path.realpath(str(base)) + os.sep if base else "", seen="", made=set())
+    with _session_warning_filters(session, pairs[0][0]):
+        try:
+            state.setup(session)  # the session node on the stack, as when a first test set up
+            for item, name in pairs:
+                item._request.getfixturevalue(name)
+        except BaseException as exc:  # the run makes it itself and fails as pytest would
+            why = f"{type(exc).__name__} while making them"
+        finally:
+            _watch["on"] = False
+    if why is None and _watch["seen"]:
+        why = str(_watch["seen"])
+    if why is None and [m for m in _watch["made"] if m and os.path.lexists(m)]:
+        why = "it left a temporary file"  # which its teardown, run by no run, would remove
+    if why is None and [t for t in threading.enumerate() if t not in threads and t.is_alive()]:
+        why = "it started a thread"
+    if why is None and _open_fds() - fds:
+        why = "it left a file descriptor open"
+    if why is not None:
+        try:
+            state.teardown_exact(None)
+        except BaseException:
+            pass
+    else:
+        # Their teardowns are the session's, which no run is: a run ends with the stack's own
+        # teardown of the session node only (its first finalizer), and the fixtures stay made for
+        # the next run's copy. Nothing they made lies outside the base temporary directory.
+        finalizers, exc = state.stack[session]
+        state.stack[session] = (list(finalizers[:1]), exc)
+    # the items' requests were used to make them: each gets a fresh one, which finds the session's
+    # fixtures through their definitions (made, or torn down to be made again), as a next test does
+    for item in items:
+        init = getattr(item, "_initrequest", None)
+        if init is not None:
+            init()
+    return why
