@@ -27,6 +27,7 @@ RUNS = 10
 def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     shutil.copytree(REPO / CASES / "session_fixtures", root)
+    (root / "case_session_fixtures.py").rename(root / "test_session_fixtures.py")
     (root / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     return root
 
