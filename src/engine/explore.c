@@ -548,7 +548,7 @@ int afd_cmd_explore(const afd_cli *cli)
          * fails or not as that wait is long or short, and the same schedule kept well below the
          * deadline passed every time. A threshold, whether or not every replay failed; its token
          * is printed as a failing schedule only if they all did. */
-        if (c.unconfirmed && c.timing.sensitive && (c.timing.real_wait || c.timing.fired)) {
+        if (c.unconfirmed && c.timing.sensitive && c.timing.real_wait) {
             c.unconfirmed = 0;
             c.unreplayed = 1;
         }

@@ -208,7 +208,7 @@ static int check_timing(inv *v, afd_timing *out)
     *out = v->timing;
     out->sensitive = 0;
     char *capped = NULL;
-    int rc = afd_timing_capped_token(v->found_token, out->real_wait || out->fired, &capped);
+    int rc = afd_timing_capped_token(v->found_token, out->real_wait, &capped);
     if (rc < 0)
         return rc;
     tally t;

@@ -22,7 +22,6 @@ void afd_timing_from_trace(afd_timing *self, const afd_trace *tr)
             continue;
         self->crossed = 1;
         self->real_wait = (e->flags & AFD_LATE_REAL_WAIT) != 0;
-        self->fired = (e->flags & AFD_LATE_FIRED) != 0;
         self->duration_ns = e->cost;
         if (e->b != AFD_NOSTR)
             snprintf(self->site, sizeof self->site, "%s", afd_trace_string(tr, e->b));
@@ -61,7 +60,7 @@ int afd_timing_check(afd_timing *self, afd_pool *pool, const char *token, afd_pr
     if (!self->crossed)
         return 0;
     char *capped = NULL;
-    int rc = afd_timing_capped_token(token, self->real_wait || self->fired, &capped);
+    int rc = afd_timing_capped_token(token, self->real_wait, &capped);
     if (rc < 0)
         return rc;
     tally t = {0};
@@ -90,8 +89,8 @@ static void put_duration(afd_buf *out, uint64_t ns)
 
 void afd_timing_summary(const afd_timing *self, afd_buf *out)
 {
-    afd_buf_printf(out, self->real_wait || self->fired ? "fails only when steps stall close to "
-                                                       : "fails only when one step takes longer than ");
+    afd_buf_printf(out, self->real_wait ? "fails only when steps stall close to "
+                                        : "fails only when one step takes longer than ");
     if (self->duration_ns) {
         afd_buf_printf(out, "the ");
         put_duration(out, self->duration_ns);
@@ -103,8 +102,6 @@ void afd_timing_summary(const afd_timing *self, afd_buf *out)
         afd_buf_printf(out, " armed at %s", self->site);
     if (self->real_wait)
         afd_buf_printf(out, " and a real wait (a socket, a thread) then outlasts the rest");
-    else if (self->fired)
-        afd_buf_printf(out, " and the program's own waits then reach it");
     afd_buf_printf(out, ": a slow machine, not a race");
 }
 

@@ -23,7 +23,6 @@ typedef struct afd_timing {
     uint64_t duration_ns; /* that deadline's duration (0: unknown) */
     char site[512];       /* the user's site that armed it, "" when unknown */
     int real_wait;        /* a stall brought it within reach and a real wait (I/O, a thread) passed it */
-    int fired;            /* it fired on time, brought due by stalls of at least half its duration */
     uint64_t check_runs, check_passed;
     int sensitive; /* the verdict: crossed, and every capped run passed */
 } afd_timing;

@@ -733,9 +733,7 @@ static void format_time_event(const afd_trace *self, const afd_event *ev, afd_bu
         afd_buf_printf(out, "deadline #%" PRIu32 " of ", ev->a);
     else if (ev->task == 0)
         afd_buf_printf(out, "%s",
-                       ev->flags & AFD_LATE_FIRED       ? "stalls brought it due:"
-                       : ev->flags & AFD_LATE_REAL_WAIT ? "a real wait, after a stall,"
-                                                        : "a late wake-up");
+                       ev->flags & AFD_LATE_REAL_WAIT ? "a real wait, after a stall," : "a late wake-up");
     else
         afd_buf_printf(out, "task ");
     if (ev->kind == AFD_EV_DEADLINE) {
@@ -746,9 +744,7 @@ static void format_time_event(const afd_trace *self, const afd_event *ev, afd_bu
     } else {
         if (ev->task)
             put_task(out, self, ev->task);
-        if (ev->a && (ev->flags & AFD_LATE_FIRED))
-            afd_buf_printf(out, " deadline #%" PRIu32 " fired (", ev->a);
-        else if (ev->a)
+        if (ev->a)
             afd_buf_printf(out, " outlasted deadline #%" PRIu32 " (", ev->a);
         else
             afd_buf_printf(out, " outlasted a sleep's wake-up (");

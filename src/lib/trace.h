@@ -172,10 +172,7 @@ enum afd_event_kind {
  * cost changes the run unless it carries the clock to that deadline (closure.h). */
 enum { AFD_SLOT_DEADLINE = 1u << 0, AFD_SLOT_CROSSING = 1u << 1 };
 /* AFD_EV_DEADLINE_LATE flags. */
-/* REAL_WAIT: a real wait carried the clock past it after a stall had brought it within reach.
- * FIRED: it fired on time, but only because the schedule's stalls since it was armed (at least half
- * its duration) brought it due: without them the clock would not have reached it yet. */
-enum { AFD_LATE_REAL_WAIT = 1u << 0, AFD_LATE_FIRED = 1u << 1 };
+enum { AFD_LATE_REAL_WAIT = 1u << 0 };
 
 /* CANCEL flags */
 enum {
