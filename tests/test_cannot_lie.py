@@ -212,6 +212,23 @@ def test_a_long_delay_passes_in_real_time_only_while_a_thread_works() -> None:
     assert docs[0]["outcomes"]["hang"] == 0 and docs[0]["verdict"] == "no_failure", docs[0]
 
 
+def test_a_stall_before_a_thread_starts_is_the_sleeps_threshold_in_every_session() -> None:
+    # A schedule that stalls the step before asyncio.to_thread's job starts until the 0.2 s sleep is
+    # within 1 ms leaves the job's 10 ms of real work no room: what fails is the sleep's threshold
+    # (timing_sensitive), which only a check a tenth short of it shows -- checked 1 ms short, the
+    # thread's real time failed it again and the test was red in one session of two. Which schedule
+    # a session meets must not hang on how the OS coalesced the thread's wake-ups of the loop (the
+    # zero run had 15 or 16 steps, and pct spread its delays over that count).
+    nodeid = f"{THREADS}::test_to_thread_finishes_while_the_coroutine_sleeps"
+    sessions = []
+    for _ in range(2):
+        proc, docs = engine_docs("explore", nodeid, "--runs", EXPLORE_RUNS)
+        assert len(docs) == 1 and proc.returncode in (0, 1), describe(proc)
+        sessions.append((docs[0]["verdict"], docs[0].get("failing_run"), (docs[0].get("timing") or {}).get("summary")))
+    assert sessions[0][0] == "timing_sensitive" and "a real wait" in (sessions[0][2] or ""), sessions
+    assert sessions[0][:2] == sessions[1][:2], f"two sessions of one explore command: {sessions}"
+
+
 @pytest.mark.parametrize("name", THREAD_TESTS)
 def test_threads_investigate_does_not_say_reproduced(name: str) -> None:
     nodeid = f"{THREADS}::{name}"

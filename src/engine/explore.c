@@ -166,7 +166,7 @@ static int keep_earliest(uint64_t i, const afd_run_result *res, const char *run_
 static int take_portfolio(explore_ctx *c, uint64_t index, uint64_t i, afd_run_result *res, afd_trace *tr)
 {
     if (index == 0 && tr)
-        c->est_steps = tr->steps > 0 ? (uint32_t)(tr->steps > UINT32_MAX ? UINT32_MAX : tr->steps) : 1;
+        c->est_steps = afd_trace_program_steps(tr);
     note_class(c, tr);
     if (!afd_runs_is_failure(res->outcome))
         return 0;

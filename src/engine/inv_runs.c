@@ -139,7 +139,7 @@ static int take_search(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr
     if (remember(v, res, tr) < 0)
         v->error = AFD_ENOMEM;
     if (i == 0 && tr)
-        v->est_steps = tr->steps ? (uint32_t)(tr->steps > UINT32_MAX ? UINT32_MAX : tr->steps) : 1;
+        v->est_steps = afd_trace_program_steps(tr);
     i += v->index_offset;
     afd_timing tm;
     afd_timing_from_trace(&tm, afd_runs_is_failure(res->outcome) ? tr : NULL);

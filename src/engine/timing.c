@@ -21,7 +21,11 @@ void afd_timing_from_trace(afd_timing *self, const afd_trace *tr)
         if (e->kind != AFD_EV_DEADLINE_LATE)
             continue;
         self->crossed = 1;
-        self->real_wait = (e->flags & AFD_LATE_REAL_WAIT) != 0;
+        /* A margin of a millisecond below the timer assumes what follows the stall is virtual. A run
+         * that also waited on a thread or a socket spent the machine's time there, which no schedule
+         * chooses: its check keeps a tenth of the timer for it, as for a crossing in a real wait. */
+        self->real_wait = (e->flags & AFD_LATE_REAL_WAIT) != 0 ||
+                          (tr->flags & (AFD_TRACE_REAL_WAIT | AFD_TRACE_THREADS | AFD_TRACE_REAL_IO)) != 0;
         self->duration_ns = e->cost;
         if (e->b != AFD_NOSTR)
             snprintf(self->site, sizeof self->site, "%s", afd_trace_string(tr, e->b));

@@ -22,7 +22,7 @@ typedef struct afd_timing {
     int crossed;          /* the failing run outlasted a pending deadline */
     uint64_t duration_ns; /* that deadline's duration (0: unknown) */
     char site[512];       /* the user's site that armed it, "" when unknown */
-    int real_wait;        /* a stall brought it within reach and a real wait (I/O, a thread) passed it */
+    int real_wait;        /* the run waited in real time (I/O, a thread): the check keeps a tenth */
     uint64_t check_runs, check_passed;
     int sensitive; /* the verdict: crossed, and every capped run passed */
 } afd_timing;

@@ -538,6 +538,17 @@ const char *afd_trace_task_label(const afd_trace *self, uint32_t task)
     return unknown;
 }
 
+uint32_t afd_trace_program_steps(const afd_trace *self)
+{
+    uint64_t n = self->steps;
+    for (uint32_t i = 0; i < self->n_events; i++) {
+        const afd_event *ev = &self->events[i];
+        if (ev->kind == AFD_EV_WAKE && (ev->flags & AFD_WAKE_SELF_PIPE) && n > 1)
+            n--;
+    }
+    return n == 0 ? 1 : n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
 uint64_t afd_trace_id_bound(const afd_trace *self)
 {
     return (uint64_t)self->n_events + self->dropped + 1;

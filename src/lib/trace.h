@@ -82,7 +82,7 @@ enum afd_event_kind {
     AFD_EV_WAKE = 10,          /* a step begins (its events follow, its STEP event closes it):
                                   task, a = 1 + index of the step that scheduled its handle (0: none,
                                   e.g. scheduled outside any step), b = 1 + this step's index,
-                                  flags = 1 for a timer handle, vtime = start */
+                                  flags = AFD_WAKE_*, vtime = start */
     AFD_EV_SYNC = 11,          /* a synchronization primitive changed hands: task, flags = enum
                                   afd_sync_kind, a = object number in the run (from 1), b = the
                                   object's label ("Lock@test_x.py:12", its creation site) */
@@ -171,6 +171,10 @@ enum afd_event_kind {
  * armed (a timeout, a TTL, a lease: any timer but a sleeping task's wake-up) left unexpired, so no
  * cost changes the run unless it carries the clock to that deadline (closure.h). */
 enum { AFD_SLOT_DEADLINE = 1u << 0, AFD_SLOT_CROSSING = 1u << 1 };
+/* AFD_EV_WAKE flags: the handle was a timer's; it was the loop's own read of its self-pipe (a thread
+ * or a signal woke the loop: how many such reads a run has is the OS's coalescing, not the
+ * program's). */
+enum { AFD_WAKE_TIMER = 1u << 0, AFD_WAKE_SELF_PIPE = 1u << 1 };
 /* AFD_EV_DEADLINE_LATE flags. */
 enum { AFD_LATE_REAL_WAIT = 1u << 0 };
 
@@ -283,6 +287,10 @@ const char *afd_trace_task_label(const afd_trace *self, uint32_t task);
 /* Whether task is a plain callback (call_soon, call_later) rather than an asyncio Task: its
  * AFD_EV_TASK event says so. */
 int afd_trace_task_is_callback(const afd_trace *self, uint32_t task);
+/* The number of steps pct spreads its change points over: the run's steps but the loop's reads of
+ * its self-pipe (AFD_WAKE_SELF_PIPE), whose number a thread's timing decides; at least 1, at most
+ * UINT32_MAX. */
+uint32_t afd_trace_program_steps(const afd_trace *self);
 /* Ids in a trace (task ids, step indices, object numbers) are handed out one per recorded (or
  * dropped) event at most: the bound above which an id comes from a corrupt producer and is
  * ignored, so that no table is sized by it. */

@@ -439,6 +439,19 @@ static int timer_horizon(afd_loop *self, afd_horizon *h, uint32_t *earliest)
     return 1;
 }
 
+/* Whether cb is this loop's own read of its self-pipe: a step that exists because a thread or a
+ * signal woke the loop, and whose count is how the OS coalesced those writes, not the program's. */
+static int is_self_pipe_read(afd_loop *self, afd_rt_state *st, PyObject *cb)
+{
+    if (!PyMethod_Check(cb) || PyMethod_GET_SELF(cb) != (PyObject *)self)
+        return 0;
+    PyObject *name = PyObject_GetAttrString(PyMethod_GET_FUNCTION(cb), "__name__");
+    int yes = name && PyUnicode_Check(name) && PyUnicode_Compare(name, st->str_read_from_self) == 0;
+    Py_XDECREF(name);
+    PyErr_Clear();
+    return yes;
+}
+
 static int run_generic(afd_rt_state *st, PyObject *h)
 {
     PyObject *c = PyObject_GetAttrString(h, "_cancelled");
@@ -606,6 +619,8 @@ static PyObject *run_once(afd_loop *self)
             cb = Py_NewRef(Py_None);
         }
         uint32_t id = afd_rec_identify(st, cb, hx ? hx->creator : 0);
+        uint32_t wake_flags = (hx && hx->is_timer ? AFD_WAKE_TIMER : 0) |
+                              (is_self_pipe_read(self, st, cb) ? AFD_WAKE_SELF_PIPE : 0);
         Py_DECREF(cb);
         if (!id)
             PyErr_Clear();
@@ -618,7 +633,7 @@ static PyObject *run_once(afd_loop *self)
         afd_rec_now = vstart;
         afd_rec_step_no = (uint32_t)(step_index + 1);
         afd_rec_extra_cost = 0;
-        afd_rec_event(AFD_EV_WAKE, hx && hx->is_timer, id, hx ? hx->origin : 0, afd_rec_step_no, vstart, 0);
+        afd_rec_event(AFD_EV_WAKE, wake_flags, id, hx ? hx->origin : 0, afd_rec_step_no, vstart, 0);
         afd_cancel_step_begin(st, h, id);
         if (afd_rt_config.trace_lines)
             afd_tracer_step_begin(st);

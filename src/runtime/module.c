@@ -472,6 +472,7 @@ static int rt_exec(PyObject *m)
     INTERN(str_select, "select");
     INTERN(str_process_events, "_process_events");
     INTERN(str_write_to_self, "_write_to_self");
+    INTERN(str_read_from_self, "_read_from_self");
     INTERN(str_fd_to_key, "_fd_to_key");
     INTERN(str_default_executor, "_default_executor");
     INTERN(str_message, "message");

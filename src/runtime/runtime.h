@@ -39,6 +39,7 @@ typedef struct afd_rt_state {
     PyObject *str_select;
     PyObject *str_process_events;
     PyObject *str_write_to_self;
+    PyObject *str_read_from_self;
     PyObject *str_fd_to_key;
     PyObject *str_default_executor;
     PyObject *str_message, *str_exception, *str_handle;

@@ -984,6 +984,25 @@ TEST(format_event_lines)
     afd_trace_finish(&t);
 }
 
+TEST(program_steps_leave_out_self_pipe_reads)
+{
+    afd_trace t;
+    CHECK_EQ_INT(afd_trace_init(&t), 0);
+    CHECK_EQ_U64(afd_trace_program_steps(&t), 1); /* no step at all: pct needs one to spread over */
+    t.steps = 5;
+    afd_event ev[5] = {0};
+    for (uint32_t i = 0; i < 5; i++)
+        ev[i] = (afd_event){.kind = AFD_EV_WAKE, .task = 1, .b = i + 1};
+    ev[1].flags = AFD_WAKE_TIMER;
+    ev[2].flags = AFD_WAKE_SELF_PIPE;
+    ev[4].flags = AFD_WAKE_SELF_PIPE | AFD_WAKE_TIMER;
+    CHECK_EQ_INT(afd_trace_add_events(&t, ev, 5), 0);
+    CHECK_EQ_U64(afd_trace_program_steps(&t), 3);
+    t.steps = 1; /* a trace whose count says less than its events never goes below one */
+    CHECK_EQ_U64(afd_trace_program_steps(&t), 1);
+    afd_trace_finish(&t);
+}
+
 int main(void)
 {
     RUN_TESTS("trace", T(init_finish), T(roundtrip_every_kind), T(roundtrip_empty_and_appended),
@@ -993,5 +1012,6 @@ int main(void)
               T(order_digest_sees_order_and_identity), T(decode_bad_magic_and_version),
               T(decode_flipped_byte_anywhere), T(decode_truncated_at_every_length),
               T(decode_huge_counts_without_allocating), T(decode_string_bounds), T(failure_keeps_nul_bytes),
-              T(decode_refuses_bad_fields), T(mutation_robustness), T(format_event_lines));
+              T(decode_refuses_bad_fields), T(mutation_robustness), T(format_event_lines),
+              T(program_steps_leave_out_self_pipe_reads));
 }
