@@ -69,6 +69,7 @@ THRESHOLDS = f"{CASES}/case_thresholds.py"
 THRESHOLD_TESTS = ["test_wait_for_well_within_its_timeout", "test_the_short_sleep_wins_the_race",
                    "test_a_few_steps_finish_within_a_long_sleep"]
 REAL_WAIT = f"{CASES}/case_real_wait_threshold.py"
+OWN_WAIT = f"{CASES}/case_stall_then_own_wait.py"
 OWN_POLICY = f"{CASES}/own_policy"
 USER_PROJECT = f"{CASES}/user_project"
 UNMARKED = f"{CASES}/case_unmarked_fresh_token.py"
@@ -349,6 +350,18 @@ def test_a_deadline_a_stall_brought_within_a_real_waits_reach_is_no_failure() ->
                   for d in docs if d.get("token") and d["confirm"]["failed"] < d["confirm"]["runs"]]
     assert not wrong, "a timeout reached by a real wait after a stall brought it within reach was called a " \
         "failure:\n" + "\n".join(wrong)
+
+
+def test_a_timeout_stalls_brought_due_is_a_threshold(tmp_path: Path) -> None:
+    """A step stalled to 1 ms short of a 1 s timeout, then the test's own 50 ms sleep: the timeout
+    fires on time, outlasted by no step (a plain red before: 14 of sse-starlette's tests)."""
+    assert_passes_plainly(REPO, OWN_WAIT, passed=1)
+    proc, docs = engine_docs("explore", OWN_WAIT, "--runs", EXPLORE_RUNS)
+    assert len(docs) == 1 and docs[0]["verdict"] in ("no_failure", "timing_sensitive"), describe(proc)
+    if docs[0]["verdict"] == "timing_sensitive":
+        assert "1 s timer" in docs[0]["timing"]["summary"], docs[0]
+    root = project(tmp_path, {"test_own_wait.py": OWN_WAIT})
+    assert_session_green(explore_session(root), 1, "a timeout the stalls brought due")
 
 
 @pytest.mark.parametrize("name", THRESHOLD_TESTS)

@@ -75,10 +75,11 @@ def step_index(program: Program, label: str, ordinal: int) -> int:
 
 
 def untimed(events: List[Tuple[Any, ...]]) -> List[Tuple[Any, ...]]:
-    """The events without their times (IDLE: its kind only, its a being a lateness), no SLOT."""
+    """The events without their times (IDLE: its kind only, its a being a lateness), no measurement
+    (SLOT, a deadline the stalls brought due: how much stall that took is time)."""
     out: List[Tuple[Any, ...]] = []
     for kind, task, a, b, flags, _vtime in events:
-        if kind == _runtime.EV_SLOT:
+        if kind == _runtime.EV_SLOT or (kind == _runtime.EV_DEADLINE_LATE and flags & _runtime.LATE_FIRED):
             continue
         out.append((kind,) if kind == _runtime.EV_IDLE else (kind, task, a, b, flags))
     return out

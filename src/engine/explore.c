@@ -68,16 +68,17 @@ typedef struct explore_ctx {
     int unreplayed;  /* timing_sensitive through a real wait, its replays not all failing: no token */
     int most_alive;  /* the most runs of the test alive at once (afd_pool_most_alive) */
     char *last_error;
-    uint64_t offset;     /* added to a batch index to make it a run number (the runs of the systematic part
-                            come between the portfolio's first share and the rest) */
-    uint64_t sys_base;   /* the runs made before the systematic part */
-    u64_list orders;     /* the order digest of each run with a trace (afd_trace_order_digest) */
-    u64_list classes;    /* the interleaving class of each run with a trace (iclass.h) */
-    u64_list within;     /* the order digests of the runs that outlasted no deadline */
-    int closure_on;      /* run 0 measures its steps, and repeats of it the rest, for closure.h */
-    afd_closure closure; /* what those runs proved */
-    uint64_t measuring;  /* the repeats of run 0 made to measure further windows */
-    uint64_t skipped;    /* closed below the deadlines: the budget's schedules kept below them, not run */
+    uint64_t offset;        /* added to a batch index to make it a run number (the runs of the systematic part
+                               come between the portfolio's first share and the rest) */
+    uint64_t sys_base;      /* the runs made before the systematic part */
+    u64_list orders;        /* the order digest of each run with a trace (afd_trace_order_digest) */
+    u64_list classes;       /* the interleaving class of each run with a trace (iclass.h) */
+    u64_list within;        /* the order digests of the runs that outlasted no deadline */
+    int closure_on;         /* run 0 measures its steps, and repeats of it the rest, for closure.h */
+    afd_closure closure;    /* what those runs proved */
+    uint64_t measuring;     /* the repeats of run 0 made to measure further windows */
+    uint64_t skipped;       /* closed below the deadlines: the budget's schedules kept below them, not run */
+    afd_fired_sites normal; /* the deadlines the zero schedule's run (run 0) saw fire */
 } explore_ctx;
 
 /* Notes run's interleaving class and order digest (the portfolio's coverage, in the systematic
@@ -90,7 +91,7 @@ static void note_class(explore_ctx *c, const afd_trace *tr)
         return;
     uint64_t order = afd_trace_order_digest(tr);
     afd_timing tm;
-    afd_timing_from_trace(&tm, tr);
+    afd_timing_from_trace(&tm, tr, &c->normal);
     /* a lost entry (out of memory) only makes a count smaller */
     if (push(&c->classes, fp) < 0 || push(&c->orders, order) < 0 || tm.crossed)
         return;
@@ -165,8 +166,10 @@ static int keep_earliest(uint64_t i, const afd_run_result *res, const char *run_
 /* The result of the portfolio's schedule `index`, made as run number i. */
 static int take_portfolio(explore_ctx *c, uint64_t index, uint64_t i, afd_run_result *res, afd_trace *tr)
 {
-    if (index == 0 && tr)
+    if (index == 0 && tr) {
         c->est_steps = afd_trace_program_steps(tr);
+        afd_fired_sites_from_trace(&c->normal, tr);
+    }
     note_class(c, tr);
     if (!afd_runs_is_failure(res->outcome))
         return 0;
@@ -178,7 +181,7 @@ static int take_portfolio(explore_ctx *c, uint64_t index, uint64_t i, afd_run_re
         made = NULL;
     const char *run_token = tr ? tr->token : made;
     afd_timing tm;
-    afd_timing_from_trace(&tm, tr);
+    afd_timing_from_trace(&tm, tr, &c->normal);
     if (tm.crossed) {
         if (keep_earliest(i, res, run_token, &c->cand_index, &c->cand_token, &c->cand_failure,
                           &c->cand_failure_len, &c->cand_outcome))
@@ -548,7 +551,7 @@ int afd_cmd_explore(const afd_cli *cli)
          * fails or not as that wait is long or short, and the same schedule kept well below the
          * deadline passed every time. A threshold, whether or not every replay failed; its token
          * is printed as a failing schedule only if they all did. */
-        if (c.unconfirmed && c.timing.sensitive && c.timing.real_wait) {
+        if (c.unconfirmed && c.timing.sensitive && (c.timing.real_wait || c.timing.fired)) {
             c.unconfirmed = 0;
             c.unreplayed = 1;
         }
@@ -658,6 +661,7 @@ out:
     free(c.best_failure);
     free(c.cand_token);
     free(c.cand_failure);
+    afd_fired_sites_finish(&c.normal);
     afd_tally_finish(&t);
     return rc;
 }

@@ -102,6 +102,7 @@ typedef struct inv {
     /* search */
     uint64_t seed;
     uint32_t est_steps;
+    afd_fired_sites normal; /* the deadlines the zero schedule's run (search run 0) saw fire */
     uint64_t found_index;
     uint64_t index_offset; /* added to a search batch's index to make it the run's place in the search */
     char *found_token;     /* Owned: the first failing search schedule's token */

@@ -138,11 +138,13 @@ static int take_search(void *ctx, uint64_t i, afd_run_result *res, afd_trace *tr
     inv *v = ctx;
     if (remember(v, res, tr) < 0)
         v->error = AFD_ENOMEM;
-    if (i == 0 && tr)
+    if (i == 0 && tr) {
         v->est_steps = afd_trace_program_steps(tr);
+        afd_fired_sites_from_trace(&v->normal, tr);
+    }
     i += v->index_offset;
     afd_timing tm;
-    afd_timing_from_trace(&tm, afd_runs_is_failure(res->outcome) ? tr : NULL);
+    afd_timing_from_trace(&tm, afd_runs_is_failure(res->outcome) ? tr : NULL, &v->normal);
     if (tm.crossed) {
         /* A failure that outlasted a deadline is named only if nothing fails without doing so. */
         if (i < v->cand_index) {
@@ -208,7 +210,7 @@ static int check_timing(inv *v, afd_timing *out)
     *out = v->timing;
     out->sensitive = 0;
     char *capped = NULL;
-    int rc = afd_timing_capped_token(v->found_token, out->real_wait, &capped);
+    int rc = afd_timing_capped_token(v->found_token, out->real_wait || out->fired, &capped);
     if (rc < 0)
         return rc;
     tally t;

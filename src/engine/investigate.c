@@ -129,6 +129,7 @@ static void inv_finish(inv *v, outcome *o)
     free(v->block_task);
     free(v->found_token);
     free(v->cand_token);
+    afd_fired_sites_finish(&v->normal);
     free(v->cand_failure);
     free(o->token);
     free(o->pass_token);

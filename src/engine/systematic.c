@@ -27,6 +27,7 @@ typedef struct sys_ctx {
     take_fn observe;
     void *observe_ctx;
     int error;
+    afd_fired_sites normal; /* the deadlines the zero schedule's run (round 0) saw fire */
 } sys_ctx;
 
 static int make_sys(void *vctx, uint64_t i, uint8_t *mode, char **token, uint64_t *mark_lo, uint32_t *mark_n)
@@ -50,7 +51,7 @@ static void keep_failure(sys_ctx *c, uint64_t i, const afd_run_result *res, cons
     r->fail_delays = nd;
     r->fail_run = c->run_base + i + 1;
     if (crossed)
-        afd_timing_from_trace(&r->timing, tr);
+        afd_timing_from_trace(&r->timing, tr, &c->normal);
     else
         memset(&r->timing, 0, sizeof r->timing);
 }
@@ -59,6 +60,8 @@ static int take_sys(void *vctx, uint64_t i, afd_run_result *res, afd_trace *tr)
 {
     sys_ctx *c = vctx;
     c->taken++;
+    if (c->round_no == 0 && i == 0 && tr)
+        afd_fired_sites_from_trace(&c->normal, tr);
     if (c->observe)
         (void)c->observe(c->observe_ctx, c->run_base + i, res, tr);
     uint64_t order = tr ? afd_trace_order_digest(tr) : 0, klass = 0;
@@ -74,7 +77,7 @@ static int take_sys(void *vctx, uint64_t i, afd_run_result *res, afd_trace *tr)
     if (!failed || !tr)
         return 0;
     afd_timing tm;
-    afd_timing_from_trace(&tm, tr);
+    afd_timing_from_trace(&tm, tr, &c->normal);
     /* Which failure is kept is decided by enumeration order alone: a clean failure beats one that
      * outlasted a deadline, an earlier round beats a later one, a lower item a higher one. */
     afd_sys_result *r = c->r;
@@ -151,6 +154,7 @@ int afd_systematic(afd_pool *pool, const afd_sys_opts *o, afd_progress *prog, ta
     r->n_levels = afd_sysenum_levels(c.e, r->levels, AFD_SYS_MAX_DELAYS + 1);
     r->clock_reads = afd_sysenum_clock_reads(c.e);
     afd_sysenum_free(c.e);
+    afd_fired_sites_finish(&c.normal);
     return rc;
 }
 

@@ -11,14 +11,69 @@
 #include <stdlib.h>
 #include <string.h>
 
-void afd_timing_from_trace(afd_timing *self, const afd_trace *tr)
+void afd_fired_sites_from_trace(afd_fired_sites *self, const afd_trace *tr)
+{
+    afd_fired_sites_finish(self);
+    if (!tr)
+        return;
+    self->known = 1;
+    for (uint32_t i = 0; i < tr->n_events; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind != AFD_EV_DEADLINE_LATE || !(e->flags & AFD_LATE_FIRED) || !afd_trace_known(tr, e->b))
+            continue;
+        const char *site = afd_trace_string(tr, e->b);
+        if (afd_fired_sites_has(self, site))
+            continue;
+        char **grown = realloc(self->site, (self->n + 1) * sizeof *grown);
+        char *copy = strdup(site);
+        if (!grown || !copy) { /* a site forgotten only makes a firing look brought due: checked */
+            free(copy);
+            if (grown)
+                self->site = grown;
+            return;
+        }
+        self->site = grown;
+        self->site[self->n++] = copy;
+    }
+}
+
+int afd_fired_sites_has(const afd_fired_sites *self, const char *site)
+{
+    for (size_t i = 0; self && site && i < self->n; i++)
+        if (!strcmp(self->site[i], site))
+            return 1;
+    return 0;
+}
+
+void afd_fired_sites_finish(afd_fired_sites *self)
+{
+    for (size_t i = 0; i < self->n; i++)
+        free(self->site[i]);
+    free(self->site);
+    memset(self, 0, sizeof *self);
+}
+
+/* Whether a DEADLINE_LATE event says the run crossed a time the program set: a step or a wake-up
+ * that outlasted it, or a deadline the schedule's stalls brought due that the zero schedule's run
+ * never reached (one it reached is the program's own operation: a poll's timeout, a retry). */
+static int crossing(const afd_trace *tr, const afd_event *e, const afd_fired_sites *normal)
+{
+    if (!(e->flags & AFD_LATE_FIRED))
+        return 1;
+    if (!(e->flags & AFD_LATE_BROUGHT_DUE))
+        return 0;
+    return !(normal && normal->known && afd_trace_known(tr, e->b) &&
+             afd_fired_sites_has(normal, afd_trace_string(tr, e->b)));
+}
+
+void afd_timing_from_trace(afd_timing *self, const afd_trace *tr, const afd_fired_sites *normal)
 {
     memset(self, 0, sizeof *self);
     if (!tr)
         return;
     for (uint32_t i = 0; i < tr->n_events; i++) {
         const afd_event *e = &tr->events[i];
-        if (e->kind != AFD_EV_DEADLINE_LATE)
+        if (e->kind != AFD_EV_DEADLINE_LATE || !crossing(tr, e, normal))
             continue;
         self->crossed = 1;
         /* A margin of a millisecond below the timer assumes what follows the stall is virtual. A run
@@ -26,6 +81,7 @@ void afd_timing_from_trace(afd_timing *self, const afd_trace *tr)
          * chooses: its check keeps a tenth of the timer for it, as for a crossing in a real wait. */
         self->real_wait = (e->flags & AFD_LATE_REAL_WAIT) != 0 ||
                           (tr->flags & (AFD_TRACE_REAL_WAIT | AFD_TRACE_THREADS | AFD_TRACE_REAL_IO)) != 0;
+        self->fired = (e->flags & AFD_LATE_FIRED) != 0;
         self->duration_ns = e->cost;
         if (e->b != AFD_NOSTR)
             snprintf(self->site, sizeof self->site, "%s", afd_trace_string(tr, e->b));
@@ -64,7 +120,7 @@ int afd_timing_check(afd_timing *self, afd_pool *pool, const char *token, afd_pr
     if (!self->crossed)
         return 0;
     char *capped = NULL;
-    int rc = afd_timing_capped_token(token, self->real_wait, &capped);
+    int rc = afd_timing_capped_token(token, self->real_wait || self->fired, &capped);
     if (rc < 0)
         return rc;
     tally t = {0};
@@ -93,8 +149,8 @@ static void put_duration(afd_buf *out, uint64_t ns)
 
 void afd_timing_summary(const afd_timing *self, afd_buf *out)
 {
-    afd_buf_printf(out, self->real_wait ? "fails only when steps stall close to "
-                                        : "fails only when one step takes longer than ");
+    afd_buf_printf(out, self->real_wait || self->fired ? "fails only when steps stall close to "
+                                                       : "fails only when one step takes longer than ");
     if (self->duration_ns) {
         afd_buf_printf(out, "the ");
         put_duration(out, self->duration_ns);
@@ -106,6 +162,8 @@ void afd_timing_summary(const afd_timing *self, afd_buf *out)
         afd_buf_printf(out, " armed at %s", self->site);
     if (self->real_wait)
         afd_buf_printf(out, " and a real wait (a socket, a thread) then outlasts the rest");
+    else if (self->fired)
+        afd_buf_printf(out, " and the program's own waits then reach it");
     afd_buf_printf(out, ": a slow machine, not a race");
 }
 

@@ -23,13 +23,28 @@ typedef struct afd_timing {
     uint64_t duration_ns; /* that deadline's duration (0: unknown) */
     char site[512];       /* the user's site that armed it, "" when unknown */
     int real_wait;        /* the run waited in real time (I/O, a thread): the check keeps a tenth */
+    int fired;            /* it fired on time, brought due by stalls of at least half its duration */
     uint64_t check_runs, check_passed;
     int sensitive; /* the verdict: crossed, and every capped run passed */
 } afd_timing;
 
-/* Reads the first outlasted deadline of a failing run's trace (tr may be NULL) into self,
- * which is reset first. */
-void afd_timing_from_trace(afd_timing *self, const afd_trace *tr);
+/* The sites of the deadlines the zero schedule's run saw fire: a fast machine reaches them, so a
+ * later run's firing of one is the program's own operation, never a threshold. known: that run was
+ * read (before it, every deadline the stalls brought due counts as a crossing, and is checked). */
+typedef struct afd_fired_sites {
+    char **site; /* Owned: n strings, each owned. */
+    size_t n;
+    int known;
+} afd_fired_sites;
+/* Replaces self with the deadlines that fired in tr (NULL: forgets them; known stays 0). */
+void afd_fired_sites_from_trace(afd_fired_sites *self, const afd_trace *tr);
+int afd_fired_sites_has(const afd_fired_sites *self, const char *site);
+void afd_fired_sites_finish(afd_fired_sites *self);
+
+/* Reads the first crossing of a failing run's trace (tr may be NULL) into self, which is reset
+ * first: a step or a wake-up that outlasted a timer, or a deadline the stalls brought due whose site
+ * is not in normal (NULL: none known). */
+void afd_timing_from_trace(afd_timing *self, const afd_trace *tr, const afd_fired_sites *normal);
 /* The failing token with its costs capped below the deadlines (the caller frees *out); well_below
  * (the failing run's crossing was a real wait after a stall): by a tenth of the distance. */
 int afd_timing_capped_token(const char *token, int well_below, char **out);

@@ -462,13 +462,21 @@ static uint64_t hash_str(uint64_t h, const char *s)
     return afd_fnv1a(h, s, n);
 }
 
-/* The events that say what the run did: all but the SLOT measurements. Both digests count these,
- * so that a trace without SLOT events digests as it did before the kind existed. */
+/* Whether ev measures the run rather than says what it did: a SLOT, or a deadline that fired on
+ * time whose firing the schedule's stalls brought forward (AFD_LATE_FIRED: how much stall that took
+ * is a threshold of the run's time, not of its order, and varies inside one slot). */
+static int measurement(const afd_event *ev)
+{
+    return ev->kind == AFD_EV_SLOT || (ev->kind == AFD_EV_DEADLINE_LATE && (ev->flags & AFD_LATE_FIRED));
+}
+
+/* The events that say what the run did: all but the measurements. Both digests count these, so
+ * that a trace without them digests as it did before their kinds existed. */
 static uint32_t behaviour_events(const afd_trace *self)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < self->n_events; i++)
-        n += self->events[i].kind != AFD_EV_SLOT;
+        n += !measurement(&self->events[i]);
     return n;
 }
 
@@ -489,7 +497,7 @@ uint64_t afd_trace_digest(const afd_trace *self)
     h = hash_le(h, behaviour_events(self), 4);
     for (uint32_t i = 0; i < self->n_events; i++) {
         const afd_event *ev = &self->events[i];
-        if (ev->kind == AFD_EV_SLOT)
+        if (measurement(ev))
             continue;
         h = hash_le(h, ev->kind, 1);
         h = hash_le(h, ev->flags, 1);
@@ -513,7 +521,7 @@ uint64_t afd_trace_order_digest(const afd_trace *self)
     h = hash_le(h, behaviour_events(self), 4);
     for (uint32_t i = 0; i < self->n_events; i++) {
         const afd_event *ev = &self->events[i];
-        if (ev->kind == AFD_EV_SLOT)
+        if (measurement(ev))
             continue;
         h = hash_le(h, ev->kind, 1);
         if (ev->kind == AFD_EV_IDLE)
@@ -738,6 +746,13 @@ static void format_time_event(const afd_trace *self, const afd_event *ev, afd_bu
         else
             afd_buf_printf(out, "%" PRIu64 " ns more flips a comparison", ev->cost);
         afd_buf_printf(out, ", %" PRIu64 " clock reads", ev->wall);
+        return;
+    }
+    if (ev->kind == AFD_EV_DEADLINE_LATE && (ev->flags & AFD_LATE_FIRED)) {
+        afd_buf_printf(out, "%sdeadline #%" PRIu32 " fired (",
+                       ev->flags & AFD_LATE_BROUGHT_DUE ? "stalls brought it due: " : "", ev->a);
+        put_ms(out, ev->cost);
+        afd_buf_printf(out, ", armed at %s)", ev->b == AFD_NOSTR ? "?" : afd_trace_string(self, ev->b));
         return;
     }
     if (ev->kind == AFD_EV_DEADLINE)

@@ -176,7 +176,11 @@ enum { AFD_SLOT_DEADLINE = 1u << 0, AFD_SLOT_CROSSING = 1u << 1 };
  * program's). */
 enum { AFD_WAKE_TIMER = 1u << 0, AFD_WAKE_SELF_PIPE = 1u << 1 };
 /* AFD_EV_DEADLINE_LATE flags. */
-enum { AFD_LATE_REAL_WAIT = 1u << 0 };
+/* REAL_WAIT: a real wait carried the clock past it after a stall had brought it within reach.
+ * FIRED: a deadline fired (task 0, vtime = now); with BROUGHT_DUE, the schedule's stalls since it was
+ * armed were more than its lateness: without them the clock would not have reached it yet. A FIRED
+ * event is a measurement, as SLOT is: afd_trace_digest and afd_trace_order_digest skip it. */
+enum { AFD_LATE_REAL_WAIT = 1u << 0, AFD_LATE_FIRED = 1u << 1, AFD_LATE_BROUGHT_DUE = 1u << 2 };
 
 /* CANCEL flags */
 enum {

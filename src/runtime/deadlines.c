@@ -237,6 +237,19 @@ void afd_deadline_wake_late(afd_handle *const *heap, size_t n, uint64_t wake_ns,
     afd_rec_event(AFD_EV_DEADLINE_LATE, real ? AFD_LATE_REAL_WAIT : 0, 0, number, site, wake_ns, duration);
 }
 
+void afd_deadline_fired(afd_handle *h, uint64_t now_ns)
+{
+    const afd_handle_ext *x = afd_handle_ext_of(h);
+    uint32_t number = x->deadline;
+    if (!number || number > n_deadlines || afd_handle_cancelled(h))
+        return;
+    uint64_t stall = afd_injected_ns - x->injected, when = afd_rt_ceil_ns(x->when);
+    uint64_t late = now_ns > when ? now_ns - when : 0;
+    uint32_t flags = AFD_LATE_FIRED | (stall > late ? AFD_LATE_BROUGHT_DUE : 0);
+    afd_rec_event(AFD_EV_DEADLINE_LATE, flags, 0, number, deadlines[number - 1].site, now_ns,
+                  deadlines[number - 1].duration_ns);
+}
+
 void afd_deadline_step_end(uint32_t task, uint64_t vstart, uint64_t cost, const afd_horizon *h,
                            uint32_t earliest)
 {

@@ -595,6 +595,8 @@ static PyObject *run_once(afd_loop *self)
         afd_slots_batch_begin(&sb, self->clock_ns, self->clock_mask);
     while (self->q.hn && afd_lq_when(&self->q, 0) < end) {
         afd_handle *h = afd_lq_pop(&self->q);
+        if (self->controlled)
+            afd_deadline_fired(h, self->clock_ns);
         if (self->slots_live)
             afd_slots_popped(&sb, h);
         if (afd_lq_ready_push(&self->q, (PyObject *)h) < 0)

@@ -496,6 +496,8 @@ static int rt_exec(PyObject *m)
         PyModule_AddIntConstant(m, "EV_SYNC", AFD_EV_SYNC) < 0 ||
         PyModule_AddIntConstant(m, "EV_BLOCK", AFD_EV_BLOCK) < 0 ||
         PyModule_AddIntConstant(m, "EV_WAITFOR", AFD_EV_WAITFOR) < 0 ||
+        PyModule_AddIntConstant(m, "EV_DEADLINE_LATE", AFD_EV_DEADLINE_LATE) < 0 ||
+        PyModule_AddIntConstant(m, "LATE_FIRED", AFD_LATE_FIRED) < 0 ||
         PyModule_AddIntConstant(m, "TRACE_DEADLOCK", AFD_TRACE_DEADLOCK) < 0 ||
         PyModule_AddIntConstant(m, "TRACE_LINES", AFD_TRACE_LINES) < 0 ||
         PyModule_AddIntConstant(m, "EV_LINE", AFD_EV_LINE) < 0 ||

@@ -207,6 +207,14 @@ uint64_t afd_deadline_cap_lateness(afd_handle *const *heap, size_t n, uint64_t w
  * 8 us away after one delayed step, passed by a loopback socket's wait); the event's flags say
  * AFD_LATE_REAL_WAIT. */
 void afd_deadline_wake_late(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late, int real);
+/* A timer due at or before now_ns is about to fire: when it is a deadline the program armed, records
+ * it (AFD_EV_DEADLINE_LATE with AFD_LATE_FIRED, a measurement), with AFD_LATE_BROUGHT_DUE when the
+ * stalls the schedule added since it was armed are more than its lateness (without them it would
+ * not be due yet): anyio's fail_after(1) fired by a step stalled 999 ms and the test's own 50 ms
+ * sleep after it, which no step outlasted. Whether such a firing is a threshold the engine decides
+ * against the zero schedule's run: a deadline a fast machine reaches too is the program's own
+ * operation (timing.h). */
+void afd_deadline_fired(afd_handle *h, uint64_t now_ns);
 /* Forgets the deadlines numbered so far: a new recording numbers its own from 1. */
 void afd_deadline_reset(void);
 /* The site string id that armed deadline `number`, or AFD_NOSTR. */
