@@ -70,6 +70,7 @@ THRESHOLD_TESTS = ["test_wait_for_well_within_its_timeout", "test_the_short_slee
                    "test_a_few_steps_finish_within_a_long_sleep"]
 REAL_WAIT = f"{CASES}/case_real_wait_threshold.py"
 OWN_WAIT = f"{CASES}/case_stall_then_own_wait.py"
+CLOCK_UNDER_TIMEOUT = f"{CASES}/case_clock_read_under_library_timeout.py"
 OWN_POLICY = f"{CASES}/own_policy"
 USER_PROJECT = f"{CASES}/user_project"
 UNMARKED = f"{CASES}/case_unmarked_fresh_token.py"
@@ -362,6 +363,20 @@ def test_a_timeout_stalls_brought_due_is_a_threshold(tmp_path: Path) -> None:
         assert "1 s timer" in docs[0]["timing"]["summary"], docs[0]
     root = project(tmp_path, {"test_own_wait.py": OWN_WAIT})
     assert_session_green(explore_session(root), 1, "a timeout the stalls brought due")
+
+
+def test_the_systematic_search_stops_at_a_librarys_own_timeout(tmp_path: Path) -> None:
+    """A step whose only pending timer is a library's 300 s timeout (loop.call_later, not asyncio's)
+    and a 10 s max_age compared with time.time(): the search swept the step's delay up to that
+    timeout's moment and the clock read failed -- a plain red before (aiohttp-session's
+    test_with_same_path_domain). Every timer the program arms but a sleep's wake-up is a deadline
+    the systematic search does not sweep to; what lies past it is the timing verdict's."""
+    assert_passes_plainly(REPO, CLOCK_UNDER_TIMEOUT, passed=1)
+    proc, docs = engine_docs("explore", CLOCK_UNDER_TIMEOUT, "--runs", EXPLORE_RUNS)
+    assert len(docs) == 1 and docs[0]["verdict"] in ("no_failure", "timing_sensitive"), describe(proc)
+    assert sum(level["at_deadline"] for level in docs[0]["systematic"]["levels"]) > 0, docs[0]["systematic"]
+    root = project(tmp_path, {"test_clock_under_timeout.py": CLOCK_UNDER_TIMEOUT})
+    assert_session_green(explore_session(root), 1, "a clock read under a library's own timeout")
 
 
 @pytest.mark.parametrize("name", THRESHOLD_TESTS)

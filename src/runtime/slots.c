@@ -90,7 +90,9 @@ static uint64_t due_ns(double when)
 }
 
 /* Each bit of mask gets the candidate gap (at least 1 ns); deadline: the comparison involves a
- * timeout's timer (asyncio.timeout, wait_for, wait(timeout=)), which a tie names too. crossing:
+ * timeout's timer (asyncio.timeout, wait_for, wait(timeout=)), which a tie names too; so does a
+ * crossing (the margin is the clock reaching a deadline, a TTL's or a library's own timeout alike:
+ * AFD_SLOT_DEADLINE, where the systematic search stops, as the timing verdict owns what lies past). crossing:
  * the comparison is a pending deadline (any timer the program armed but a sleeping task's wake-up:
  * a timeout, a TTL, a lease) left unexpired at an iteration's start or a step's end, so what flips
  * it is the clock reaching that deadline; every other candidate marks its bits `other`
@@ -104,8 +106,8 @@ static void candidate_at(uint64_t mask, uint64_t gap, int deadline, int crossing
         mask &= mask - 1;
         if (!crossing)
             marks[b].other = 1;
-        if (gap < marks[b].margin || (gap == marks[b].margin && deadline)) {
-            marks[b].at_deadline = gap < marks[b].margin ? (uint8_t)(deadline != 0) : 1;
+        if (gap < marks[b].margin || (gap == marks[b].margin && (deadline || crossing))) {
+            marks[b].at_deadline = gap < marks[b].margin ? (uint8_t)(deadline || crossing) : 1;
             marks[b].margin = gap;
         }
     }
@@ -206,8 +208,8 @@ uint64_t afd_slots_idle(uint64_t clock_ns, uint64_t clock_mask, afd_handle *top,
 {
     const afd_handle_ext *x = afd_handle_ext_of(top);
     int is_deadline = x->timeout;
-    if (clock_ns < due) {
-        candidate(clock_mask & ~x->mask, due - clock_ns + 1);
+    if (clock_ns < due) { /* the idle jump reaches it: a crossing when it is a deadline */
+        crossing(clock_mask & ~x->mask, due - clock_ns + 1, x->deadline);
         return x->mask;
     }
     candidate(x->mask & ~clock_mask, clock_ns - due + 1);
