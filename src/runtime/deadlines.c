@@ -243,6 +243,7 @@ void afd_deadline_fired(afd_handle *h, uint64_t now_ns)
     uint32_t number = x->deadline;
     if (!number || number > n_deadlines || afd_handle_cancelled(h))
         return;
+    afd_slots_deadline_fired(number);
     uint64_t stall = afd_injected_ns - x->injected, when = afd_rt_ceil_ns(x->when);
     uint64_t late = now_ns > when ? now_ns - when : 0;
     uint32_t flags = AFD_LATE_FIRED | (stall > late ? AFD_LATE_BROUGHT_DUE : 0);

@@ -40,11 +40,13 @@
 typedef struct slot_mark {
     uint8_t ran;
     uint32_t task, ordinal;
-    uint64_t cost;       /* the schedule's cost of the step (after the floor, before blocking time) */
-    uint64_t margin;     /* the smallest candidate so far, UINT64_MAX: none */
-    uint8_t at_deadline; /* that candidate compares with a deadline the program armed */
-    uint8_t other;       /* some candidate (not only the smallest) is not a crossing (below) */
-    uint64_t reads;      /* loop.time() calls while the clock carried the step's bit */
+    uint64_t cost;         /* the schedule's cost of the step (after the floor, before blocking time) */
+    uint64_t margin;       /* the smallest candidate so far, UINT64_MAX: none */
+    uint8_t at_deadline;   /* that candidate compares with a timeout's timer */
+    uint8_t crossed_fired; /* deadline `crossed` fired later in the run */
+    uint32_t crossed;      /* that candidate is the clock reaching this deadline (deadlines.c's number) */
+    uint8_t other;         /* some candidate (not only the smallest) is not a crossing (below) */
+    uint64_t reads;        /* loop.time() calls while the clock carried the step's bit */
 } slot_mark;
 
 static slot_mark marks[AFD_SLOTS_MAX];
@@ -90,30 +92,51 @@ static uint64_t due_ns(double when)
 }
 
 /* Each bit of mask gets the candidate gap (at least 1 ns); deadline: the comparison involves a
- * timeout's timer (asyncio.timeout, wait_for, wait(timeout=)), which a tie names too; so does a
- * crossing (the margin is the clock reaching a deadline, a TTL's or a library's own timeout alike:
- * AFD_SLOT_DEADLINE, where the systematic search stops, as the timing verdict owns what lies past). crossing:
- * the comparison is a pending deadline (any timer the program armed but a sleeping task's wake-up:
- * a timeout, a TTL, a lease) left unexpired at an iteration's start or a step's end, so what flips
- * it is the clock reaching that deadline; every other candidate marks its bits `other`
- * (AFD_SLOT_CROSSING is recorded for a step with none). */
-static void candidate_at(uint64_t mask, uint64_t gap, int deadline, int crossing)
+ * timeout's timer (asyncio.timeout, wait_for, wait(timeout=)), which a tie names too. crossed: the
+ * comparison is the clock reaching pending deadline number `crossed` (any timer the program armed
+ * but a sleeping task's wake-up: a timeout, a TTL, a lease, a scheduled operation) left unexpired at
+ * an iteration's start or a step's end; 0 for every other candidate, which marks its bits `other`
+ * (AFD_SLOT_CROSSING is recorded for a step with none). A margin that is a crossing is where the
+ * systematic search stops (AFD_SLOT_DEADLINE) only if that deadline never fires in the run: a bound
+ * the program guards with (a library's own timeout cancelled when the work is done, a TTL), whose
+ * crossing the timing verdict owns. One that fires is an operation the program schedules (a timer
+ * that applies an update), and moving a step across it is an order the real loop can take. The
+ * same rule as the timing check's for a deadline brought due (afd_deadline_fired). */
+static void candidate_at(uint64_t mask, uint64_t gap, int deadline, uint32_t crossed)
 {
     if (gap < 1)
         gap = 1;
     while (mask) {
         int b = __builtin_ctzll(mask);
         mask &= mask - 1;
-        if (!crossing)
-            marks[b].other = 1;
-        if (gap < marks[b].margin || (gap == marks[b].margin && (deadline || crossing))) {
-            marks[b].at_deadline = gap < marks[b].margin ? (uint8_t)(deadline || crossing) : 1;
-            marks[b].margin = gap;
+        slot_mark *m = &marks[b];
+        if (!crossed)
+            m->other = 1;
+        if (gap < m->margin) {
+            m->margin = gap;
+            m->at_deadline = (uint8_t)(deadline != 0);
+            m->crossed = crossed;
+            m->crossed_fired = 0;
+        } else if (gap == m->margin) {
+            m->at_deadline |= (uint8_t)(deadline != 0);
+            if (crossed && (!m->crossed || m->crossed_fired)) {
+                m->crossed = crossed;
+                m->crossed_fired = 0;
+            }
         }
     }
 }
 #define candidate(mask, gap) candidate_at((mask), (gap), is_deadline, 0)
-#define crossing(mask, gap, armed) candidate_at((mask), (gap), is_deadline, (armed) != 0)
+#define crossing(mask, gap, armed) candidate_at((mask), (gap), is_deadline, (armed))
+
+void afd_slots_deadline_fired(uint32_t number)
+{
+    if (!number || !afd_slots_enabled())
+        return;
+    for (size_t b = 0; b < AFD_SLOTS_MAX; b++)
+        if (marks[b].crossed == number)
+            marks[b].crossed_fired = 1;
+}
 
 uint64_t afd_slots_step_end(uint64_t index, uint32_t task, uint32_t ordinal, uint64_t cost)
 {
@@ -237,7 +260,7 @@ void afd_slots_record(void)
             continue;
         uint64_t index = afd_rt_config.mark_lo + b;
         uint32_t b1 = index >= UINT32_MAX ? UINT32_MAX : (uint32_t)(index + 1);
-        uint8_t flags = m->at_deadline ? AFD_SLOT_DEADLINE : 0;
+        uint8_t flags = m->at_deadline || (m->crossed && !m->crossed_fired) ? AFD_SLOT_DEADLINE : 0;
         if (m->margin != UINT64_MAX && !m->other)
             flags |= AFD_SLOT_CROSSING;
         afd_rec_event_wall(AFD_EV_SLOT, flags, m->task, m->ordinal, b1, m->cost, m->margin, m->reads);
