@@ -58,6 +58,10 @@ CLOCK_TESTS = [
 ]
 THREADS = f"{CASES}/case_real_threads.py"
 AT_WORK = f"{CASES}/case_thread_at_work_when_delayed.py"
+IDLE_THREADS = f"{CASES}/case_idle_threads.py"
+IDLE_THREAD_TESTS = ["test_an_idle_anyio_worker_thread", "test_an_idle_executor_thread",
+                     "test_a_thread_waiting_for_the_coroutine"]
+ZERO_TOKEN = "afd1:aeaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaacbvibx4"
 THREAD_TESTS = [
     "test_thread_finishes_while_the_coroutine_sleeps",
     "test_executor_job_finishes_while_the_coroutine_sleeps",
@@ -212,6 +216,19 @@ def test_a_long_delay_passes_in_real_time_only_while_a_thread_works() -> None:
     proc, docs = engine_docs("explore", AT_WORK, "--runs", EXPLORE_RUNS)
     assert len(docs) == 1 and proc.returncode == 0, describe(proc)
     assert docs[0]["outcomes"]["hang"] == 0 and docs[0]["verdict"] == "no_failure", docs[0]
+
+
+@pytest.mark.parametrize("name", IDLE_THREAD_TESTS)
+def test_a_thread_that_waits_for_the_loop_leaves_its_clock_virtual(name: str) -> None:
+    # Each case sleeps 10 s after its thread went idle (anyio's worker, an executor's, a thread
+    # blocked on an Event the coroutine sets). A thread waiting, with no timeout, for another to wake
+    # it cannot overtake the loop, so the clock may jump as with no thread. Counted as working (the
+    # anyio worker and the Event's thread were; an idle executor kept the loop waiting by being
+    # there), every run of the test waited its 10 s in real time: a hang at this 5 s limit. Real
+    # work keeps real time: test_threads_explore_finds_no_failure, on threads that sleep.
+    proc = engine("replay", ZERO_TOKEN, f"{IDLE_THREADS}::{name}", "-n", "2", "--timeout", "5000", "--json")
+    data = json.loads(proc.stdout)
+    assert proc.returncode == 0 and data["outcomes"]["pass"] == 2, describe(proc)
 
 
 def test_a_stall_before_a_thread_starts_is_the_sleeps_threshold_in_every_session() -> None:

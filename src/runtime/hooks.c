@@ -10,7 +10,7 @@
  * `empty` and `qsize` are answered in C. Outside a recorded run every hook is a plain pass-through.
  *
  * `time.sleep` inside a step is recorded as a blocking call with its line. Under the controlled
- * loop, when no other thread is alive, the sleep is not slept: its duration is added to the
+ * loop, when no other thread works (threads.c), the sleep is not slept: its duration is added to the
  * step's virtual cost, which is exactly what the blocked loop would have experienced. */
 #include "runtime.h"
 
@@ -390,93 +390,6 @@ static int set_queue_hooks(void)
 
 static PyObject *real_sleep; /* Owned: the original time.sleep. */
 
-int afd_hooks_other_threads(void)
-{
-    PyObject *threading = PyImport_ImportModule("threading");
-    PyObject *n = threading ? PyObject_CallMethod(threading, "active_count", NULL) : NULL;
-    long count = n ? PyLong_AsLong(n) : 1;
-    Py_XDECREF(n);
-    Py_XDECREF(threading);
-    PyErr_Clear();
-    return count > 1;
-}
-
-/* Whether an executor's worker thread, stopped at frame f, waits for work with none queued. */
-static int idle_executor_thread(PyObject *f)
-{
-    PyObject *code = PyObject_GetAttrString(f, "f_code");
-    PyObject *name = code ? PyObject_GetAttrString(code, "co_name") : NULL;
-    PyObject *file = code ? PyObject_GetAttrString(code, "co_filename") : NULL;
-    Py_XDECREF(code);
-    const char *n = name && PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-    const char *fn = file && PyUnicode_Check(file) ? PyUnicode_AsUTF8(file) : NULL;
-    static const char tail[] = "concurrent/futures/thread.py";
-    size_t len = fn ? strlen(fn) : 0;
-    int idle = n && fn && strcmp(n, "_worker") == 0 && len >= sizeof tail - 1 &&
-               strcmp(fn + len - (sizeof tail - 1), tail) == 0;
-    Py_XDECREF(name);
-    Py_XDECREF(file);
-    if (idle) { /* its queue: a job submitted and not yet taken is work about to start */
-        PyObject *locals = PyObject_GetAttrString(f, "f_locals");
-        PyObject *q = locals ? PyMapping_GetItemString(locals, "work_queue") : NULL;
-        PyObject *empty = q ? PyObject_CallMethod(q, "empty", NULL) : NULL;
-        idle = empty == Py_True;
-        Py_XDECREF(empty);
-        Py_XDECREF(q);
-        Py_XDECREF(locals);
-    }
-    PyErr_Clear();
-    return idle;
-}
-
-/* The first working thread a run saw, by its threading name, once per run (a run is a process):
- * what a failure that depends on its progress is told to depend on. */
-static void name_thread(PyObject *tid)
-{
-    static int named;
-    if (named || !afd_rec_active())
-        return;
-    named = 1;
-    PyObject *threading = PyImport_ImportModule("threading");
-    PyObject *active = threading ? PyObject_GetAttrString(threading, "_active") : NULL;
-    PyObject *thread = active && PyDict_Check(active) ? PyDict_GetItemWithError(active, tid) : NULL;
-    PyObject *name = thread ? PyObject_GetAttrString(thread, "name") : NULL;
-    Py_XDECREF(active);
-    Py_XDECREF(threading);
-    uint32_t id =
-        name && PyUnicode_Check(name) ? afd_rec_intern(name, NULL) : afd_rec_intern(NULL, "a thread");
-    Py_XDECREF(name);
-    PyErr_Clear();
-    afd_rec_event(AFD_EV_UNCONTROLLED, 0, afd_rec_current, AFD_TRACE_THREADS, id, afd_rec_now, 0);
-}
-
-int afd_hooks_threads_working(void)
-{
-    PyObject *get = PySys_GetObject("_current_frames"); /* Borrowed. */
-    PyObject *frames = get ? PyObject_CallNoArgs(get) : NULL;
-    if (!frames || !PyDict_Check(frames)) {
-        Py_XDECREF(frames);
-        PyErr_Clear();
-        return afd_hooks_other_threads(); /* no way to tell: any other thread may be working */
-    }
-    unsigned long me = PyThread_get_thread_ident();
-    PyObject *key, *frame;
-    Py_ssize_t pos = 0;
-    int working = 0;
-    while (!working && PyDict_Next(frames, &pos, &key, &frame)) {
-        unsigned long tid = PyLong_AsUnsignedLong(key);
-        if (PyErr_Occurred()) {
-            PyErr_Clear();
-            continue;
-        }
-        working = tid != me && !idle_executor_thread(frame);
-        if (working)
-            name_thread(key);
-    }
-    Py_DECREF(frames);
-    return working;
-}
-
 static PyObject *sleep_hook(PyObject *self, PyObject *arg)
 {
     /* only a sleep of the step's own thread blocks the loop (not one in an executor's thread) */
@@ -488,7 +401,7 @@ static PyObject *sleep_hook(PyObject *self, PyObject *arg)
             return PyObject_CallOneArg(real_sleep, arg);
         uint64_t ns = (uint64_t)(secs * 1e9);
         int virtual = afd_rt_config.configured && afd_rt_config.mode == AFD_MODE_CONTROLLED &&
-                      !afd_hooks_other_threads();
+                      !afd_hooks_threads_working();
         afd_rec_event(AFD_EV_BLOCK, virtual ? AFD_BLOCK_VIRTUAL : 0, afd_rec_current, AFD_BLOCK_SLEEP,
                       afd_rec_caller_site(hooks_state), afd_rec_now, ns);
         afd_rec_chain_stack(hooks_state, NULL);

@@ -34,6 +34,7 @@ typedef struct afd_loop {
     uint64_t clock_ns;   /* controlled mode: the virtual clock */
     uint64_t clock_mask; /* the marked steps whose costs moved the clock (slots.c) */
     uint64_t idle_wakes;
+    uint64_t thread_slice_ns; /* the next real wait's bound while only threads keep it real, 0: none yet */
     uint64_t mono_start_ns;
     PyObject *selector;  /* Owned. */
     PyObject *fd_to_key; /* Owned dict of the selector's registrations, or NULL. */
@@ -308,15 +309,17 @@ static int fds_active(afd_loop *self)
     return self->fd_to_key && PyDict_Check(self->fd_to_key) && PyDict_GET_SIZE(self->fd_to_key) > 1;
 }
 
-/* Whether an idle loop must wait in real time: a real file descriptor is registered, an
- * executor exists whose threads may call back, or another thread is working (threads progress in
- * real time: a loop that jumped its clock past them would see a run no machine makes). Only
- * asked when nothing is ready. */
+/* Whether an idle loop must wait in real time: a real file descriptor is registered, or another
+ * thread is working (threads progress in real time: a loop that jumped its clock past them would
+ * see a run no machine makes; threads.c says which work). Only asked when nothing is ready. The
+ * natural loop, which asks only to tell a hang, counts an executor as a thread that may call back. */
 static int io_active(afd_loop *self)
 {
     if (fds_active(self))
         return 1;
-    if (self->controlled && afd_hooks_threads_working()) {
+    if (self->controlled) { /* an executor's threads call back only while they work */
+        if (!afd_hooks_threads_working())
+            return 0;
         afd_rec_flag(AFD_TRACE_THREADS);
         return 1;
     }
@@ -341,12 +344,18 @@ static int deadlock(afd_loop *self)
     return -1;
 }
 
+/* The bounds of one real wait while only a working thread keeps the loop waiting (controlled_wait). */
+#define THREAD_SLICE_MIN_NS 200000ULL
+#define THREAD_SLICE_MAX_NS 50000000ULL
+
 static int controlled_wait(afd_loop *self, int stopping)
 {
     int had = 0;
     if (self->q.rcount || stopping) /* poll real descriptors without waiting, as the stock loop does */
         return fds_active(self) ? poll_selector(self, 0.0, &had) : 0;
     int io = io_active(self);
+    if (!io)
+        self->thread_slice_ns = 0;
     if (self->q.hn && !io) {
         uint64_t deadline = afd_rt_ceil_ns(afd_lq_when(&self->q, 0));
         if (deadline < self->clock_ns)
@@ -382,14 +391,30 @@ static int controlled_wait(afd_loop *self, int stopping)
         if (timeout > MAX_SELECT_TIMEOUT)
             timeout = MAX_SELECT_TIMEOUT;
     }
+    /* Waiting only because a thread works: in slices (the first short, then doubling), so that once
+     * every thread waits on the loop the rest passes on the virtual clock, as with no thread. */
+    int sliced = 0;
+    if (io && !fds_active(self)) {
+        self->thread_slice_ns = self->thread_slice_ns ? self->thread_slice_ns * 2 : THREAD_SLICE_MIN_NS;
+        if (self->thread_slice_ns > THREAD_SLICE_MAX_NS)
+            self->thread_slice_ns = THREAD_SLICE_MAX_NS;
+        double slice = (double)self->thread_slice_ns / 1e9;
+        if (timeout < 0 || timeout > slice) {
+            timeout = slice;
+            sliced = 1;
+        }
+    }
     afd_rec_flag(AFD_TRACE_REAL_WAIT);
     uint64_t t0 = mono_ns();
     if (poll_selector(self, timeout, &had) < 0)
         return -1;
     uint64_t waited = mono_ns() - t0, before = self->clock_ns;
+    afd_slots_real_wait();
     if (had) {
         afd_rec_flag(AFD_TRACE_REAL_IO);
         afd_rec_event(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_REAL_IO, AFD_NOSTR, self->clock_ns, waited);
+        self->clock_ns += waited;
+    } else if (sliced) {
         self->clock_ns += waited;
     } else if (self->q.hn) {
         uint64_t deadline = afd_rt_ceil_ns(afd_lq_when(&self->q, 0));

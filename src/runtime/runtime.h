@@ -410,6 +410,8 @@ void afd_slots_step_deadlines(uint64_t clock_ns, uint64_t clock_mask, afd_handle
 /* An idle loop at clock_ns about to jump towards its heap top (to `due`, afd_rt_ceil_ns of its
  * deadline): the clock's mask after the jump. */
 uint64_t afd_slots_idle(uint64_t clock_ns, uint64_t clock_mask, afd_handle *top, uint64_t due);
+/* The loop waited in real time (a thread or a descriptor), its clock following. */
+void afd_slots_real_wait(void);
 /* Deadline `number` (deadlines.c) fired: a crossing of it is no bound (slots.c, candidate_at). */
 void afd_slots_deadline_fired(uint32_t number);
 /* A loop.time() call while the clock carries clock_mask. */

@@ -26,6 +26,11 @@
  * No candidate is below 1 ns: a comparison between two sides that rounding made equal flips at
  * the first nanosecond either side moves.
  *
+ * A step whose smallest candidate compares a clock that a wait in real time moved after the step
+ * ended (a thread's or a socket's: the clock follows real time while the loop waits on them) gets
+ * no SLOT: that margin is the machine's, different in every run, and a sweep built on it would name
+ * a different schedule in every session. The systematic search counts it unmeasured.
+ *
  * What the measure does not see: the program's own comparisons with loop.time() readings (each
  * reading made while the clock carries a marked step's cost is counted for that step instead),
  * and a schedule's lateness or deadline caps, which depend on times themselves.
@@ -47,10 +52,13 @@ typedef struct slot_mark {
     uint32_t crossed;      /* that candidate is the clock reaching this deadline (deadlines.c's number) */
     uint8_t other;         /* some candidate (not only the smallest) is not a crossing (below) */
     uint64_t reads;        /* loop.time() calls while the clock carried the step's bit */
+    uint64_t waits_at_end; /* real_waits when the step ended */
+    uint8_t real;          /* the margin compares a clock real waiting moved since the step ended */
 } slot_mark;
 
 static slot_mark marks[AFD_SLOTS_MAX];
 static int recorded;
+static uint64_t real_waits; /* the loop's waits in real time so far (afd_slots_real_wait) */
 
 void afd_slots_reset(void)
 {
@@ -58,6 +66,12 @@ void afd_slots_reset(void)
     for (size_t i = 0; i < AFD_SLOTS_MAX; i++)
         marks[i].margin = UINT64_MAX;
     recorded = 0;
+    real_waits = 0;
+}
+
+void afd_slots_real_wait(void)
+{
+    real_waits++;
 }
 
 int afd_slots_enabled(void)
@@ -114,6 +128,7 @@ static void candidate_at(uint64_t mask, uint64_t gap, int deadline, uint32_t cro
             m->other = 1;
         if (gap < m->margin) {
             m->margin = gap;
+            m->real = real_waits != m->waits_at_end;
             m->at_deadline = (uint8_t)(deadline != 0);
             m->crossed = crossed;
             m->crossed_fired = 0;
@@ -147,6 +162,7 @@ uint64_t afd_slots_step_end(uint64_t index, uint32_t task, uint32_t ordinal, uin
         m->task = task;
         m->ordinal = ordinal;
         m->cost = cost;
+        m->waits_at_end = real_waits;
     }
     return bit;
 }
@@ -256,8 +272,8 @@ void afd_slots_record(void)
     uint32_t n = afd_rt_config.mark_n < AFD_SLOTS_MAX ? afd_rt_config.mark_n : AFD_SLOTS_MAX;
     for (uint32_t b = 0; b < n; b++) {
         const slot_mark *m = &marks[b];
-        if (!m->ran)
-            continue;
+        if (!m->ran || m->real)
+            continue; /* unmeasured: how much later the flip comes is decided by real time */
         uint64_t index = afd_rt_config.mark_lo + b;
         uint32_t b1 = index >= UINT32_MAX ? UINT32_MAX : (uint32_t)(index + 1);
         uint8_t flags = m->at_deadline || (m->crossed && !m->crossed_fired) ? AFD_SLOT_DEADLINE : 0;
