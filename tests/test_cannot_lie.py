@@ -78,6 +78,7 @@ CLOCK_UNDER_TIMEOUT = f"{CASES}/case_clock_read_under_library_timeout.py"
 OWN_POLICY = f"{CASES}/own_policy"
 USER_PROJECT = f"{CASES}/user_project"
 UNMARKED = f"{CASES}/case_unmarked_fresh_token.py"
+MODULE_DIR = f"{CASES}/case_module_dir.py"
 # a racy case (found failing), and one that is not but whose runs depend on threads in real time
 REPEATED = [f"{CASES}/case_plain_lost_update.py::test_concurrent_deposits", THREADS]
 
@@ -534,6 +535,23 @@ def test_exploring_leaves_the_users_files_as_plain_pytest_does(tmp_path: Path) -
         f"plain pytest's changes it did not make: {sorted(by_plain - by_explore)}\n{describe(session)}"
     # what the explored runs did to the files, the tests saw: the session must be as green as plain pytest
     assert_session_green(session, 2, "tests that write a file next to themselves and read a resource")
+
+
+def test_a_wider_fixture_the_session_holds_is_not_made_again_under_it(tmp_path: Path) -> None:
+    # A module fixture makes a directory of the project and removes it at the module's end. Copies
+    # of a test that uses it, explored while the session holds it, made and removed it under the
+    # session: the next test's plain run failed and the module's teardown errored (blacksheep's
+    # tests/.out at first contact: 3 red). Those tests are listed, not explored, with the fixture
+    # named; the module's other test is explored; the session is as green as plain pytest.
+    root = project(tmp_path, {"test_module_dir.py": MODULE_DIR})
+    assert_passes_plainly(root, passed=3)
+    session = explore_session(root, "-p", "no:cacheprovider")
+    assert_session_green(session, 3, "tests that share a module fixture's directory")
+    lines = "\n".join(summary_lines(session))
+    assert "2 not explored: the session's module fixture out_dir is set up, and it changed .out (os.mkdir)" \
+        in lines, describe(session)
+    assert "1 test explored" in lines, describe(session)
+    assert not (root / ".out").exists(), "the module's teardown removes its directory, as under plain pytest"
 
 
 @pytest.mark.parametrize("target", REPEATED, ids=["lost_update", "threads"])

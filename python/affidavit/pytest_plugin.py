@@ -40,6 +40,7 @@ from typing import Any, Dict, Generator, Iterator, List, Optional, Set, Tuple
 import pytest
 
 from affidavit._verdicts import WORDS as VERDICT_WORDS
+from affidavit import session_fixtures
 from affidavit.engine_session import EngineSession
 
 DEFAULTS: Dict[str, str] = {"budget": "60", "explore": "0", "strategy": "portfolio", "slow_step": "100",
@@ -379,6 +380,7 @@ class ExploreHooks:
         self.ran_no_loop: Set[str] = set()  # sync tests whose call ran no asyncio loop
         self.no_loop = 0  # counted from the reports: sync tests that ran no loop
         self.errors: List[str] = []  # the plugin's own failures, one line each, for the summary
+        self.shared: Dict[Any, str] = {}  # a set-up fixture of a wider scope -> what copies would share
 
     def _shard_path(self) -> str:
         shard = (self.settings.shard or "1/1").replace("/", "-of-")
@@ -405,6 +407,36 @@ class ExploreHooks:
                 open(path, "w", encoding="utf-8").close()
         except OSError:  # then each result's write fails too, and says so where it is counted
             pass
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef: Any, request: Any) -> Generator[None, Any, Any]:
+        """What a fixture of a wider scope than the test (class, module, package, session) changes
+        outside pytest's temporary directories while it is set up: its instance lives on in the
+        session while a test that uses it is explored, and each copy of the test makes and tears
+        down its own (a directory of the project, a fixed port), under the session's."""
+        if str(getattr(fixturedef, "scope", "function")) == "function":
+            return (yield)
+        outer = session_fixtures.watch_begin(lambda: _temp_roots(self.config))
+        try:
+            return (yield)
+        finally:
+            seen = session_fixtures.watch_end(outer)
+            if seen:
+                self.shared[fixturedef] = _relative(seen, str(self.config.rootpath))
+
+    def pytest_fixture_post_finalizer(self, fixturedef: Any) -> None:
+        self.shared.pop(fixturedef, None)
+
+    def _shares(self, item: pytest.Item) -> str:
+        """Why copies of the test would share what the session holds set up, "" if they would not."""
+        defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        for name in getattr(item, "fixturenames", ()):
+            for fd in defs.get(name, ())[-1:]:
+                if fd in self.shared and getattr(fd, "cached_result", None) is not None:
+                    return (f"the session's {fd.scope} fixture {name} is set up, and {self.shared[fd]}: "
+                            f"each copy of the test would make and tear down its own under it "
+                            f"(`affidavit explore` explores it alone)")
+        return ""
 
     def pytest_collection_modifyitems(self, items: List[pytest.Item]) -> None:
         """Which tests are coroutines is read now: pytest-asyncio 0.21 to 0.25 hide it during the
@@ -478,6 +510,9 @@ class ExploreHooks:
         self.passed_call.discard(nodeid)
         if not report.passed:  # its own teardown failed: it says so, and nothing is explored
             return ""
+        shares = self._shares(item)
+        if shares:
+            return "not explored: " + shares
         with _outside_alarm():
             return self._verdict(item, report)
 
@@ -640,6 +675,16 @@ class ExploreHooks:
         lines += [f"affidavit: the plugin failed in {e} (the tests' outcomes stand)" for e in self.errors]
         for line in lines:
             terminalreporter.write_line(line)
+
+
+def _temp_roots(config: pytest.Config) -> List[str]:
+    """The session's base temporary directory, once made (each run of a test has its own)."""
+    factory = getattr(config, "_tmp_path_factory", None)
+    return [str(p) for p in (getattr(factory, "_basetemp", None), getattr(factory, "_given_basetemp", None)) if p]
+
+
+def _relative(seen: str, root: str) -> str:
+    return seen.replace(root.rstrip(os.sep) + os.sep, "")
 
 
 def _first_line(text: str) -> str:

@@ -23,7 +23,7 @@ import os
 import sys
 import threading
 import warnings
-from typing import Any, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional, Set
 
 
 # What making them may not do (PEP 578 audit events): change the file system outside pytest's base
@@ -45,9 +45,12 @@ def _first_path(args: Any) -> str:
 
 
 def _private(path: str) -> bool:
-    """Under the base temporary directory, or what tempfile made while they were being made."""
-    root = _watch["root"]
-    return bool(root and path.startswith(root)) or any(
+    """Under the base temporary directory (or roots), what tempfile made while they were being made,
+    or a device (/dev/null)."""
+    roots = [r for r in _watch["root"].split(os.pathsep) if r]
+    if _watch.get("roots"):  # asked now: the base temporary directory may be made while watched
+        roots += [os.path.realpath(r) + os.sep for r in _watch["roots"]()]
+    return any(path.startswith(r) for r in roots) or path.startswith(("/dev/", "/proc/")) or any(
         path == m or path.startswith(m + os.sep) for m in _watch["made"])
 
 
@@ -70,8 +73,43 @@ def _audit(event: str, args: Any) -> None:
         path = _first_path(args)
         if not _private(path):
             _watch["seen"] = f"it changed {path or 'a path'} ({event})"
+    elif event == "socket.bind" and _any_port(args):
+        return
     elif event.startswith(_OTHER_EVENTS):
         _watch["seen"] = f"it did {event}"
+
+
+def _any_port(args: Any) -> bool:
+    """A bind to port 0: the system picks a free port, a different one for every copy."""
+    address = args[1] if len(args) > 1 else None
+    return isinstance(address, tuple) and len(address) >= 2 and address[1] == 0
+
+
+def _hook() -> None:
+    global _hooked
+    if not _hooked:
+        sys.addaudithook(_audit)
+        _hooked = True
+
+
+def watch_begin(roots: Callable[[], List[str]]) -> Dict[str, Any]:
+    """Starts watching what the process changes outside the directories roots() names (and what
+    tempfile makes); returns the watch it interrupts, for watch_end (watches nest: a fixture that
+    makes another in its body)."""
+    _hook()
+    outer = dict(_watch, made=set(_watch["made"]))
+    _watch.update(on=True, root="", roots=roots, seen="", made=set())
+    return outer
+
+
+def watch_end(outer: Dict[str, Any]) -> str:
+    """What the watch saw that copies of it would share ("" for nothing); the outer watch goes on,
+    seeing it too."""
+    seen = str(_watch["seen"])
+    _watch.update(outer)
+    if seen and _watch["on"] and not _watch["seen"]:
+        _watch["seen"] = seen
+    return seen
 
 
 def _open_fds() -> Set[str]:
@@ -152,13 +190,11 @@ def make(session: Any, items: List[Any]) -> Optional[str]:
     threads = set(threading.enumerate())
     fds = _open_fds()
     why: Optional[str] = None
-    global _hooked
-    if not _hooked:
-        sys.addaudithook(_audit)
-        _hooked = True
+    _hook()
     factory = getattr(session.config, "_tmp_path_factory", None)
     base = getattr(factory, "_basetemp", None)  # made before the first fork when a test asks (worker.py)
-    _watch.update(on=True, root=os.path.realpath(str(base)) + os.sep if base else "", seen="", made=set())
+    _watch.update(on=True, root=os.path.realpath(str(base)) + os.sep if base else "", roots=None, seen="",
+                  made=set())
     with _session_warning_filters(session, pairs[0][0]):
         try:
             state.setup(session)  # the session node on the stack, as when a first test set up
