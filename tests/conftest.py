@@ -8,7 +8,7 @@ running tests/cases/ and examples/ included, so it stays empty of anything a wor
 # tests/cases/own_policy/conftest.py sets the event loop policy when imported (the case it holds is
 # a project that chose its own loop): `pytest tests` must not recurse into it and change the loop of
 # this session. Its test file is run by path, which collect_ignore does not stop.
-collect_ignore = ["cases/own_policy", "cases/session_fixtures"]
+collect_ignore = ["cases/own_policy", "cases/session_fixtures", "cases/stock_policy"]
 
 import inspect
 import os

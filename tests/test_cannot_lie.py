@@ -76,6 +76,7 @@ REAL_WAIT = f"{CASES}/case_real_wait_threshold.py"
 OWN_WAIT = f"{CASES}/case_stall_then_own_wait.py"
 CLOCK_UNDER_TIMEOUT = f"{CASES}/case_clock_read_under_library_timeout.py"
 OWN_POLICY = f"{CASES}/own_policy"
+STOCK_POLICY = f"{CASES}/stock_policy"
 USER_PROJECT = f"{CASES}/user_project"
 UNMARKED = f"{CASES}/case_unmarked_fresh_token.py"
 MODULE_DIR = f"{CASES}/case_module_dir.py"
@@ -470,6 +471,20 @@ def test_the_plugin_names_a_loop_the_project_chose_and_leaves_its_tests_green(tm
         f"both tests run on the project's own loop and must be counted as not explored\n{describe(proc)}"
     named = [l for l in lines if "not explored" in l and ("MyLoop" in l or "CustomPolicy" in l)]
     assert named, f"the reason they were not explored must name the project's loop or policy\n{describe(proc)}"
+
+
+def test_a_policy_of_the_project_that_makes_asyncios_own_loops_is_explored(tmp_path: Path) -> None:
+    # The project's policy subclasses the default one and changes only set_event_loop: its loops
+    # are asyncio's own, which the controlled loop stands for, as under the default policy. Before,
+    # the whole suite went unexplored, "brings its own loop class asyncio.unix_events.
+    # _UnixSelectorEventLoop" (hikari at first contact: 809 of 809). Its policy stays in force.
+    root = project(tmp_path, {"conftest.py": f"{STOCK_POLICY}/conftest.py",
+                              "test_stock_policy.py": f"{STOCK_POLICY}/case_stock_policy.py"})
+    assert_passes_plainly(root, passed=2)
+    proc = explore_session(root)
+    assert_session_green(proc, 2, "tests under their project's policy")
+    lines = summary_lines(proc)
+    assert lines and re.match(r"affidavit: 2 tests explored.*, 0 not explored", lines[0]), describe(proc)
 
 
 def test_explore_does_not_call_a_test_on_the_projects_loop_failing() -> None:

@@ -70,7 +70,32 @@ def foreign_policy() -> str:
     policy = getattr(asyncio.events, "_event_loop_policy", None)
     if policy is None or type(policy) in (asyncio.DefaultEventLoopPolicy, ControlledPolicy):
         return ""
+    if getattr(policy, "_loop_factory", None) is _adopted_factory:
+        return ""
     return f"{type(policy).__module__}.{type(policy).__qualname__}"
+
+
+def _adopted_factory() -> asyncio.AbstractEventLoop:
+    """The loop factory of a policy adopt_policy adopted: ControlledPolicy's choice of loop."""
+    policy = asyncio.events._event_loop_policy
+    home = getattr(policy, "_affidavit_home", None)
+    return ControlledLoop() if threading.get_ident() == home else asyncio.SelectorEventLoop()
+
+
+def adopt_policy() -> str:
+    """A policy the project set whose loops are asyncio's own -- a subclass of the default policy
+    that keeps its loop factory and its new_event_loop, changing what else it does (a
+    set_event_loop that closes the loop it replaces) -- makes the controlled loop on the run's
+    thread from now on, as the default policy does under affidavit; the policy and its overrides
+    stay the project's. Returns foreign_policy() after: "" when adopted, else the policy that makes
+    the project's own loops, which is named and never replaced."""
+    policy = getattr(asyncio.events, "_event_loop_policy", None)
+    stock = asyncio.DefaultEventLoopPolicy
+    if (foreign_policy() and isinstance(policy, stock) and type(policy).new_event_loop is stock.new_event_loop
+            and getattr(policy, "_loop_factory", None) is stock._loop_factory):
+        policy._affidavit_home = threading.get_ident()  # type: ignore[union-attr]
+        policy._loop_factory = _adopted_factory  # type: ignore[union-attr]
+    return foreign_policy()
 
 
 def install() -> None:
@@ -80,5 +105,6 @@ def install() -> None:
     _runtime.install_hooks()
     asyncio.tasks.all_tasks = _all_tasks
     asyncio.all_tasks = _all_tasks
-    if not foreign_policy():
+    policy = getattr(asyncio.events, "_event_loop_policy", None)
+    if not foreign_policy() and getattr(policy, "_loop_factory", None) is not _adopted_factory:
         asyncio.set_event_loop_policy(ControlledPolicy())

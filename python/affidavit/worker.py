@@ -26,7 +26,7 @@ from typing import Any, List, Optional, Set, Tuple
 import pluggy
 
 from . import _runtime, session_fixtures
-from .loop import foreign_policy, install
+from .loop import adopt_policy, install
 
 PYTHON = f"{platform.python_implementation()} {platform.python_version()}"
 HASH_SEED = os.environ.get("PYTHONHASHSEED", "random")
@@ -403,8 +403,9 @@ class _Server:
         self.reraise = _reraise_exceptions(session.config)
         self.setup_only = bool(session.config.getoption("setuponly", False))
         logs = {nodeid: _logs_reports(it) for nodeid, it in by_id.items()}
-        # a policy the project set at import (a conftest's uvloop policy) makes every test's loop
-        policy = foreign_policy()
+        # a policy the project set at import (a conftest's uvloop policy) makes every test's loop;
+        # one that makes asyncio's own loops is adopted (loop.adopt_policy)
+        policy = adopt_policy()
         policy_note = f"the project sets the event loop policy {policy}" if policy else ""
         notes = {nodeid: (_loop_note(it) or policy_note).encode()[:1000].decode("utf-8", "ignore")
                  for nodeid, it in by_id.items()}
