@@ -569,6 +569,25 @@ def test_a_wider_fixture_the_session_holds_is_not_made_again_under_it(tmp_path: 
     assert not (root / ".out").exists(), "the module's teardown removes its directory, as under plain pytest"
 
 
+def test_a_session_started_below_its_rootdir_is_explored_with_its_own_import_path(tmp_path: Path) -> None:
+    # `python -m pytest` started in suite/ puts suite/ on sys.path, and the rootdir (pytest.ini) is
+    # the directory above: a test that imports a module beside its own directory collects plainly.
+    # The workers start in the rootdir; before, they could not collect it and its tests went
+    # unexplored, "cannot collect ... ModuleNotFoundError" (blacksheep at first contact: 8 tests).
+    root = tmp_path / "project"
+    (root / "suite" / "tests").mkdir(parents=True)
+    (root / "pytest.ini").write_text(INI)
+    (root / "suite" / "support.py").write_text("VALUE = 3\n")
+    (root / "suite" / "tests" / "test_beside.py").write_text(
+        "import asyncio\n\nimport pytest\nimport support\n\n\n@pytest.mark.asyncio\n"
+        "async def test_reads_support() -> None:\n    await asyncio.sleep(0)\n    assert support.VALUE == 3\n")
+    assert_passes_plainly(root / "suite", "tests", passed=1)
+    proc = explore_session(root / "suite", "tests", "-p", "no:cacheprovider")
+    assert_session_green(proc, 1, "a test that imports a module beside its directory")
+    lines = summary_lines(proc)
+    assert lines and re.match(r"affidavit: 1 test explored.*, 0 not explored", lines[0]), describe(proc)
+
+
 @pytest.mark.parametrize("target", REPEATED, ids=["lost_update", "threads"])
 def test_the_same_explore_twice_gives_the_same_verdicts(target: str) -> None:
     def verdicts() -> List[Tuple[Any, ...]]:

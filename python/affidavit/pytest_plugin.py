@@ -184,6 +184,11 @@ def _engine() -> str:
 _COVERAGE_ENV = ("COV_CORE_", "COVERAGE_PROCESS_START")
 
 
+# sys.path's first entry when the plugin was imported, as a real path: `python -m pytest` puts the
+# directory the session started in there ("" under -c), the `pytest` script its own directory
+_STARTED_ON_PATH = os.path.realpath(sys.path[0] or os.curdir) if sys.path else ""
+
+
 def _engine_env(config: pytest.Config, settings: Settings) -> Dict[str, str]:
     """The engine keeps its store and reports in report_dir (relative to the rootdir)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(_COVERAGE_ENV)}
@@ -191,6 +196,12 @@ def _engine_env(config: pytest.Config, settings: Settings) -> Dict[str, str]:
     # the workers run the session's own interpreter, whatever engine PATH finds: another Python
     # would import other packages (or none of the suite's)
     env.setdefault("AFFIDAVIT_PYTHON", sys.executable)
+    # `python -m pytest` put the directory it was started in on sys.path; the workers start in the
+    # rootdir, and a suite that imports modules beside it (its `tests` directory as a package) must
+    # find them there too, as its own session did
+    start = os.path.realpath(str(config.invocation_params.dir))
+    if start != os.path.realpath(str(config.rootpath)) and _STARTED_ON_PATH == start:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (start, env.get("PYTHONPATH", "")) if p)
     return env
 
 
