@@ -344,9 +344,11 @@ static int deadlock(afd_loop *self)
     return -1;
 }
 
-/* The bounds of one real wait while only a working thread keeps the loop waiting (controlled_wait). */
-#define THREAD_SLICE_MIN_NS 200000ULL
-#define THREAD_SLICE_MAX_NS 50000000ULL
+/* Slices of a real wait that only a working thread makes (a delay realized in real time, an idle
+ * loop's wait): the first short (a thread about to finish is seen finished soon), then doubling up
+ * to the last, so a long wait costs few checks. */
+#define REAL_SLICE_MIN_NS 200000ULL
+#define REAL_SLICE_MAX_NS 50000000ULL
 
 static int controlled_wait(afd_loop *self, int stopping)
 {
@@ -395,9 +397,9 @@ static int controlled_wait(afd_loop *self, int stopping)
      * every thread waits on the loop the rest passes on the virtual clock, as with no thread. */
     int sliced = 0;
     if (io && !fds_active(self)) {
-        self->thread_slice_ns = self->thread_slice_ns ? self->thread_slice_ns * 2 : THREAD_SLICE_MIN_NS;
-        if (self->thread_slice_ns > THREAD_SLICE_MAX_NS)
-            self->thread_slice_ns = THREAD_SLICE_MAX_NS;
+        self->thread_slice_ns = self->thread_slice_ns ? self->thread_slice_ns * 2 : REAL_SLICE_MIN_NS;
+        if (self->thread_slice_ns > REAL_SLICE_MAX_NS)
+            self->thread_slice_ns = REAL_SLICE_MAX_NS;
         double slice = (double)self->thread_slice_ns / 1e9;
         if (timeout < 0 || timeout > slice) {
             timeout = slice;
@@ -507,11 +509,6 @@ static void mark_step_end(afd_loop *self, uint64_t index, uint32_t id, uint32_t 
 
 /* A delay shorter than this is not waited for in real time (a step's own bookkeeping is longer). */
 #define REAL_DELAY_MIN_NS 20000ULL
-
-/* Slices of a delay realized in real time: the first short (a thread about to finish is seen
- * finished soon), then doubling up to the last, so a long delay costs few checks. */
-#define REAL_SLICE_MIN_NS 200000ULL
-#define REAL_SLICE_MAX_NS 50000000ULL
 
 /* The schedule delays a step while another thread works: the delay passes in real time, GIL
  * released, so the thread progresses as much as it would on a machine where the step took that
