@@ -863,14 +863,15 @@ def run_suite(s: Dict[str, Any], engine: str, explore: int) -> Dict[str, Any]:
         files = [a for a in s.get("args", []) if a.endswith(".py") and os.path.isfile(os.path.join(d, a))]
     if not files:
         return {"pin": s["pin"], "skipped": "the sdist ships no test file (no test_*.py or *_test.py)"}
-    py = install(s, engine)
-    got: Dict[str, Any] = {"pin": s["pin"], "args": s["args"], "extras": s.get("extras", []), "test_files": files}
-    if s.get("env"):
-        got["env"] = s["env"]
-    # the suite's own switches (mocket's SKIP_TRUE_*), for its sessions only
+    # the suite's own switches (mocket's SKIP_TRUE_*, blacksheep's BLACKSHEEP_NO_EXTENSIONS), for its
+    # install and its sessions only
     saved = dict(os.environ)
     os.environ.update(s.get("env", {}))
     try:
+        py = install(s, engine)
+        got: Dict[str, Any] = {"pin": s["pin"], "args": s["args"], "extras": s.get("extras", []), "test_files": files}
+        if s.get("env"):
+            got["env"] = s["env"]
         return sessions(s, py, explore, got)
     finally:
         os.environ.clear()
