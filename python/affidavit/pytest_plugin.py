@@ -427,6 +427,7 @@ class ExploreHooks:
         down its own (a directory of the project, a fixed port), under the session's."""
         if str(getattr(fixturedef, "scope", "function")) == "function":
             return (yield)
+        _make_basetemp(self.config)
         outer = session_fixtures.watch_begin(lambda: _temp_roots(self.config))
         try:
             return (yield)
@@ -692,6 +693,18 @@ def _temp_roots(config: pytest.Config) -> List[str]:
     """The session's base temporary directory, once made (each run of a test has its own)."""
     factory = getattr(config, "_tmp_path_factory", None)
     return [str(p) for p in (getattr(factory, "_basetemp", None), getattr(factory, "_given_basetemp", None)) if p]
+
+
+def _make_basetemp(config: pytest.Config) -> None:
+    """pytest's base temporary directory, made now (as the first tmp_path would): what pytest then
+    makes under it for a fixture is the session's own, and its making (the numbered directory, the
+    pytest-current link beside it) is no change of the fixture's."""
+    factory = getattr(config, "_tmp_path_factory", None)
+    try:
+        if factory is not None and getattr(factory, "_basetemp", None) is None:
+            factory.getbasetemp()
+    except OSError:
+        pass
 
 
 def _relative(seen: str, root: str) -> str:

@@ -33,7 +33,7 @@ _WRITE_EVENTS = ("os.mkdir", "os.remove", "os.rmdir", "os.rename", "os.link", "o
                  "os.chmod", "os.chown", "os.utime", "shutil.rmtree", "shutil.move", "shutil.copyfile")
 _OTHER_EVENTS = ("socket.bind", "subprocess.Popen", "os.system", "os.fork", "os.forkpty", "os.exec",
                  "os.posix_spawn", "os.spawn", "sqlite3.connect", "fcntl.flock", "fcntl.lockf")
-_watch: Dict[str, Any] = {"on": False, "root": "", "seen": "", "made": set()}
+_watch: Dict[str, Any] = {"on": False, "root": "", "roots": None, "seen": "", "made": set(), "created": {}}
 _hooked = False
 
 
@@ -68,15 +68,39 @@ def _audit(event: str, args: Any) -> None:
         path = _first_path(args)
         # a directory opened for writing is an anonymous file (O_TMPFILE): nothing is left
         if writes and path and not _private(path) and not os.path.isdir(path):
-            _watch["seen"] = f"it wrote {path}"
+            _changed(path, f"it wrote {path}", creates=True)
     elif event in _WRITE_EVENTS:
         path = _first_path(args)
         if not _private(path):
-            _watch["seen"] = f"it changed {path or 'a path'} ({event})"
+            _changed(path, f"it changed {path or 'a path'} ({event})", creates=event == "os.mkdir")
     elif event == "socket.bind" and _any_port(args):
         return
     elif event.startswith(_OTHER_EVENTS):
         _watch["seen"] = f"it did {event}"
+
+
+def _changed(path: str, what: str, creates: bool) -> None:
+    """A change outside the private places. A path that did not exist before it was made here, and
+    what is done under it after, count only if it is still there at the end (_residue): a file
+    made and removed again (tempfile's first probe of its directory) leaves nothing to share."""
+    created = _watch.setdefault("created", {})
+    if any(path == c or path.startswith(c + os.sep) for c in created):
+        return
+    exists = bool(path) and os.path.lexists(path)
+    if creates and not exists and path:
+        created[path] = what
+        return
+    if what.endswith("(os.mkdir)") and exists:
+        return  # it fails: nothing changes
+    _watch["seen"] = what
+
+
+def _residue() -> str:
+    """What the watch saw: a change, or a path it made that is still there."""
+    if _watch["seen"]:
+        return str(_watch["seen"])
+    return next((what for path, what in _watch.get("created", {}).items()
+                 if os.path.lexists(path) and not _private(path)), "")
 
 
 def _any_port(args: Any) -> bool:
@@ -97,15 +121,15 @@ def watch_begin(roots: Callable[[], List[str]]) -> Dict[str, Any]:
     tempfile makes); returns the watch it interrupts, for watch_end (watches nest: a fixture that
     makes another in its body)."""
     _hook()
-    outer = dict(_watch, made=set(_watch["made"]))
-    _watch.update(on=True, root="", roots=roots, seen="", made=set())
+    outer = dict(_watch, made=set(_watch["made"]), created=dict(_watch.get("created", {})))
+    _watch.update(on=True, root="", roots=roots, seen="", made=set(), created={})
     return outer
 
 
 def watch_end(outer: Dict[str, Any]) -> str:
     """What the watch saw that copies of it would share ("" for nothing); the outer watch goes on,
     seeing it too."""
-    seen = str(_watch["seen"])
+    seen = _residue()
     _watch.update(outer)
     if seen and _watch["on"] and not _watch["seen"]:
         _watch["seen"] = seen
@@ -194,7 +218,7 @@ def make(session: Any, items: List[Any]) -> Optional[str]:
     factory = getattr(session.config, "_tmp_path_factory", None)
     base = getattr(factory, "_basetemp", None)  # made before the first fork when a test asks (worker.py)
     _watch.update(on=True, root=os.path.realpath(str(base)) + os.sep if base else "", roots=None, seen="",
-                  made=set())
+                  made=set(), created={})
     with _session_warning_filters(session, pairs[0][0]):
         try:
             state.setup(session)  # the session node on the stack, as when a first test set up
@@ -204,8 +228,8 @@ def make(session: Any, items: List[Any]) -> Optional[str]:
             why = f"{type(exc).__name__} while making them"
         finally:
             _watch["on"] = False
-    if why is None and _watch["seen"]:
-        why = str(_watch["seen"])
+    if why is None and _residue():
+        why = _residue()
     if why is None and [m for m in _watch["made"] if m and os.path.lexists(m)]:
         why = "it left a temporary file"  # which its teardown, run by no run, would remove
     if why is None and [t for t in threading.enumerate() if t not in threads and t.is_alive()]:
