@@ -80,6 +80,7 @@ STOCK_POLICY = f"{CASES}/stock_policy"
 USER_PROJECT = f"{CASES}/user_project"
 UNMARKED = f"{CASES}/case_unmarked_fresh_token.py"
 MODULE_DIR = f"{CASES}/case_module_dir.py"
+SIGNALS = f"{CASES}/case_signals.py"
 # a racy case (found failing), and one that is not but whose runs depend on threads in real time
 REPEATED = [f"{CASES}/case_plain_lost_update.py::test_concurrent_deposits", THREADS]
 
@@ -231,6 +232,15 @@ def test_a_thread_that_waits_for_the_loop_leaves_its_clock_virtual(name: str) ->
     proc = engine("replay", ZERO_TOKEN, f"{IDLE_THREADS}::{name}", "-n", "2", "--timeout", "5000", "--json")
     data = json.loads(proc.stdout)
     assert proc.returncode == 0 and data["outcomes"]["pass"] == 2, describe(proc)
+
+
+def test_a_signal_the_test_sent_itself_is_seen_before_the_clock_jumps() -> None:
+    # The signal's byte is in the self-pipe before the test awaits. The controlled loop jumped its
+    # clock to the 5 s timeout without looking (TimeoutError under every schedule, red at a helper's
+    # first contact), or, with nothing pending, called the run a deadlock.
+    assert_passes_plainly(REPO, SIGNALS, passed=2)
+    proc, docs = engine_docs("explore", SIGNALS, "--runs", "5")
+    assert proc.returncode == 0 and [d["verdict"] for d in docs] == ["no_failure", "no_failure"], describe(proc)
 
 
 def test_a_stall_before_a_thread_starts_is_the_sleeps_threshold_in_every_session() -> None:

@@ -75,26 +75,40 @@ def foreign_policy() -> str:
     return f"{type(policy).__module__}.{type(policy).__qualname__}"
 
 
+_home: Optional[int] = None  # the thread that adopted a policy: the runs' thread
+
+
 def _adopted_factory() -> asyncio.AbstractEventLoop:
-    """The loop factory of a policy adopt_policy adopted: ControlledPolicy's choice of loop."""
-    policy = asyncio.events._event_loop_policy
-    home = getattr(policy, "_affidavit_home", None)
-    return ControlledLoop() if threading.get_ident() == home else asyncio.SelectorEventLoop()
+    """The loop factory of a policy adopt() adopted: ControlledPolicy's choice of loop."""
+    return ControlledLoop() if threading.get_ident() == _home else asyncio.SelectorEventLoop()
+
+
+def adopt(policy: object) -> bool:
+    """A policy of the project's that makes its loops through asyncio's own loop factory -- a
+    subclass of the default policy that keeps its ``_loop_factory``, whatever else it changes (a
+    ``new_event_loop`` that tags or counts what ``super()`` made, a ``set_event_loop`` that closes
+    the loop it replaces) -- makes the controlled loop on the run's thread from now on, as the
+    default policy does under affidavit; the policy and its overrides stay the project's. A
+    ``new_event_loop`` that makes another loop itself (uvloop's, a subclass) still does: the run
+    then names that loop and is not explored. Returns whether it was adopted."""
+    global _home
+    stock = asyncio.DefaultEventLoopPolicy
+    if not isinstance(policy, stock) or isinstance(policy, ControlledPolicy):
+        return False
+    factory = getattr(policy, "_loop_factory", None)
+    if factory is not _adopted_factory:
+        if factory is not stock._loop_factory:
+            return False
+        _home = threading.get_ident()
+        policy._loop_factory = _adopted_factory  # type: ignore[attr-defined]
+    return True
 
 
 def adopt_policy() -> str:
-    """A policy the project set whose loops are asyncio's own -- a subclass of the default policy
-    that keeps its loop factory and its new_event_loop, changing what else it does (a
-    set_event_loop that closes the loop it replaces) -- makes the controlled loop on the run's
-    thread from now on, as the default policy does under affidavit; the policy and its overrides
-    stay the project's. Returns foreign_policy() after: "" when adopted, else the policy that makes
-    the project's own loops, which is named and never replaced."""
-    policy = getattr(asyncio.events, "_event_loop_policy", None)
-    stock = asyncio.DefaultEventLoopPolicy
-    if (foreign_policy() and isinstance(policy, stock) and type(policy).new_event_loop is stock.new_event_loop
-            and getattr(policy, "_loop_factory", None) is stock._loop_factory):
-        policy._affidavit_home = threading.get_ident()  # type: ignore[union-attr]
-        policy._loop_factory = _adopted_factory  # type: ignore[union-attr]
+    """Adopts the policy the project set at import, if it can (adopt); returns foreign_policy()
+    after: "" when adopted or asyncio's own, else the policy, which is named and never replaced."""
+    if foreign_policy():
+        adopt(getattr(asyncio.events, "_event_loop_policy", None))
     return foreign_policy()
 
 

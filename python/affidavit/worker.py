@@ -293,16 +293,19 @@ def _control_loop_factory(item: Any) -> None:
 class _StockPolicy:
     """Registered when the item's event_loop_policy fixture is overridden (_loop_note): a fixture
     that returns asyncio's own default policy gets the controlled one in its place, which makes
-    the same loops on affidavit's clock. Any other policy is the test's own, left alone."""
+    the same loops on affidavit's clock; a subclass that makes asyncio's own loops is adopted
+    (loop.adopt). Any other policy is the test's own, left alone."""
 
     @_hookimpl(wrapper=True)
     def pytest_fixture_setup(self, fixturedef: Any, request: Any) -> Any:
         result = yield
         import asyncio
 
-        from .loop import ControlledPolicy
+        from .loop import ControlledPolicy, adopt
 
-        if fixturedef.argname == "event_loop_policy" and type(result) is asyncio.DefaultEventLoopPolicy:
+        if fixturedef.argname == "event_loop_policy" and type(result) is not asyncio.DefaultEventLoopPolicy:
+            adopt(result)  # a subclass making asyncio's own loops makes the controlled one (loop.adopt)
+        elif fixturedef.argname == "event_loop_policy":
             result = ControlledPolicy()
             cached = fixturedef.cached_result  # what later requests of the fixture get
             if isinstance(cached, tuple) and len(cached) == 3 and cached[2] is None:

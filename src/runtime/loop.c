@@ -350,6 +350,17 @@ static int deadlock(afd_loop *self)
 #define REAL_SLICE_MIN_NS 200000ULL
 #define REAL_SLICE_MAX_NS 50000000ULL
 
+/* Whether the loop handles signals (add_signal_handler): a signal sent before the loop went idle
+ * is already in its self-pipe, as the stock loop's next select would see. */
+static int handles_signals(afd_loop *self)
+{
+    PyObject *h = PyObject_GetAttr((PyObject *)self, loop_state(self)->str_signal_handlers);
+    int yes = h && PyDict_Check(h) && PyDict_GET_SIZE(h) > 0;
+    Py_XDECREF(h);
+    PyErr_Clear();
+    return yes;
+}
+
 static int controlled_wait(afd_loop *self, int stopping)
 {
     int had = 0;
@@ -358,6 +369,12 @@ static int controlled_wait(afd_loop *self, int stopping)
     int io = io_active(self);
     if (!io)
         self->thread_slice_ns = 0;
+    if (!io && handles_signals(self)) { /* what a signal wrote before the clock jumps (or a hang is told) */
+        if (poll_selector(self, 0.0, &had) < 0)
+            return -1;
+        if (self->q.rcount)
+            return 0;
+    }
     if (self->q.hn && !io) {
         uint64_t deadline = afd_rt_ceil_ns(afd_lq_when(&self->q, 0));
         if (deadline < self->clock_ns)

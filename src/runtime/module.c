@@ -475,6 +475,7 @@ static int rt_exec(PyObject *m)
     INTERN(str_read_from_self, "_read_from_self");
     INTERN(str_fd_to_key, "_fd_to_key");
     INTERN(str_default_executor, "_default_executor");
+    INTERN(str_signal_handlers, "_signal_handlers");
     INTERN(str_message, "message");
     INTERN(str_exception, "exception");
     INTERN(str_handle, "handle");

@@ -42,6 +42,7 @@ typedef struct afd_rt_state {
     PyObject *str_read_from_self;
     PyObject *str_fd_to_key;
     PyObject *str_default_executor;
+    PyObject *str_signal_handlers;
     PyObject *str_message, *str_exception, *str_handle;
 } afd_rt_state;
 
