@@ -10,6 +10,7 @@ import pytest
 async def test_the_projects_policy_is_in_force() -> None:
     await asyncio.sleep(0)
     assert type(asyncio.get_event_loop_policy()).__name__ == "ClosingPolicy"
+    assert asyncio.get_running_loop().made_by == "ClosingPolicy"  # type: ignore[attr-defined]
 
 
 @pytest.mark.asyncio
