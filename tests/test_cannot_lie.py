@@ -81,6 +81,7 @@ USER_PROJECT = f"{CASES}/user_project"
 UNMARKED = f"{CASES}/case_unmarked_fresh_token.py"
 MODULE_DIR = f"{CASES}/case_module_dir.py"
 SIGNALS = f"{CASES}/case_signals.py"
+ADDRESS_IDS = f"{CASES}/case_address_ids.py"
 # a racy case (found failing), and one that is not but whose runs depend on threads in real time
 REPEATED = [f"{CASES}/case_plain_lost_update.py::test_concurrent_deposits", THREADS]
 
@@ -600,6 +601,17 @@ def test_a_session_started_below_its_rootdir_is_explored_with_its_own_import_pat
     assert_session_green(proc, 1, "a test that imports a module beside its directory")
     lines = summary_lines(proc)
     assert lines and re.match(r"affidavit: 1 test explored.*, 0 not explored", lines[0]), describe(proc)
+
+
+def test_a_parameter_id_that_changes_between_processes_is_said_so(tmp_path: Path) -> None:
+    # The worker's collection names the test with another address: it cannot be explored, and the
+    # reason says why instead of "no test of that node id" (hikari at its second contact: 7 tests).
+    root = project(tmp_path, {"test_address_ids.py": ADDRESS_IDS})
+    assert_passes_plainly(root, passed=1)
+    proc = explore_session(root, "-p", "no:cacheprovider")
+    assert_session_green(proc, 1, "a test parametrized with an object's repr")
+    assert "the workers collected its function under other parameter ids" in "\n".join(summary_lines(proc)), \
+        describe(proc)
 
 
 @pytest.mark.parametrize("target", REPEATED, ids=["lost_update", "threads"])

@@ -452,6 +452,22 @@ int afd_pool_set_item(afd_pool *self, const char *nodeid)
     return 0;
 }
 
+int afd_pool_other_ids(const afd_pool *self, const char *nodeid)
+{
+    const char *bracket = nodeid ? strchr(nodeid, '[') : NULL;
+    if (!bracket || !self->items)
+        return 0;
+    size_t base = (size_t)(bracket - nodeid) + 1; /* "path::f[" */
+    for (const char *p = self->items; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len > base && !memcmp(p, nodeid, base))
+            return 1;
+        p += len + (nl != NULL);
+    }
+    return 0;
+}
+
 int afd_pool_most_alive(const afd_pool *self)
 {
     return self->most_alive;

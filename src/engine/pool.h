@@ -53,6 +53,10 @@ const char *afd_pool_items(const afd_pool *self);
 /* The test the runs submitted from now on run (copied; NULL or "": the workers' only test). A
  * node id that is not one of afd_pool_items' is refused with AFD_EINVAL. */
 int afd_pool_set_item(afd_pool *self, const char *nodeid);
+/* Whether nodeid names a parametrized test ("f[id]") none of whose ids the workers collected while
+ * they collected the same function under others: its ids change between processes (an id made
+ * from an object's repr carries a memory address). */
+int afd_pool_other_ids(const afd_pool *self, const char *nodeid);
 int afd_pool_idle(const afd_pool *self);
 int afd_pool_busy(const afd_pool *self);
 /* Whether one more run of the current test may start now. Copies of one test run side by side only

@@ -244,8 +244,13 @@ int afd_runs_start_pool(const afd_cli *cli, afd_pool **pool)
         int rc = afd_pool_set_item(cli->pool, cli->nodeid);
         if (rc == 0)
             return 0;
-        afd_runs_error_line(rc == AFD_EINVAL ? "%s was not collected (%s)" : "%s: %s", cli->nodeid,
-                            rc == AFD_EINVAL ? "no test of that node id" : afd_strerror(rc));
+        const char *why =
+            rc != AFD_EINVAL ? afd_strerror(rc)
+            : afd_pool_other_ids(cli->pool, cli->nodeid)
+                ? "the workers collected its function under other parameter ids: an id made from an "
+                  "object's repr (a memory address) changes with every process"
+                : "no test of that node id";
+        afd_runs_error_line(rc == AFD_EINVAL ? "%s was not collected (%s)" : "%s: %s", cli->nodeid, why);
         return rc == AFD_EINVAL ? AFD_EXIT_USAGE : AFD_EXIT_INTERNAL;
     }
     return afd_runs_start_pool_in(cli, pool, NULL);
