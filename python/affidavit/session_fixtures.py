@@ -33,7 +33,7 @@ _WRITE_EVENTS = ("os.mkdir", "os.remove", "os.rmdir", "os.rename", "os.link", "o
                  "os.chmod", "os.chown", "os.utime", "shutil.rmtree", "shutil.move", "shutil.copyfile")
 _OTHER_EVENTS = ("socket.bind", "subprocess.Popen", "os.system", "os.fork", "os.forkpty", "os.exec",
                  "os.posix_spawn", "os.spawn", "sqlite3.connect", "fcntl.flock", "fcntl.lockf")
-_watch: Dict[str, Any] = {"on": False, "root": "", "roots": None, "seen": "", "made": set(), "created": {}}
+_watch: Dict[str, Any] = {"on": False, "roots": None, "seen": "", "made": set(), "created": {}}
 _hooked = False
 
 
@@ -47,9 +47,8 @@ def _first_path(args: Any) -> str:
 def _private(path: str) -> bool:
     """Under the base temporary directory (or roots), what tempfile made while they were being made,
     or a device (/dev/null)."""
-    roots = [r for r in _watch["root"].split(os.pathsep) if r]
-    if _watch.get("roots"):  # asked now: the base temporary directory may be made while watched
-        roots += [os.path.realpath(r) + os.sep for r in _watch["roots"]()]
+    # asked now: the base temporary directory may be made while watched
+    roots = [os.path.realpath(r) + os.sep for r in _watch["roots"]()] if _watch["roots"] else []
     return any(path.startswith(r) for r in roots) or path.startswith(("/dev/", "/proc/")) or any(
         path == m or path.startswith(m + os.sep) for m in _watch["made"])
 
@@ -68,29 +67,29 @@ def _audit(event: str, args: Any) -> None:
         path = _first_path(args)
         # a directory opened for writing is an anonymous file (O_TMPFILE): nothing is left
         if writes and path and not _private(path) and not os.path.isdir(path):
-            _changed(path, f"it wrote {path}", creates=True)
+            _changed(path, f"it wrote {path}", event)
     elif event in _WRITE_EVENTS:
         path = _first_path(args)
         if not _private(path):
-            _changed(path, f"it changed {path or 'a path'} ({event})", creates=event == "os.mkdir")
+            _changed(path, f"it changed {path or 'a path'} ({event})", event)
     elif event == "socket.bind" and _any_port(args):
         return
     elif event.startswith(_OTHER_EVENTS):
         _watch["seen"] = f"it did {event}"
 
 
-def _changed(path: str, what: str, creates: bool) -> None:
+def _changed(path: str, what: str, event: str) -> None:
     """A change outside the private places. A path that did not exist before it was made here, and
     what is done under it after, count only if it is still there at the end (_residue): a file
     made and removed again (tempfile's first probe of its directory) leaves nothing to share."""
-    created = _watch.setdefault("created", {})
+    created = _watch["created"]
     if any(path == c or path.startswith(c + os.sep) for c in created):
         return
     exists = bool(path) and os.path.lexists(path)
-    if creates and not exists and path:
+    if event in ("open", "os.mkdir") and not exists and path:
         created[path] = what
         return
-    if what.endswith("(os.mkdir)") and exists:
+    if event == "os.mkdir" and exists:
         return  # it fails: nothing changes
     _watch["seen"] = what
 
@@ -99,7 +98,7 @@ def _residue() -> str:
     """What the watch saw: a change, or a path it made that is still there."""
     if _watch["seen"]:
         return str(_watch["seen"])
-    return next((what for path, what in _watch.get("created", {}).items()
+    return next((what for path, what in _watch["created"].items()
                  if os.path.lexists(path) and not _private(path)), "")
 
 
@@ -121,8 +120,8 @@ def watch_begin(roots: Callable[[], List[str]]) -> Dict[str, Any]:
     tempfile makes); returns the watch it interrupts, for watch_end (watches nest: a fixture that
     makes another in its body)."""
     _hook()
-    outer = dict(_watch, made=set(_watch["made"]), created=dict(_watch.get("created", {})))
-    _watch.update(on=True, root="", roots=roots, seen="", made=set(), created={})
+    outer = dict(_watch, made=set(_watch["made"]), created=dict(_watch["created"]))
+    _watch.update(on=True, roots=roots, seen="", made=set(), created={})
     return outer
 
 
@@ -217,8 +216,7 @@ def make(session: Any, items: List[Any]) -> Optional[str]:
     _hook()
     factory = getattr(session.config, "_tmp_path_factory", None)
     base = getattr(factory, "_basetemp", None)  # made before the first fork when a test asks (worker.py)
-    _watch.update(on=True, root=os.path.realpath(str(base)) + os.sep if base else "", roots=None, seen="",
-                  made=set(), created={})
+    _watch.update(on=True, roots=lambda: [str(base)] if base else [], seen="", made=set(), created={})
     with _session_warning_filters(session, pairs[0][0]):
         try:
             state.setup(session)  # the session node on the stack, as when a first test set up
