@@ -417,13 +417,19 @@ OWN_POLICY_CONFTEST = """
 import asyncio
 import pytest
 
-class OwnPolicy(asyncio.DefaultEventLoopPolicy):
+class OwnLoop(asyncio.SelectorEventLoop):
     pass
+
+class OwnPolicy(asyncio.DefaultEventLoopPolicy):
+    _loop_factory = OwnLoop
 
 @pytest.fixture(scope="session")
 def event_loop_policy():
     return OwnPolicy()
 """
+
+# The fixture's policy makes asyncio's own loops (a subclass keeping the loop factory): adopted.
+STOCK_POLICY_CONFTEST = OWN_POLICY_CONFTEST.replace("    _loop_factory = OwnLoop\n", "    pass\n")
 
 OWN_POLICY_TEST = ASYNC_HEAD + """\
 @pytest.mark.asyncio
@@ -449,6 +455,19 @@ def test_an_overridden_event_loop_policy_is_named(tmp_path: Path) -> None:
     assert "test_case.py::test_it ran its own event loop" in line, describe(proc)
     assert "conftest.OwnPolicy" in line and "event_loop_policy fixture is overridden at conftest.py:" in line, line
     assert "which affidavit does not control" in line and "is the test async" not in line, line
+
+
+def test_an_overridden_policy_that_makes_asyncios_own_loops_is_adopted(tmp_path: Path) -> None:
+    """A fixture's policy that keeps asyncio's loop factory makes affidavit's loop, as the default
+    policy does (it was named before, as a loop of the project's own, and not explored)."""
+    assert "OwnLoop" not in STOCK_POLICY_CONFTEST.split("class OwnPolicy")[1]
+    root = project(
+        tmp_path, {"conftest.py": STOCK_POLICY_CONFTEST, "test_case.py": OWN_POLICY_TEST},
+        "filterwarnings = ignore::DeprecationWarning\n",
+    )
+    proc, data = affidavit_sample(root, "test_case.py::test_it")
+    assert proc.returncode == 0 and data["outcomes"]["pass"] == RUNS, describe(proc)
+    assert data["median_steps"] > 0, describe(proc)
 
 
 def test_without_the_override_the_loop_is_affidavits(tmp_path: Path) -> None:
