@@ -55,6 +55,9 @@ CLOCK_TESTS = [
     "test_monotonic_imported_at_module_top_advances_across_sleep",
     "test_loop_time_and_monotonic_advance_together",
     "test_time_sleep_between_monotonic_reads_inside_asyncio_run",
+    "test_loop_time_is_the_monotonic_reading",
+    "test_loop_time_moves_across_a_blocking_sleep_in_one_step",
+    "test_a_deadline_on_the_monotonic_clock_awaited_with_call_at",
 ]
 THREADS = f"{CASES}/case_real_threads.py"
 AT_WORK = f"{CASES}/case_thread_at_work_when_delayed.py"

@@ -5,8 +5,9 @@
  * waiting, so a program that compares `time.monotonic()` (or `perf_counter`, `time.time` and their
  * `_ns` forms) with a sleep would see a run no machine can make. So in a controlled run each of
  * these reads, on the run's own thread, the process's virtual clock plus a fixed offset taken
- * when the run's first controlled loop began (the real reading then): every clock tells the loop's
- * story from then on, and continues the real readings made before it. Until a controlled loop
+ * when the run's first controlled loop began (the real reading then, rounded up to 2 ms), and so
+ * does the controlled loop's own time(), as on stock asyncio: every clock tells the loop's story
+ * from then on, and continues the real readings made before it. Until a controlled loop
  * begins the clocks are real: a stock loop a library runs itself (aiorun's, trio's clock) reads
  * time.monotonic or perf_counter to wait, and a virtual clock nothing moves would never get there.
  *
@@ -39,7 +40,16 @@ static int run_virtual;          /* this run is controlled: the clocks read virt
 static int engaged;              /* a controlled loop began on the run's thread: they do from now on */
 
 enum { CLK_MONO, CLK_PERF, CLK_WALL, N_CLK };
-static int64_t offset_ns[N_CLK];    /* real reading at the run's start - virtual clock then */
+/* Each clock reads base_k[clock] / 512 s + the virtual clock: base_k / 512 s is the real reading at
+ * the engagement less the virtual clock then, rounded up to a multiple of 2^-9 s (1953125 ns, so
+ * the _ns forms stay whole). The controlled loop's time() reads the same (loop.c): loop.time() is
+ * time.monotonic() (and perf_counter(), one clock on Linux) as on stock asyncio. The loop keeps its
+ * timers on the virtual clock itself (AFD_EPOCH_NS on), where a double resolves well under a
+ * nanosecond, and adds the offset only to what the program sees: a timer's when(), loop.time(); a
+ * call_at() takes it off again. A multiple of 2^-9 s is a multiple of a double's step at any time
+ * below 2^43 s, so the offset adds and subtracts exactly. */
+#define BASE_GRID_NS 1953125LL
+static int64_t base_k[N_CLK];
 static PyObject *real_fn[N_CLK][2]; /* Owned: the original float and _ns functions */
 static char *stdlib_dir, *site_dir; /* Owned: sysconfig's stdlib and purelib directories */
 static size_t stdlib_len, site_len;
@@ -61,6 +71,7 @@ void afd_clock_run_begin(void)
     run_thread = PyThread_get_thread_ident();
     afd_vclock_ns = AFD_EPOCH_NS;
     engaged = 0;
+    memset(base_k, 0, sizeof base_k);
 }
 
 void afd_clock_engage(void)
@@ -69,8 +80,21 @@ void afd_clock_engage(void)
         return;
     engaged = 1;
     afd_vclock_ns = AFD_EPOCH_NS;
-    for (int i = 0; i < N_CLK; i++)
-        offset_ns[i] = real_ns(i) - (int64_t)AFD_EPOCH_NS;
+    for (int i = 0; i < N_CLK; i++) {
+        int64_t r = i == CLK_PERF ? real_ns(CLK_MONO) : real_ns(i);     /* perf_counter is monotonic here */
+        int64_t up = r > 0 ? (r + BASE_GRID_NS - 1) / BASE_GRID_NS : 0; /* never before the reading */
+        base_k[i] = up - (int64_t)(AFD_EPOCH_NS / BASE_GRID_NS);
+    }
+}
+
+static double seconds_of(int which, uint64_t vns)
+{
+    return (double)base_k[which] / 512.0 + (double)vns / 1e9;
+}
+
+double afd_clock_base_seconds(void)
+{
+    return (double)base_k[CLK_MONO] / 512.0;
 }
 
 int afd_clock_on_run_thread(void)
@@ -128,7 +152,7 @@ static int64_t virtual_ns(int which)
     } else {
         v = afd_vclock_ns += AFD_CLOCK_READ_NS;
     }
-    return (int64_t)v + offset_ns[which];
+    return (int64_t)v;
 }
 
 static PyObject *read_clock(int which, int ns)
@@ -136,7 +160,9 @@ static PyObject *read_clock(int which, int ns)
     int64_t v = virtual_ns(which);
     if (v < 0)
         return PyObject_CallNoArgs(real_fn[which][ns]);
-    return ns ? PyLong_FromLongLong(v) : PyFloat_FromDouble((double)v / 1e9);
+    if (ns)
+        return PyLong_FromLongLong(v + base_k[which] * BASE_GRID_NS);
+    return PyFloat_FromDouble(seconds_of(which, (uint64_t)v));
 }
 
 #define CLOCK_FN(name, which, ns)                                                                            \

@@ -78,11 +78,11 @@ int afd_handle_scheduled(afd_handle *h)
 }
 
 afd_handle *afd_handle_new(afd_rt_state *st, PyObject *callback, PyObject *args, PyObject *context,
-                           PyObject *loop, int is_timer, double when)
+                           PyObject *loop, int is_timer, double when, double shown)
 {
     PyTypeObject *tp = is_timer ? st->timer_type : st->handle_type;
     PyObject *when_obj = NULL;
-    if (is_timer && !(when_obj = PyFloat_FromDouble(when)))
+    if (is_timer && !(when_obj = PyFloat_FromDouble(shown)))
         return NULL;
     PyObject *argtuple = args ? Py_NewRef(args) : PyTuple_New(0);
     if (!argtuple) {

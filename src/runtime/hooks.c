@@ -399,13 +399,15 @@ static PyObject *sleep_hook(PyObject *self, PyObject *arg)
             return NULL;
         if (!(secs >= 0) || !isfinite(secs)) /* let the real function raise its own error */
             return PyObject_CallOneArg(real_sleep, arg);
-        uint64_t ns = (uint64_t)(secs * 1e9);
+        uint64_t ns = (uint64_t)ceil(secs * 1e9);
         int virtual = afd_rt_config.configured && afd_rt_config.mode == AFD_MODE_CONTROLLED &&
                       !afd_hooks_threads_working();
         afd_rec_event(AFD_EV_BLOCK, virtual ? AFD_BLOCK_VIRTUAL : 0, afd_rec_current, AFD_BLOCK_SLEEP,
                       afd_rec_caller_site(hooks_state), afd_rec_now, ns);
         afd_rec_chain_stack(hooks_state, NULL);
-        afd_rec_extra_cost += ns; /* slept for real or not, the step took this long */
+        /* slept for real or not, the step took this long: a real sleep lasts at least what it
+         * was asked, and its call takes as long as a clock read (so `elapsed >= secs` holds) */
+        afd_rec_extra_cost += ns + AFD_CLOCK_READ_NS;
         if (virtual)
             Py_RETURN_NONE;
         return PyObject_CallOneArg(real_sleep, arg);
@@ -415,7 +417,7 @@ static PyObject *sleep_hook(PyObject *self, PyObject *arg)
     if (r && afd_clock_on_run_thread()) {
         double secs = PyFloat_AsDouble(arg);
         if (secs > 0 && isfinite(secs))
-            afd_clock_slept((uint64_t)(secs * 1e9));
+            afd_clock_slept((uint64_t)ceil(secs * 1e9) + AFD_CLOCK_READ_NS);
         PyErr_Clear();
     }
     return r;

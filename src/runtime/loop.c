@@ -61,10 +61,15 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* The loop's own clock in seconds: where its timers are due. A controlled loop's is the virtual
+ * clock, inside a step with what the step has spent so far blocking (time.sleep, clock reads), as
+ * on stock asyncio; what the program sees of it carries the run's offset (loop_time). */
 static double loop_now(afd_loop *self)
 {
     if (self->controlled)
-        return (double)self->clock_ns / 1e9;
+        return (double)(self->clock_ns +
+                        (afd_rec_current && afd_loop_on_step_thread() ? afd_rec_extra_cost : 0)) /
+               1e9;
     return (double)mono_ns() / 1e9;
 }
 
@@ -121,7 +126,7 @@ static PyObject *schedule_soon(afd_loop *self, PyObject *cb, PyObject *cbargs, P
             return NULL;
         ctx = own_ctx;
     }
-    afd_handle *h = afd_handle_new(st, cb, cbargs, ctx, (PyObject *)self, 0, 0.0);
+    afd_handle *h = afd_handle_new(st, cb, cbargs, ctx, (PyObject *)self, 0, 0.0, 0.0);
     Py_XDECREF(own_ctx);
     if (!h)
         return NULL;
@@ -149,7 +154,8 @@ static PyObject *schedule_at(afd_loop *self, double when, PyObject *cb, PyObject
             return NULL;
         ctx = own_ctx;
     }
-    afd_handle *h = afd_handle_new(st, cb, cbargs, ctx, (PyObject *)self, 1, when);
+    double shown = self->controlled ? when + afd_clock_base_seconds() : when;
+    afd_handle *h = afd_handle_new(st, cb, cbargs, ctx, (PyObject *)self, 1, when, shown);
     Py_XDECREF(own_ctx);
     if (!h)
         return NULL;
@@ -229,6 +235,8 @@ static PyObject *loop_call_at(afd_loop *self, PyObject *const *args, Py_ssize_t 
         return NULL;
     if (parse_cb(args, nargs, kw, 1, "call_at", &cb, &cbargs, &ctx) < 0)
         return NULL;
+    if (self->controlled) /* the program's time carries the run's offset: the loop's does not */
+        when -= afd_clock_base_seconds();
     PyObject *r = check_open(self) < 0 ? NULL : schedule_at(self, when, cb, cbargs, ctx);
     Py_XDECREF(cbargs);
     return r;
@@ -255,7 +263,8 @@ static PyObject *loop_time(afd_loop *self, PyObject *unused)
 {
     if (self->clock_mask && !afd_cancel_timeout_read())
         afd_slots_time_read(self->clock_mask);
-    return PyFloat_FromDouble(loop_now(self));
+    /* time.monotonic() as the run's thread reads it: the same offset, the same rounding */
+    return PyFloat_FromDouble(self->controlled ? afd_clock_base_seconds() + loop_now(self) : loop_now(self));
 }
 
 static PyObject *loop_add_callback(afd_loop *self, PyObject *handle)

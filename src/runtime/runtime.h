@@ -140,9 +140,10 @@ static inline int afd_handle_check(const afd_rt_state *st, PyObject *obj)
 {
     return Py_TYPE(obj) == st->handle_type || Py_TYPE(obj) == st->timer_type;
 }
-/* Creates a handle; steals nothing. args may be NULL. */
+/* Creates a handle; steals nothing. args may be NULL. A timer is due at `when` on the loop's own
+ * clock and shows `shown` as its when() (that plus the run's clock offset, clocks.c). */
 afd_handle *afd_handle_new(afd_rt_state *st, PyObject *callback, PyObject *args, PyObject *context,
-                           PyObject *loop, int is_timer, double when);
+                           PyObject *loop, int is_timer, double when, double shown);
 /* Runs the handle's callback in its context, as asyncio.Handle._run does: SystemExit and
  * KeyboardInterrupt propagate (returns -1), any other exception goes to the loop's exception
  * handler (returns 0 unless that handler itself fails). */
@@ -266,6 +267,10 @@ int afd_clock_off_run_thread(void);
 /* A controlled loop's clock moved to clock_ns; time.sleep outside a step slept ns. */
 void afd_clock_advance_to(uint64_t clock_ns);
 void afd_clock_slept(uint64_t ns);
+/* What the program's clocks add to the virtual clock in this run (seconds, a multiple of 2^-9): a
+ * controlled loop's time() and a timer's when() show it added, call_at() takes it off; 0 until a
+ * controlled loop begins on the run's thread. */
+double afd_clock_base_seconds(void);
 /* Replaces time.monotonic, perf_counter, time and their _ns forms (idempotent). */
 int afd_clock_install(void);
 

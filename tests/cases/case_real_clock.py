@@ -65,3 +65,34 @@ def test_time_sleep_between_monotonic_reads_inside_asyncio_run() -> None:
         return time.monotonic() - m0
 
     assert asyncio.run(main()) >= PAUSE
+
+
+@pytest.mark.asyncio
+async def test_loop_time_is_the_monotonic_reading() -> None:
+    # not only its differences: a deadline computed from one clock is compared with the other
+    loop = asyncio.get_running_loop()
+    await asyncio.sleep(PAUSE)
+    before = time.monotonic()
+    now = loop.time()
+    assert before <= now <= time.monotonic()
+    handle = loop.call_later(1.0, lambda: None)
+    assert 0.9 < handle.when() - time.monotonic() <= 1.0
+    handle.cancel()
+
+
+@pytest.mark.asyncio
+async def test_loop_time_moves_across_a_blocking_sleep_in_one_step() -> None:
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    time.sleep(PAUSE)  # blocks the loop: its clock has moved when the step reads it again
+    assert loop.time() - t0 >= PAUSE
+
+
+@pytest.mark.asyncio
+async def test_a_deadline_on_the_monotonic_clock_awaited_with_call_at() -> None:
+    loop = asyncio.get_running_loop()
+    fired = loop.create_future()
+    deadline = time.monotonic() + PAUSE
+    loop.call_at(deadline, fired.set_result, None)
+    await fired
+    assert time.monotonic() >= deadline and loop.time() >= deadline
