@@ -338,8 +338,8 @@ static void text_document(const afd_incident *inc, afd_buf *b)
     }
     if (inc->has_timing)
         afd_buf_printf(b,
-                       "  timing:   %s\n  checked:  the same schedule kept below the deadline passed %" PRIu64
-                       "/%" PRIu64 " runs; no race cause, no fix\n",
+                       "  timing:   %s\n  checked:  " AFD_TIMING_CHECKED " passed %" PRIu64 "/%" PRIu64
+                       " runs; no race cause, no fix\n",
                        inc->timing.summary, inc->timing.check_passed, inc->timing.check_runs);
     if (inc->failure && inc->failure_len) {
         /* At most 300 bytes, cut back to a character boundary; NUL bytes and escape sequences

@@ -497,14 +497,22 @@ int inv_reproduce(inv *v, outcome *o)
         rc = check_timing(v, &o->timing);
         if (rc < 0)
             return rc;
-        if (o->timing.sensitive) {
-            o->verdict = "timing_sensitive";
-            o->token = strdup(v->found_token);
-            if (!o->token)
-                return AFD_ENOMEM;
-            v->exit = AFD_EXIT_FAILURE;
-            return INV_STOP;
-        }
+    }
+    if (!o->timing.sensitive) { /* no deadline explains it: maybe the time slow steps take */
+        afd_timing tm = {0};
+        rc = afd_timing_clock_check(&tm, v->pool, v->found_token, &v->prog);
+        if (rc < 0)
+            return rc;
+        if (tm.sensitive)
+            o->timing = tm;
+    }
+    if (o->timing.sensitive) {
+        o->verdict = "timing_sensitive";
+        o->token = strdup(v->found_token);
+        if (!o->token)
+            return AFD_ENOMEM;
+        v->exit = AFD_EXIT_FAILURE;
+        return INV_STOP;
     }
     /* A thread working in real time decides such a run, failing every replay or not (as explore's
      * confirmation says); a failure that needs a step stalled past a threshold is that, thread or not. */

@@ -314,9 +314,7 @@ static void explore_text(afd_buf *o, const afd_cli *cli, const afd_sys_opts *so,
         if (r->timing.sensitive) {
             afd_buf_printf(o, "  ");
             afd_timing_summary(&r->timing, o);
-            afd_buf_printf(o,
-                           "\n  checked: the same schedule kept below the deadline passed %" PRIu64
-                           "/%" PRIu64 " runs\n",
+            afd_buf_printf(o, "\n  checked: " AFD_TIMING_CHECKED " passed %" PRIu64 "/%" PRIu64 " runs\n",
                            r->timing.check_passed, r->timing.check_runs);
         }
     }
@@ -357,6 +355,8 @@ int afd_cmd_explore_systematic(const afd_cli *cli)
     rc = afd_systematic(pool, &so, &prog, &t, &r);
     if (rc == 0 && r.fail_run && r.timing.crossed)
         rc = afd_timing_check(&r.timing, pool, r.fail_token, &prog);
+    if (rc == 0 && r.fail_run && !r.timing.sensitive)
+        rc = afd_timing_clock_check(&r.timing, pool, r.fail_token, &prog);
     afd_progress_done(&prog);
     afd_runs_stop_pool(cli, pool);
     if (rc == AFD_EIO) {

@@ -25,7 +25,8 @@ typedef struct afd_timing {
     int real_wait;        /* the run waited in real time (I/O, a thread): the check keeps a tenth */
     int fired;            /* it fired on time, brought due by stalls of at least half its duration */
     uint64_t check_runs, check_passed;
-    int sensitive; /* the verdict: crossed, and every capped run passed */
+    int sensitive; /* the verdict: crossed, and every capped run passed (or clock) */
+    int clock;     /* the verdict came from afd_timing_clock_check: a threshold only a clock read sees */
 } afd_timing;
 
 /* The sites of the deadlines the zero schedule's run saw fire: a fast machine reaches them, so a
@@ -51,6 +52,21 @@ int afd_timing_capped_token(const char *token, int well_below, char **out);
 /* Runs the capped schedule AFD_TIMING_CHECK_RUNS times on pool when self->crossed, and sets
  * self->sensitive. Returns 0, or a negative AFD_E* code (AFD_EIO when interrupted). */
 int afd_timing_check(afd_timing *self, afd_pool *pool, const char *token, afd_progress *prog);
+/* The check of a failure no deadline explains (timing_clock.c): runs the failing token once more
+ * and, with every delay cut to the least that brings due the same timers (AFD_SCHED_LEAST_STALL),
+ * AFD_TIMING_CHECK_RUNS times, one run at a time. When the failing run failed, every cut run passed,
+ * no run waited on threads, sockets or real time, and the cut run did what the failing run did, in
+ * the same order, up to a step that took another path, sets self->sensitive and self->clock (and
+ * the check's counts). Leaves self alone otherwise. Returns 0, or a negative
+ * AFD_E* code (AFD_EIO when interrupted). */
+int afd_timing_clock_check(afd_timing *self, afd_pool *pool, const char *token, afd_progress *prog);
+/* Whether two runs did the same things in the same order up to where one step did otherwise (or
+ * one record ended): the first difference between their events, times aside, is not one step
+ * begun in one run where another, or none, began in the other. Traces cut short (dropped events)
+ * answer 0. */
+int afd_timing_same_order(const afd_trace *failing, const afd_trace *passing);
+/* What the timing check ran, for its "checked:" line: "the same schedule ... passed N/N runs". */
+#define AFD_TIMING_CHECKED "the same schedule with its delays cut short of the threshold"
 /* "fails only when one step takes longer than the 0.1 s timer armed at cache.py:40: a slow
  * machine, not a race" into out. */
 void afd_timing_summary(const afd_timing *self, afd_buf *out);

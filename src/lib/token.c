@@ -147,6 +147,8 @@ char *afd_schedule_describe(const afd_schedule *self)
     if (self->flags & AFD_SCHED_BELOW_DEADLINES)
         afd_buf_printf(&b,
                        self->flags & AFD_SCHED_WELL_BELOW ? ", well below deadlines" : ", below deadlines");
+    if (self->flags & AFD_SCHED_LEAST_STALL)
+        afd_buf_printf(&b, ", least stalls");
     if (b.err) {
         afd_buf_finish(&b);
         return NULL;

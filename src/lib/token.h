@@ -33,7 +33,11 @@
  * not at most a millisecond, so that a real wait after a stall (a socket's answer, a thread's work)
  * does not carry the clock past it: the timing check of a failure a real wait carried past one. */
 #define AFD_SCHED_WELL_BELOW 0x02u
-#define AFD_SCHED_FLAGS_KNOWN 0x03u
+/* LEAST_STALL: every step's cost (and idle wake-up's lateness) is cut to the least that brings due
+ * the pending timers it brought due: the same order of steps with less time between them. The
+ * check that a failure is the time a slow step takes, not the order it causes (timing.h). */
+#define AFD_SCHED_LEAST_STALL 0x04u
+#define AFD_SCHED_FLAGS_KNOWN 0x07u
 #define AFD_TOKEN_MAX_DELAYS 4096
 #define AFD_TOKEN_MAX_LABEL 512
 
