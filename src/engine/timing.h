@@ -52,18 +52,18 @@ int afd_timing_capped_token(const char *token, int well_below, char **out);
 /* Runs the capped schedule AFD_TIMING_CHECK_RUNS times on pool when self->crossed, and sets
  * self->sensitive. Returns 0, or a negative AFD_E* code (AFD_EIO when interrupted). */
 int afd_timing_check(afd_timing *self, afd_pool *pool, const char *token, afd_progress *prog);
-/* The check of a failure no deadline explains (timing_clock.c): runs the failing token once more
- * and, with every delay cut to the least that brings due the same timers (AFD_SCHED_LEAST_STALL),
- * AFD_TIMING_CHECK_RUNS times, one run at a time. When the failing run failed, every cut run passed,
- * no run waited on threads, sockets or real time, and the cut run did what the failing run did, in
- * the same order, up to a step that took another path, sets self->sensitive and self->clock (and
- * the check's counts). Leaves self alone otherwise. Returns 0, or a negative
- * AFD_E* code (AFD_EIO when interrupted). */
+/* The check of a failure no deadline explains (timing_clock.c): runs the failing token once more,
+ * then bisects a scale of its delays (AFD_SCHED_SCALED) from 0 (must pass) to 1 down to the two
+ * neighbouring runs where the outcome flips, one run at a time. When every run could be judged (no
+ * thread, socket or real wait), the two neighbours did the same things in the same order up to the
+ * inside of a step, the failing neighbour did exactly what the failing run did, and the passing one
+ * passes AFD_TIMING_CHECK_RUNS times, sets self->sensitive and self->clock (and the check's counts).
+ * Leaves self alone otherwise. Returns 0, or a negative AFD_E* code (AFD_EIO when interrupted). */
 int afd_timing_clock_check(afd_timing *self, afd_pool *pool, const char *token, afd_progress *prog);
-/* Whether two runs did the same things in the same order up to where one step did otherwise (or
- * one record ended): the first difference between their events, times aside, is not one step
- * begun in one run where another, or none, began in the other. Traces cut short (dropped events)
- * answer 0. */
+/* Whether two runs did the same things in the same order up to where one step did otherwise: the
+ * first difference between their events, times aside, is inside a step both began alike, or is
+ * which step begins next where neither next step was brought by a timer (the ready queue's order
+ * is what the same steps scheduled). Traces cut short (dropped events) answer 0. */
 int afd_timing_same_order(const afd_trace *failing, const afd_trace *passing);
 /* What the timing check ran, for its "checked:" line: "the same schedule ... passed N/N runs". */
 #define AFD_TIMING_CHECKED "the same schedule with its delays cut short of the threshold"

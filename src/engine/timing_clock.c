@@ -1,19 +1,20 @@
 /* timing_clock.c -- a failure that is the time slow steps take, not the order they cause.
  *
- * A race needs two orders of events. On the controlled loop a schedule's delay changes the order
- * only through the timers it brings due: the ready queue is FIFO whatever the delays. So cut every
- * delay of a failing schedule to the least that brings due the same timers
- * (AFD_SCHED_LEAST_STALL): the run takes the same order with less time between its steps. If that
- * run passes, and it did what the failing run did, event for event, up to a step that then took
- * another path, then nothing decided the failure but how much time had passed when that step ran:
- * a clock reading compared with a time of the test's own (elapsed < 3 s, an entry's age against a
- * TTL). A slow machine crosses it; no order of events does. The deadline check (timing.c) covers
- * the thresholds a timer guards; this one those only a clock read sees.
+ * A race needs two orders of events. Scale every delay of a failing schedule by a factor from 0
+ * (no delay: the run passes) to 1 (the failing run) and bisect the factor to where the outcome
+ * flips (AFD_SCHED_SCALED). Where a timer's order decides the failure, the two runs either side of
+ * the flip part between steps: one began a step the other did not yet. Where they did the same
+ * things in the same order up to the inside of one step, which then went another way, nothing
+ * decided the failure but how much time had passed when that step ran: a clock reading compared
+ * with a time of the test's own (elapsed < 3 s, an entry's age against a TTL). A slow machine
+ * crosses it; no order of events does. The verdict is claimed only when the failing run fails as
+ * the run beside the flip with more time does: the same assertion at the same place. The deadline check
+ * (timing.c) covers the thresholds a timer guards; this one those only a clock read sees.
  *
- * Measured, as every verdict: one more run of the failing token and AFD_TIMING_CHECK_RUNS runs of
- * the cut one, one at a time, every one of which passed. Runs that waited on threads, sockets or
- * real time are not judged: what differs there may be the world's. Workload: once per failure
- * found; a few runs and one pass over two traces. */
+ * Measured, as every verdict: the failing token, the runs of the bisection and the passing side
+ * AFD_TIMING_CHECK_RUNS times, one run at a time. Runs that waited on threads, sockets or real
+ * time are not judged: what differs there may be the world's. Workload: once per failure no
+ * deadline explains; about 30 runs and two passes over traces. */
 #include "timing.h"
 #include "afd.h"
 #include "token.h"
@@ -56,49 +57,161 @@ static const afd_event *next_compared(const afd_trace *tr, uint32_t *i)
     return *i < tr->n_events ? &tr->events[*i] : NULL;
 }
 
+/* Whether the next step tr begins at or after event i was scheduled by a step (the ready queue's
+ * FIFO), not brought by a timer or a wake of the loop's self-pipe: 1 too when no step follows. */
+static int next_step_scheduled(const afd_trace *tr, uint32_t i)
+{
+    for (; i < tr->n_events; i++)
+        if (tr->events[i].kind == AFD_EV_WAKE)
+            return !(tr->events[i].flags & (AFD_WAKE_TIMER | AFD_WAKE_SELF_PIPE));
+    return 1;
+}
+
 int afd_timing_same_order(const afd_trace *failing, const afd_trace *passing)
 {
+    int in_step = 0; /* between a WAKE both runs began alike and its STEP */
     for (uint32_t i = 0, j = 0;; i++, j++) {
         const afd_event *a = next_compared(failing, &i), *b = next_compared(passing, &j);
-        if (a && b && same_event(failing, a, passing, b))
+        if (a && b && same_event(failing, a, passing, b)) {
+            if (a->kind == AFD_EV_WAKE)
+                in_step = 1;
+            else if (a->kind == AFD_EV_STEP)
+                in_step = 0;
             continue;
-        /* the first difference: a step begun in one run and not the other is another order; any
-         * other is what one step did after the same history (or the end of one run's record) */
-        if ((a && a->kind == AFD_EV_WAKE) || (b && b->kind == AFD_EV_WAKE))
-            return 0;
+        }
         if (failing->dropped || passing->dropped)
             return 0; /* a record cut short proves nothing about what followed */
-        return 1;
+        /* The first difference. Inside a step both began after the same history, it is what that
+         * step did: only a time it read can differ. Between steps, the step each run begins next
+         * (or its callback, first seen) differs: a timer brought it (a delay also moves the timers
+         * armed after it against those armed before: another order), or the ready queue did, which
+         * holds what the same steps scheduled, in their order: one of them went another way
+         * without an event to show it, and only a time it read can have made it. */
+        return in_step || (next_step_scheduled(failing, i) && next_step_scheduled(passing, j));
     }
 }
 
-typedef struct clock_ctx {
-    const char *failing, *cut; /* Borrowed tokens. */
-    afd_trace traces[2];       /* run 0 (the failing token) and run 1 (the first cut run) */
-    int have[2];
-    uint64_t failed0, passed;
-} clock_ctx;
+/* Identical behaviour: the same events in the same order, times aside, to the end of both. */
+static int same_run(const afd_trace *x, const afd_trace *y)
+{
+    if (x->dropped || y->dropped || x->outcome != y->outcome)
+        return 0;
+    for (uint32_t i = 0, j = 0;; i++, j++) {
+        const afd_event *a = next_compared(x, &i), *b = next_compared(y, &j);
+        if (!a || !b)
+            return !a && !b;
+        if (!same_event(x, a, y, b))
+            return 0;
+    }
+}
+
+/* The same failure: the same outcome at the same place ("file:line: ..." up to its ": "). */
+static int same_failure(const afd_trace *x, const afd_trace *y)
+{
+    const char *a = strstr(x->failure, ": "), *b = strstr(y->failure, ": ");
+    if (x->outcome != y->outcome || !a || !b || a - x->failure != b - y->failure)
+        return 0;
+    return !memcmp(x->failure, y->failure, (size_t)(a - x->failure)) && strchr(x->failure, ':') < a;
+}
+
+/* One run of the schedule with its delays scaled (AFD_SCALE_ONE: as it is). */
+typedef struct scaled_run {
+    int ran, failed;
+    uint32_t flags; /* AFD_TRACE_* */
+    afd_trace tr;   /* Owned when have. */
+    int have;
+} scaled_run;
+
+typedef struct run_ctx {
+    const char *token; /* Borrowed. */
+    scaled_run *out;   /* Borrowed. */
+} run_ctx;
 
 static int make_run(void *vctx, uint64_t i, uint8_t *mode, char **token)
 {
-    clock_ctx *c = vctx;
+    (void)i;
+    run_ctx *c = vctx;
     *mode = AFD_MODE_CONTROLLED;
-    *token = strdup(i == 0 ? c->failing : c->cut);
+    *token = strdup(c->token);
     return *token ? 0 : AFD_ENOMEM;
 }
 
 static int take_run(void *vctx, uint64_t i, afd_run_result *res, afd_trace *tr)
 {
-    clock_ctx *c = vctx;
-    if (i == 0)
-        c->failed0 = afd_runs_is_failure(res->outcome);
-    else if (res->outcome == AFD_OUT_PASS)
-        c->passed++;
-    if (i < 2 && tr && !c->have[i]) {
-        c->traces[i] = *tr; /* taken over: the batch finishes what is left, nothing */
+    (void)i;
+    scaled_run *o = ((run_ctx *)vctx)->out;
+    o->ran = 1;
+    o->failed = afd_runs_is_failure(res->outcome);
+    if (tr && !o->have) {
+        o->flags = tr->flags;
+        o->tr = *tr; /* taken over: the batch finishes what is left, nothing */
         memset(tr, 0, sizeof *tr);
-        c->have[i] = 1;
+        o->have = 1;
     }
+    return 0;
+}
+
+static void run_finish(scaled_run *r)
+{
+    if (r->have)
+        afd_trace_finish(&r->tr);
+    memset(r, 0, sizeof *r);
+}
+
+static int run_scaled(afd_pool *pool, const afd_schedule *base, uint32_t scale, afd_progress *prog,
+                      scaled_run *out)
+{
+    run_finish(out);
+    afd_schedule s;
+    int rc = afd_schedule_copy(&s, base);
+    char *token = NULL;
+    if (rc == 0 && scale != AFD_SCALE_ONE) {
+        s.flags |= AFD_SCHED_SCALED;
+        s.scale_ppb = scale;
+    }
+    if (rc == 0)
+        rc = afd_token_encode(&s, &token);
+    afd_schedule_finish(&s);
+    if (rc < 0)
+        return rc;
+    run_ctx c = {token, out};
+    tally t = {0};
+    rc = afd_runs_batch_alone(pool, 0, 1, 0, make_run, take_run, &c, prog, &t);
+    out->flags |= t.flags_union;
+    afd_tally_finish(&t);
+    free(token);
+    return rc;
+}
+
+/* A run the check can judge: it ran, its trace was read, and no thread, socket or real wait had
+ * a say in it. */
+static int judged(const scaled_run *r)
+{
+    return r->ran && r->have && !(r->flags & AFD_TRACE_UNCONTROLLED);
+}
+
+/* Bisects the scale between a passing *lo (scale 0) and a failing *hi (scale 1) down to
+ * neighbours; 0 when every run could be judged. */
+static int bisect(afd_pool *pool, const afd_schedule *s, afd_progress *prog, scaled_run *lo, scaled_run *hi,
+                  uint32_t *lo_scale, int *ok)
+{
+    uint32_t l = 0, h = AFD_SCALE_ONE;
+    *ok = 0;
+    while (h - l > 1) {
+        uint32_t m = l + (h - l) / 2;
+        scaled_run mid = {0};
+        int rc = run_scaled(pool, s, m, prog, &mid);
+        if (rc < 0 || !judged(&mid)) {
+            run_finish(&mid);
+            return rc;
+        }
+        scaled_run *side = mid.failed ? hi : lo;
+        run_finish(side);
+        *side = mid;
+        *(mid.failed ? &h : &l) = m;
+    }
+    *lo_scale = l;
+    *ok = 1;
     return 0;
 }
 
@@ -108,27 +221,39 @@ int afd_timing_clock_check(afd_timing *self, afd_pool *pool, const char *token, 
     int rc = afd_token_decode(&s, token);
     if (rc < 0)
         return rc;
-    s.flags |= AFD_SCHED_LEAST_STALL;
-    char *cut = NULL;
-    rc = afd_token_encode(&s, &cut);
-    afd_schedule_finish(&s);
-    if (rc < 0)
-        return rc;
-    clock_ctx c = {.failing = token, .cut = cut};
-    tally t = {0};
-    rc = afd_runs_batch_alone(pool, 0, 1 + AFD_TIMING_CHECK_RUNS, 0, make_run, take_run, &c, prog, &t);
-    int judged = rc == 0 && t.runs == 1 + AFD_TIMING_CHECK_RUNS && c.failed0 &&
-                 c.passed == AFD_TIMING_CHECK_RUNS && c.have[0] && c.have[1] &&
-                 !((c.traces[0].flags | c.traces[1].flags | t.flags_union) & AFD_TRACE_UNCONTROLLED);
-    if (judged && afd_timing_same_order(&c.traces[0], &c.traces[1])) {
-        self->sensitive = self->clock = 1;
-        self->check_runs = AFD_TIMING_CHECK_RUNS;
-        self->check_passed = c.passed;
+    scaled_run one = {0}, lo = {0}, hi = {0};
+    uint32_t lo_scale = 0;
+    int ok = 0;
+    if (!(s.flags & AFD_SCHED_SCALED))
+        rc = run_scaled(pool, &s, AFD_SCALE_ONE, prog, &one);
+    if (rc == 0 && judged(&one) && one.failed)
+        rc = run_scaled(pool, &s, 0, prog, &lo);
+    if (rc == 0 && judged(&lo) && !lo.failed)
+        rc = bisect(pool, &s, prog, &lo, &hi, &lo_scale, &ok);
+    /* The flip is inside one step, and the failing run fails where the run beside the flip with
+     * more time does: the same assertion, which the same order passes with less time (hi holds
+     * nothing when the flip is next to scale 1). Past the flip the delays may also wake a timer
+     * sooner (a keep-alive, a poll) without a say in that assertion; they cross the threshold
+     * all the same, which is what the verdict says. */
+    const afd_trace *fail_side = hi.have ? &hi.tr : &one.tr;
+    uint64_t passed = 1;
+    if (rc == 0 && ok && afd_timing_same_order(fail_side, &lo.tr) &&
+        (same_run(fail_side, &one.tr) || same_failure(fail_side, &one.tr))) {
+        for (int k = 1; rc == 0 && k < AFD_TIMING_CHECK_RUNS; k++) { /* the passing side, again */
+            scaled_run again = {0};
+            rc = run_scaled(pool, &s, lo_scale, prog, &again);
+            passed += rc == 0 && judged(&again) && !again.failed;
+            run_finish(&again);
+        }
+        if (rc == 0 && passed == AFD_TIMING_CHECK_RUNS) {
+            self->sensitive = self->clock = 1;
+            self->check_runs = AFD_TIMING_CHECK_RUNS;
+            self->check_passed = passed;
+        }
     }
-    for (int i = 0; i < 2; i++)
-        if (c.have[i])
-            afd_trace_finish(&c.traces[i]);
-    afd_tally_finish(&t);
-    free(cut);
+    run_finish(&one);
+    run_finish(&lo);
+    run_finish(&hi);
+    afd_schedule_finish(&s);
     return rc;
 }

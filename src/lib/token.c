@@ -76,6 +76,7 @@ int afd_schedule_copy(afd_schedule *dst, const afd_schedule *src)
     dst->pct_depth = src->pct_depth;
     dst->pct_steps = src->pct_steps;
     dst->flags = src->flags;
+    dst->scale_ppb = src->scale_ppb;
     if (!src->n_delays)
         return 0;
     dst->delays = calloc(src->n_delays, sizeof *dst->delays);
@@ -147,8 +148,8 @@ char *afd_schedule_describe(const afd_schedule *self)
     if (self->flags & AFD_SCHED_BELOW_DEADLINES)
         afd_buf_printf(&b,
                        self->flags & AFD_SCHED_WELL_BELOW ? ", well below deadlines" : ", below deadlines");
-    if (self->flags & AFD_SCHED_LEAST_STALL)
-        afd_buf_printf(&b, ", least stalls");
+    if (self->flags & AFD_SCHED_SCALED)
+        afd_buf_printf(&b, ", delays scaled by %.9g", self->scale_ppb / 1e9);
     if (b.err) {
         afd_buf_finish(&b);
         return NULL;
@@ -223,6 +224,8 @@ static int schedule_encodable(const afd_schedule *self)
         return AFD_EINVAL;
     if (self->flags & ~AFD_SCHED_FLAGS_KNOWN)
         return AFD_EINVAL;
+    if ((self->flags & AFD_SCHED_SCALED) && self->scale_ppb > AFD_SCALE_ONE)
+        return AFD_EINVAL;
     for (uint32_t i = 0; i < self->n_delays; i++) {
         const char *label = self->delays[i].label;
         if (label && strlen(label) > AFD_TOKEN_MAX_LABEL)
@@ -254,6 +257,8 @@ int afd_token_encode(const afd_schedule *self, char **out)
     afd_buf_put_u32(&b, self->pct_steps);
     if (version == 2)
         afd_buf_put_u8(&b, self->flags);
+    if (self->flags & AFD_SCHED_SCALED)
+        afd_buf_put_u32(&b, self->scale_ppb);
     afd_buf_put_u32(&b, self->n_delays);
     for (uint32_t i = 0; i < self->n_delays; i++) {
         const afd_delay *d = &self->delays[i];
@@ -318,13 +323,17 @@ static int parse_payload(afd_schedule *self, const uint8_t *p, size_t len)
     self->pct_depth = afd_reader_u32(&r);
     self->pct_steps = afd_reader_u32(&r);
     uint8_t flags = version == 2 ? afd_reader_u8(&r) : 0;
+    uint32_t scale = flags & AFD_SCHED_SCALED ? afd_reader_u32(&r) : 0;
     uint32_t n = afd_reader_u32(&r);
     if (afd_reader_error(&r) || version < 1 || version > AFD_TOKEN_VERSION || strategy >= AFD_STRAT__COUNT)
         return AFD_ETOKEN_CORRUPT;
     /* A version-2 payload without a flag would have been written as version 1. */
     if (version == 2 && (flags == 0 || (flags & ~AFD_SCHED_FLAGS_KNOWN)))
         return AFD_ETOKEN_CORRUPT;
+    if (scale > AFD_SCALE_ONE)
+        return AFD_ETOKEN_CORRUPT;
     self->flags = flags;
+    self->scale_ppb = scale;
     self->strategy = strategy;
     /* The byte count bounds n before anything is allocated for it. */
     if (n > AFD_TOKEN_MAX_DELAYS || n > afd_reader_left(&r) / MIN_DELAY_LEN)

@@ -10,11 +10,12 @@
  *   u32 n_delays | n_delays x (u32 label_len | label bytes | u32 ordinal | u64 cost_ns) | u32 crc32
  * little-endian, where crc32 covers every payload byte before it. Version 1 has no flags byte and
  * means exactly what it meant before deadlines were known: every token printed before keeps its
- * run. Version 2 carries the flags byte (AFD_SCHED_BELOW_DEADLINES) and is written only when a flag
- * is set, so a schedule without flags still encodes as the same text; a version-2 payload with no
- * flag set is not canonical and is refused. The "1" of the prefix names the text form (prefix,
- * base32, checksum), which both payload versions share. Decoding is bounds-checked: a foreign prefix,
- * another version, a bad checksum or trailing garbage is an error, never a crash. */
+ * run. Version 2 carries the flags byte (AFD_SCHED_BELOW_DEADLINES), then with AFD_SCHED_SCALED a
+ * u32 scale_ppb, and is written only when a flag is set, so a schedule without flags still encodes as the
+ * same text; a version-2 payload with no flag set is not canonical and is refused. The "1" of the prefix
+ * names the text form (prefix, base32, checksum), which both payload versions share. Decoding is
+ * bounds-checked: a foreign prefix, another version, a bad checksum or trailing garbage is an error, never a
+ * crash. */
 #ifndef AFD_TOKEN_H
 #define AFD_TOKEN_H
 
@@ -33,10 +34,11 @@
  * not at most a millisecond, so that a real wait after a stall (a socket's answer, a thread's work)
  * does not carry the clock past it: the timing check of a failure a real wait carried past one. */
 #define AFD_SCHED_WELL_BELOW 0x02u
-/* LEAST_STALL: every step's cost (and idle wake-up's lateness) is cut to the least that brings due
- * the pending timers it brought due: the same order of steps with less time between them. The
- * check that a failure is the time a slow step takes, not the order it causes (timing.h). */
-#define AFD_SCHED_LEAST_STALL 0x04u
+/* SCALED: every step's cost and idle wake-up's lateness beyond its floor is multiplied by
+ * scale_ppb / 1e9 (carried after the flags byte): the same schedule with less time in its delays,
+ * the timing check of a failure no deadline explains (timing_clock.c). */
+#define AFD_SCHED_SCALED 0x04u
+#define AFD_SCALE_ONE 1000000000u
 #define AFD_SCHED_FLAGS_KNOWN 0x07u
 #define AFD_TOKEN_MAX_DELAYS 4096
 #define AFD_TOKEN_MAX_LABEL 512
@@ -59,7 +61,8 @@ typedef struct afd_schedule {
     uint64_t seed;    /* Seeds the strategy's randomness and the program's `random` module. */
     uint32_t pct_depth;
     uint32_t pct_steps;
-    uint8_t flags; /* AFD_SCHED_* bits; 0 in every version-1 token. */
+    uint8_t flags;      /* AFD_SCHED_* bits; 0 in every version-1 token. */
+    uint32_t scale_ppb; /* with AFD_SCHED_SCALED: the delays' scale in parts per 1e9 (at most 1e9) */
     uint32_t n_delays;
     afd_delay *delays; /* Owned array of n_delays. */
 } afd_schedule;

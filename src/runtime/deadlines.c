@@ -170,19 +170,6 @@ void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, af
     *earliest = which;
 }
 
-uint64_t afd_deadline_least_reach(afd_handle *const *heap, size_t n, uint64_t now_ns, uint64_t total)
-{
-    uint64_t reach = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (afd_handle_cancelled(heap[i]))
-            continue;
-        uint64_t when = afd_rt_ceil_ns(afd_handle_ext_of(heap[i])->when);
-        if (when > now_ns && when - now_ns <= total && when - now_ns > reach)
-            reach = when - now_ns;
-    }
-    return reach;
-}
-
 /* The first pending timer a wake-up at wake_ns that is late by `late` overtakes, or NULL: a timer,
  * deadline or not, due more than AFD_WAKE_BATCH_NS after it (counting the delay the schedule added
  * since it was armed). A wake-up that late slept through a time the program set; one within the

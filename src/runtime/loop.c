@@ -359,17 +359,14 @@ static int deadlock(afd_loop *self)
 #define REAL_SLICE_MIN_NS 200000ULL
 #define REAL_SLICE_MAX_NS 50000000ULL
 
-/* Under AFD_SCHED_LEAST_STALL (the timing check of a failure that may be a clock threshold): a
- * delay cut to the least that still brings due the timers it brought due (at least floor), so the
- * run takes the same order of steps with as little time between them as that order needs. `spent`
- * is the time the clock moves anyway before the delay (a step's blocking, an idle jump). */
-static uint64_t least_stall(afd_loop *self, uint64_t delay, uint64_t spent, uint64_t floor)
+/* Under AFD_SCHED_SCALED (the timing check of a failure that may be a clock threshold): a delay
+ * beyond its floor times the schedule's scale, the same schedule with less time in it. */
+static uint64_t scaled(uint64_t delay, uint64_t floor)
 {
-    if (delay <= floor)
+    const afd_schedule *s = &afd_rt_config.schedule;
+    if (!(s->flags & AFD_SCHED_SCALED) || delay <= floor)
         return delay;
-    uint64_t reach = afd_deadline_least_reach(self->q.heap, self->q.hn, self->clock_ns, spent + delay);
-    uint64_t least = reach > spent ? reach - spent : 0;
-    return least > floor ? least : floor;
+    return floor + (uint64_t)((double)(delay - floor) * ((double)s->scale_ppb / AFD_SCALE_ONE));
 }
 
 /* Whether the loop handles signals (add_signal_handler): a signal sent before the loop went idle
@@ -406,8 +403,7 @@ static int controlled_wait(afd_loop *self, int stopping)
         if (late < AFD_WAKE_FLOOR_NS)
             late = AFD_WAKE_FLOOR_NS;
         late = afd_deadline_cap_lateness(self->q.heap, self->q.hn, deadline, late);
-        if (afd_rt_config.schedule.flags & AFD_SCHED_LEAST_STALL)
-            late = least_stall(self, late, deadline - self->clock_ns, AFD_WAKE_FLOOR_NS);
+        late = scaled(late, AFD_WAKE_FLOOR_NS);
         afd_deadline_wake_late(self->q.heap, self->q.hn, deadline, late, 0);
         if (late > AFD_WAKE_FLOOR_NS)
             afd_injected_ns += late - AFD_WAKE_FLOOR_NS;
@@ -723,9 +719,8 @@ static PyObject *run_once(afd_loop *self)
             cost = afd_schedule_step_cost_within(&afd_rt_config.schedule, &sid, &hz);
             if (cost < AFD_STEP_FLOOR_NS)
                 cost = AFD_STEP_FLOOR_NS;
+            cost = scaled(cost, AFD_STEP_FLOOR_NS);
             afd_injected_ns += cost - AFD_STEP_FLOOR_NS;
-            if (afd_rt_config.schedule.flags & AFD_SCHED_LEAST_STALL)
-                cost = least_stall(self, cost, afd_rec_extra_cost, AFD_STEP_FLOOR_NS);
             uint64_t scheduled = cost;
             cost += afd_rec_extra_cost;
             if (timed)

@@ -197,9 +197,6 @@ void afd_deadline_horizon(afd_handle *const *heap, size_t n, uint64_t now_ns, af
  * the clock past the earliest pending deadline of h (number `earliest`). */
 void afd_deadline_step_end(uint32_t task, uint64_t vstart, uint64_t cost, const afd_horizon *h,
                            uint32_t earliest);
-/* The least time at now_ns that brings due every pending timer of a heap of n (borrowed) that
- * `total` ns brings due: the distance to the last of them, 0 for none (AFD_SCHED_LEAST_STALL). */
-uint64_t afd_deadline_least_reach(afd_handle *const *heap, size_t n, uint64_t now_ns, uint64_t total);
 /* The lateness of an idle wake-up at wake_ns under a schedule that keeps below deadlines: capped
  * just short of the earliest deadline still ahead of the wake-up (late unchanged otherwise). */
 uint64_t afd_deadline_cap_lateness(afd_handle *const *heap, size_t n, uint64_t wake_ns, uint64_t late);
