@@ -47,6 +47,7 @@ typedef struct explore_ctx {
     u64_list indices;          /* the portfolio index of each run made, in run order */
     int only;
     uint32_t est_steps;
+    uint32_t zero_flags; /* the AFD_TRACE_* flags of run 0, the zero schedule's */
     uint64_t best_index; /* lowest failing run index, UINT64_MAX if none */
     char *best_token;
     char *best_failure; /* Owned; may hold NUL bytes: best_failure_len is its length. */
@@ -168,6 +169,7 @@ static int take_portfolio(explore_ctx *c, uint64_t index, uint64_t i, afd_run_re
 {
     if (index == 0 && tr) {
         c->est_steps = afd_trace_program_steps(tr);
+        c->zero_flags = tr->flags;
         afd_fired_sites_from_trace(&c->normal, tr);
     }
     note_class(c, tr);
@@ -339,6 +341,13 @@ static int explore_search(const afd_cli *cli, afd_pool *pool, explore_ctx *c, af
         return rc;
     if (c->closure.state == AFD_CLOSURE_DEADLINES)
         return run_beyond(cli, pool, c, prog, t, cli->seconds);
+    /* The systematic search enumerates the slots the zero run measured on the virtual clock. A run
+     * that waited in real time or heard from a thread measured what the machine's speed decided
+     * (a margin after a real wait is unmeasured), so how many schedules it would enumerate, and so
+     * where the portfolio's runs fall, would change from session to session: the portfolio takes
+     * the whole budget instead, and the same seed gives the same runs. */
+    if (c->zero_flags & AFD_TRACE_UNCONTROLLED)
+        with_sys = 0;
     uint64_t measured = t->runs - 1; /* the repeats: the portfolio's run numbers start after them */
     uint64_t random_n = with_sys ? (cli->n + 1) / 2 : cli->n;
     if (random_n > cli->n - measured)
