@@ -552,7 +552,7 @@ int afd_cmd_explore(const afd_cli *cli)
     }
     /* A failure no deadline explains may still be the time slow steps take (timing_clock.c). */
     if (rc == 0 && c.best_index != UINT64_MAX && !c.timing.sensitive)
-        rc = afd_timing_clock_check(&c.timing, pool, c.best_token, &prog);
+        rc = afd_timing_clock_check(&c.timing, pool, c.best_token, c.best_outcome, &prog);
     if (rc == 0 && c.best_index != UINT64_MAX) {
         rc = afd_timing_confirm(pool, c.best_token, &prog, &c.confirm);
         /* a thread working in real time decides such a run, failing every replay or not; a

@@ -500,7 +500,7 @@ int inv_reproduce(inv *v, outcome *o)
     }
     if (!o->timing.sensitive) { /* no deadline explains it: maybe the time slow steps take */
         afd_timing tm = {0};
-        rc = afd_timing_clock_check(&tm, v->pool, v->found_token, &v->prog);
+        rc = afd_timing_clock_check(&tm, v->pool, v->found_token, v->fail_run.outcome, &v->prog);
         if (rc < 0)
             return rc;
         if (tm.sensitive)

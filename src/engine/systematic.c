@@ -356,7 +356,7 @@ int afd_cmd_explore_systematic(const afd_cli *cli)
     if (rc == 0 && r.fail_run && r.timing.crossed)
         rc = afd_timing_check(&r.timing, pool, r.fail_token, &prog);
     if (rc == 0 && r.fail_run && !r.timing.sensitive)
-        rc = afd_timing_clock_check(&r.timing, pool, r.fail_token, &prog);
+        rc = afd_timing_clock_check(&r.timing, pool, r.fail_token, r.fail_outcome, &prog);
     afd_progress_done(&prog);
     afd_runs_stop_pool(cli, pool);
     if (rc == AFD_EIO) {

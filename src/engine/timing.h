@@ -52,14 +52,16 @@ int afd_timing_capped_token(const char *token, int well_below, char **out);
 /* Runs the capped schedule AFD_TIMING_CHECK_RUNS times on pool when self->crossed, and sets
  * self->sensitive. Returns 0, or a negative AFD_E* code (AFD_EIO when interrupted). */
 int afd_timing_check(afd_timing *self, afd_pool *pool, const char *token, afd_progress *prog);
-/* The check of a failure no deadline explains (timing_clock.c): runs the failing token once more,
+/* The check of a failure no deadline explains (timing_clock.c), only of a test body's failure
+ * (outcome AFD_OUT_FAIL: not a crash, a hang or a setup's error): runs the failing token once more,
  * then bisects a scale of its delays (AFD_SCHED_SCALED) from 0 (must pass) to 1 down to the two
  * neighbouring runs where the outcome flips, one run at a time. When every run could be judged (no
  * thread, socket or real wait), the two neighbours did the same things in the same order up to the
  * inside of a step, the failing neighbour did exactly what the failing run did, and the passing one
  * passes AFD_TIMING_CHECK_RUNS times, sets self->sensitive and self->clock (and the check's counts).
  * Leaves self alone otherwise. Returns 0, or a negative AFD_E* code (AFD_EIO when interrupted). */
-int afd_timing_clock_check(afd_timing *self, afd_pool *pool, const char *token, afd_progress *prog);
+int afd_timing_clock_check(afd_timing *self, afd_pool *pool, const char *token, int outcome,
+                           afd_progress *prog);
 /* Whether two runs did the same things in the same order up to where one step did otherwise: the
  * first difference between their events, times aside, is inside a step both began alike, or is
  * which step begins next where neither next step was brought by a timer (the ready queue's order

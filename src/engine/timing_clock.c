@@ -215,8 +215,11 @@ static int bisect(afd_pool *pool, const afd_schedule *s, afd_progress *prog, sca
     return 0;
 }
 
-int afd_timing_clock_check(afd_timing *self, afd_pool *pool, const char *token, afd_progress *prog)
+int afd_timing_clock_check(afd_timing *self, afd_pool *pool, const char *token, int outcome,
+                           afd_progress *prog)
 {
+    if (outcome != AFD_OUT_FAIL)
+        return 0; /* a crash, a hang or a setup's error is not a comparison the test made */
     afd_schedule s;
     int rc = afd_token_decode(&s, token);
     if (rc < 0)

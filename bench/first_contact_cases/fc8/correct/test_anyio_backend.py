@@ -2,9 +2,10 @@
 ``anyio_backend`` fixture pinned to asyncio), as done by httpx / starlette style
 libraries that support several async backends.
 
-Covers task groups, ``move_on_after`` / ``fail_after`` with generous limits,
-memory object streams as a producer/consumer channel, ``anyio.to_thread``,
-``anyio.Event``, ``CapacityLimiter`` and cancellation scopes.
+Covers task groups measured with ``anyio.current_time()``, ``move_on_after`` and
+a generous ``fail_after``, memory object streams as a producer/consumer
+channel, ``CapacityLimiter`` and cancelling a background worker through the
+task group's cancel scope.
 """
 
 

@@ -1,11 +1,12 @@
 """Structured-concurrency tests, modelled on a fan-out API aggregator (call
 several backends, merge results) and on its error / cancellation handling.
 
-Covers ``asyncio.TaskGroup`` (success, first-failure cancels siblings, cleanup
-runs), ``gather(return_exceptions=True)``, ``as_completed`` with clearly
-separated latencies, ``asyncio.wait(FIRST_COMPLETED)`` for hedged requests,
-``asyncio.shield`` protecting a commit from caller cancellation, and
-``Task.cancel()`` / ``uncancel`` semantics.
+Covers ``asyncio.TaskGroup`` (first failure cancels siblings, their cleanup
+runs), ``as_completed`` over responses released in a known order,
+``asyncio.wait(FIRST_COMPLETED)`` for hedged requests followed by
+``gather(return_exceptions=True)`` over the losers, ``asyncio.shield``
+protecting a commit from caller cancellation, and ``Task.cancel()`` with async
+cleanup before the ``CancelledError`` is re-raised.
 """
 
 import asyncio
@@ -45,10 +46,19 @@ async def test_taskgroup_failure_cancels_siblings_and_runs_cleanup():
 
 @pytest.mark.asyncio
 async def test_as_completed_yields_in_completion_order():
-    coros = [backend("slow", 0.6), backend("fast", 0.01), backend("medium", 0.3)]
-    order = []
-    for fut in asyncio.as_completed(coros, timeout=30):
-        order.append(await fut)
+    # Responses are released by the test (as a fake transport would deliver
+    # them), so the completion order does not depend on wall-clock timing.
+    released = {name: asyncio.Event() for name in ("slow", "fast", "medium")}
+
+    async def gated_backend(name):
+        await released[name].wait()
+        return f"{name}:ok"
+
+    tasks = [asyncio.create_task(gated_backend(n)) for n in ("slow", "fast", "medium")]
+    await asyncio.sleep(0)  # every backend is now waiting for its response
+    for name in ("fast", "medium", "slow"):
+        released[name].set()
+    order = [await fut for fut in asyncio.as_completed(tasks, timeout=30)]
     assert order == ["fast:ok", "medium:ok", "slow:ok"]
 
 

@@ -4,7 +4,7 @@ protocol server (think a tiny memcached/redis-like text protocol) built on
 
 The server fixture is async and function-scoped; clients connect with
 ``asyncio.open_connection``.  Tests cover request/response, pipelining,
-many concurrent clients, server-side state shared under a lock, and graceful
+many concurrent clients incrementing server-side state under a lock, and
 shutdown closing idle connections.
 """
 

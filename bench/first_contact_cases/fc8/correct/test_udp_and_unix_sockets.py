@@ -2,9 +2,11 @@
 UDP datagrams on localhost port 0) and on a local control socket of a daemon
 (newline-delimited JSON over a Unix socket created in ``tmp_path``).
 
-Uses the low-level ``DatagramProtocol`` API, ``asyncio.start_unix_server`` /
-``open_unix_connection``, and a ``tmp_path_factory`` session-scoped directory
-for socket paths (kept short enough for ``AF_UNIX``).
+Uses the low-level ``DatagramProtocol`` API and ``loop.sock_sendto`` /
+``sock_recvfrom``, ``asyncio.start_unix_server`` / ``open_unix_connection`` with
+a session-scoped short temporary directory (``AF_UNIX`` paths are limited to
+~108 bytes) and, via ``monkeypatch.chdir``, a relative socket path in
+``tmp_path``.
 """
 
 import asyncio

@@ -1,6 +1,7 @@
 """Producer/consumer pipeline tests, modelled on a crawler / ETL worker pool that
 uses ``asyncio.Queue`` with sentinels, ``join()``/``task_done()``, bounded
-queues for backpressure, and a ``PriorityQueue`` for scheduling.
+queues for backpressure, a three-stage pipeline under a ``TaskGroup``, and a
+``get()`` bounded by ``wait_for``.
 
 Every pattern here is the correct textbook form: consumers call ``task_done``
 in ``finally``, shutdown uses one sentinel per worker or cancellation after
