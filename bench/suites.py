@@ -5,7 +5,8 @@ Usage: .venv/bin/python bench/suites.py [--explore N] [--rounds N] [--only NAME,
 
 Each library below is built from its PyPI sdist (which ships its tests) into build/bench-env/suites,
 a venv of the interpreter .venv was made with, together with what its suite needs
-(bench/requirements-suites.txt). The suite's own configuration (setup.cfg, pyproject.toml: addopts,
+(bench/requirements-suites.txt); those marked own_venv (met at the fifth and sixth first contacts) run
+in the venv bench/first_contact.py makes for each, from its POOL entry. The suite's own configuration (setup.cfg, pyproject.toml: addopts,
 filterwarnings = error, timeouts, asyncio_mode) is used untouched; what the command line adds for a
 suite is listed beside it below (deselecting tests that need a network service, and settings that
 pytest-asyncio 1.5 requires and an older suite does not set). affidavit reaches that venv through a
@@ -45,7 +46,7 @@ import sys
 import tarfile
 import time
 import xml.etree.ElementTree as ET
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import pairs
 
@@ -107,6 +108,13 @@ SUITES: List[Dict[str, Any]] = [
     {"name": "stamina", "pin": "stamina==26.1.0", "args": ["tests"]},
     # its 9 tests wait for cron times in real time: a plain session takes 6 minutes
     {"name": "aiocron", "pin": "aiocron==2.1", "args": ["tests"], "rounds": 1},
+    # The fifth and sixth contacts' suites that ship tests. Each runs in its own venv, made as at first
+    # contact by bench/first_contact.py (build/bench-env/fc/NAME; its POOL entry holds the pin, the
+    # arguments, the environment and the extras: they pin different versions of one package, such as
+    # cryptography, so they cannot share this venv). Their sessions are long: two rounds.
+    *({"name": n, "own_venv": True, "rounds": 2} for n in (
+        "aiosqlite", "aiohttp-session", "sse-starlette", "async-upnp-client", "aiocoap", "blacksheep", "anyio",
+        "starlette", "hikari")),
 ]
 
 # The pytest plugins (pytest11 entry points) a suite's own requirements install into the shared venv:
@@ -140,7 +148,8 @@ def env_python(engine: str) -> str:
     py = os.path.join(ENV, "bin", "python")
     venv_py = os.path.join(os.path.dirname(engine), "python")
     stamp = os.path.join(ENV, ".stamp")
-    want = open(REQ, encoding="utf-8").read() + json.dumps([s["pin"] for s in SUITES])
+    shared = [s for s in SUITES if not s.get("own_venv")]
+    want = open(REQ, encoding="utf-8").read() + json.dumps([s["pin"] for s in shared])
     if not (os.path.exists(stamp) and open(stamp, encoding="utf-8").read() == want):
         base = run([venv_py, "-c", "import sys; print(sys._base_executable)"]).stdout.strip()
         shutil.rmtree(ENV, ignore_errors=True)
@@ -149,13 +158,13 @@ def env_python(engine: str) -> str:
         pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
         run(pip + ["-r", REQ])
         os.makedirs(SRC, exist_ok=True)
-        for s in SUITES:
+        for s in shared:
             run([py, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--no-deps",
                  "--no-binary", ":all:", s["pin"], "-d", SRC])
         for sdist in glob.glob(os.path.join(SRC, "*.tar.gz")):
             with tarfile.open(sdist) as tf:
                 tf.extractall(SRC, filter="data") if sys.version_info >= (3, 12) else tf.extractall(SRC)
-        for s in SUITES:
+        for s in shared:
             log(f"installing {s['pin']}")
             run(pip + [suite_dir(s)])
         # A section with no settings: pytest's search for a configuration file stops here, not in
@@ -166,6 +175,27 @@ def env_python(engine: str) -> str:
             f.write(want)
     link_affidavit(py, venv_py, engine)
     return py
+
+
+def own_venv(name: str, engine: str) -> Tuple[Dict[str, Any], str]:
+    """A suite met at first contact, in its own venv: bench/first_contact.py's POOL entry and that venv's
+    python (made if missing). This module's ENV, SRC and LINK then point at the suite's (the caller
+    restores them)."""
+    global ENV, SRC, LINK
+    import first_contact  # it imports this module: imported here, when a suite needs it
+
+    entry = next(e for e in first_contact.POOL if e["name"] == name)
+    first_contact.use(name)  # its copy of this module's paths, for its fetch() and install()
+    ENV, SRC, LINK = (os.path.join(first_contact.BASE, name, "venv"), os.path.join(first_contact.BASE, name, "src"),
+                      os.path.join(first_contact.BASE, "affidavit-link"))
+    first_contact.fetch(entry)
+    saved = dict(os.environ)
+    os.environ.update(entry.get("env", {}))  # a build switch (blacksheep's) its install needs
+    try:
+        return entry, first_contact.install(entry, engine)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def suite_dir(s: Dict[str, Any]) -> str:
@@ -383,19 +413,26 @@ def main(argv: List[str]) -> int:
             print(f"usage: suites.py [--explore N] [--rounds N] [--only NAME,...] [--affidavit PATH] [--out FILE] (not {a!r})",
                   file=sys.stderr)
             return 2
-    py = env_python(engine)
+    chosen = [s for s in SUITES if not only or s["name"] in only]
+    py = env_python(engine) if any(not s.get("own_venv") for s in chosen) else ""
     results: Dict[str, Any] = {"machine_before": machine(), "explore": explore, "rounds": rounds, "suites": {}}
+    global ENV, SRC, LINK
+    shared_paths = (ENV, SRC, LINK)
     for s in SUITES:
         if only and s["name"] not in only:
             continue
         n = min(rounds, int(s.get("rounds", rounds)))
+        s_py = py
+        if s.get("own_venv"):
+            s, s_py = own_venv(s["name"], engine)
         log(f"{s['name']}: {n} rounds of plain, inactive, explore={explore}")
         got = []
         for i in range(n):
             # the order flips every round, so that neither end is always the one that runs warm
             order = ("plain", "inactive", "explore") if i % 2 == 0 else ("explore", "inactive", "plain")
-            got.append({mode: session(py, s, mode, explore, f"{mode}-{i}") for mode in order})
-        t = tally(got[0]["plain"], got[0]["inactive"], got[0]["explore"], async_tests(py, s))
+            got.append({mode: session(s_py, s, mode, explore, f"{mode}-{i}") for mode in order})
+        t = tally(got[0]["plain"], got[0]["inactive"], got[0]["explore"], async_tests(s_py, s))
+        ENV, SRC, LINK = shared_paths
         add_rounds(t, got)
         t["pin"] = s["pin"]
         t["args"] = s["args"]
