@@ -749,8 +749,12 @@ static void format_time_event(const afd_trace *self, const afd_event *ev, afd_bu
         return;
     }
     if (ev->kind == AFD_EV_DEADLINE_LATE && (ev->flags & AFD_LATE_FIRED)) {
-        afd_buf_printf(out, "%sdeadline #%" PRIu32 " fired (",
-                       ev->flags & AFD_LATE_BROUGHT_DUE ? "stalls brought it due: " : "", ev->a);
+        if (ev->a)
+            afd_buf_printf(out, "%sdeadline #%" PRIu32 " fired (",
+                           ev->flags & AFD_LATE_BROUGHT_DUE ? "stalls brought it due: " : "", ev->a);
+        else
+            afd_buf_printf(out, "%sa sleep's wake-up fired (",
+                           ev->flags & AFD_LATE_BROUGHT_DUE ? "stalls brought it due: " : "");
         put_ms(out, ev->cost);
         afd_buf_printf(out, ", armed at %s)", ev->b == AFD_NOSTR ? "?" : afd_trace_string(self, ev->b));
         return;

@@ -177,7 +177,9 @@ enum { AFD_SLOT_DEADLINE = 1u << 0, AFD_SLOT_CROSSING = 1u << 1 };
 enum { AFD_WAKE_TIMER = 1u << 0, AFD_WAKE_SELF_PIPE = 1u << 1 };
 /* AFD_EV_DEADLINE_LATE flags. */
 /* REAL_WAIT: a real wait carried the clock past it after a stall had brought it within reach.
- * FIRED: a deadline fired (task 0, vtime = now); with BROUGHT_DUE, the schedule's stalls since it was
+ * FIRED: a deadline fired (task 0, vtime = now), or with a = 0 a sleep's wake-up armed more than
+ * 1 ms ahead (b its site, cost its duration: recorded the first time its site fires, and whenever
+ * brought due); with BROUGHT_DUE, the schedule's stalls since it was
  * armed were more than its lateness: without them the clock would not have reached it yet. A FIRED
  * event is a measurement, as SLOT is: afd_trace_digest and afd_trace_order_digest skip it. */
 enum { AFD_LATE_REAL_WAIT = 1u << 0, AFD_LATE_FIRED = 1u << 1, AFD_LATE_BROUGHT_DUE = 1u << 2 };

@@ -82,14 +82,43 @@ static int is_sleep_wakeup(PyObject *callback)
     return wake;
 }
 
+/* The sites of sleeps whose firing this run has recorded: one FIRED event per site is enough for
+ * the zero schedule's list, and keeps a poll of many sleeps from filling the trace. */
+#define MAX_SLEEP_SITES 256
+static uint32_t fired_sleep_sites[MAX_SLEEP_SITES], n_fired_sleep_sites;
+
+static int first_firing(uint32_t site)
+{
+    for (uint32_t i = 0; i < n_fired_sleep_sites; i++)
+        if (fired_sleep_sites[i] == site)
+            return 0;
+    if (n_fired_sleep_sites == MAX_SLEEP_SITES)
+        return 0;
+    fired_sleep_sites[n_fired_sleep_sites++] = site;
+    return 1;
+}
+
 void afd_deadline_reset(void)
 {
     n_deadlines = 0;
+    n_fired_sleep_sites = 0;
 }
 
 uint32_t afd_deadline_site(uint32_t number)
 {
     return number && number <= n_deadlines ? deadlines[number - 1].site : AFD_NOSTR;
+}
+
+/* A sleep's wake-up more than a batch ahead is a time the program set as well: its site, so that
+ * its firing can be told apart from the zero schedule's (afd_deadline_fired). */
+static void note_sleep(afd_rt_state *st, afd_handle_ext *x, double now)
+{
+    uint64_t duration = afd_rt_ceil_ns(x->when - now);
+    if (duration <= AFD_WAKE_BATCH_NS || !afd_rec_active())
+        return;
+    x->sleep_site = afd_rec_caller_site(st);
+    x->sleep_ns = duration;
+    PyErr_Clear();
 }
 
 void afd_deadline_note(afd_rt_state *st, afd_handle *h, double now)
@@ -98,8 +127,13 @@ void afd_deadline_note(afd_rt_state *st, afd_handle *h, double now)
     PyObject *callback = afd_handle_callback(h); /* borrowed; None once cancelled */
     x->deadline = 0;
     x->timeout = 0;
-    if (!x->is_timer || !callback || callback == Py_None || is_sleep_wakeup(callback))
+    x->sleep_site = AFD_NOSTR;
+    if (!x->is_timer || !callback || callback == Py_None)
         return;
+    if (is_sleep_wakeup(callback)) {
+        note_sleep(st, x, now);
+        return;
+    }
     x->timeout = (uint8_t)afd_cancel_is_timeout(callback);
     if (n_deadlines >= MAX_DEADLINES) {
         x->deadline = UINT32_MAX;
@@ -241,6 +275,17 @@ void afd_deadline_fired(afd_handle *h, uint64_t now_ns)
 {
     const afd_handle_ext *x = afd_handle_ext_of(h);
     uint32_t number = x->deadline;
+    if (!number && x->is_timer && x->sleep_site != AFD_NOSTR && !afd_handle_cancelled(h)) {
+        /* a sleep's wake-up: recorded as a deadline's firing is (number 0), the first time its site
+         * fires, or whenever the stalls brought it due (then it may be a threshold: timing.c) */
+        uint64_t stall = afd_injected_ns - x->injected, when = afd_rt_ceil_ns(x->when);
+        uint64_t late = now_ns > when ? now_ns - when : 0;
+        int brought = stall > late;
+        if ((brought || first_firing(x->sleep_site)))
+            afd_rec_event(AFD_EV_DEADLINE_LATE, AFD_LATE_FIRED | (brought ? AFD_LATE_BROUGHT_DUE : 0), 0, 0,
+                          x->sleep_site, now_ns, x->sleep_ns);
+        return;
+    }
     if (!number || number > n_deadlines || afd_handle_cancelled(h))
         return;
     afd_slots_deadline_fired(number);

@@ -121,6 +121,7 @@ afd_handle *afd_handle_new(afd_rt_state *st, PyObject *callback, PyObject *args,
     }
     afd_handle_ext *x = afd_handle_ext_of((afd_handle *)h);
     x->when = when;
+    x->sleep_site = AFD_NOSTR;
     x->seq = 0;
     x->injected = afd_injected_ns;
     x->deadline = 0;

@@ -104,8 +104,11 @@ typedef struct afd_handle_ext {
     uint8_t timeout;        /* Timers: a timeout's (asyncio.timeout, wait_for, wait(timeout=)): it cancels
                                or releases a waiter when it fires */
     uint8_t is_timer;
-    uint64_t mask;     /* Timers: the marked steps whose costs move the deadline (slots.c), 0 when none. */
-    uint64_t injected; /* Timers: afd_injected_ns when armed (deadlines.c). */
+    uint64_t mask;       /* Timers: the marked steps whose costs move the deadline (slots.c), 0 when none. */
+    uint64_t injected;   /* Timers: afd_injected_ns when armed (deadlines.c). */
+    uint32_t sleep_site; /* Timers: a sleep's wake-up armed more than a batch ahead: the user's site
+                            that armed it (string id), else AFD_NOSTR (deadlines.c) */
+    uint64_t sleep_ns;   /* that sleep's duration */
 } afd_handle_ext;
 
 #define AFD_HANDLE_MAX_SLOTS 16

@@ -69,3 +69,21 @@ async def test_an_entry_read_while_it_is_fresh() -> None:
     age = loop.time() - stored
     keeper.cancel()
     assert age < 1.0
+
+
+@pytest.mark.asyncio
+async def test_a_periodic_job_waits_its_interval() -> None:
+    # the job's next run is a minute away; a step stalled to just short of it leaves the test's own
+    # 50 ms too little room: a slow machine (the job's wake-up never fires without the stall)
+    runs = []
+
+    async def every_minute() -> None:
+        while True:
+            runs.append(asyncio.get_running_loop().time())
+            await asyncio.sleep(60)
+
+    job = asyncio.ensure_future(every_minute())
+    await asyncio.sleep(0)
+    await asyncio.sleep(0.05)
+    job.cancel()
+    assert len(runs) == 1
