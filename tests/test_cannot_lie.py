@@ -638,7 +638,11 @@ def test_the_same_explore_twice_gives_the_same_verdicts(target: str) -> None:
         # the sleep's threshold (timing_sensitive, listed apart). No red, the same tests.
         assert not any(found and verdict != "timing_sensitive" for _, found, verdict, *_ in first + second), \
             f"a thread race was called a failure:\n{first}\n{second}"
-        first, second = ([(n, f, "green" if v in ("abstained", "no_failure") else v, r, t) for n, f, v, r, t in vs]
+        # The token of a threshold crossed through a real wait is printed only if every replay alone
+        # failed (README: "its token is printed ... only if every replay failed"), and those replays
+        # go as the thread's real speed goes: the verdict and the run must agree, the token may be
+        # withheld in one session and not the other.
+        first, second = ([(n, f, "green" if v in ("abstained", "no_failure") else v, r) for n, f, v, r, t in vs]
                          for vs in (first, second))
     assert first and first == second, f"the same explore command said two different things:\n{first}\n{second}"
 
