@@ -62,11 +62,6 @@ int afd_timing_check(afd_timing *self, afd_pool *pool, const char *token, afd_pr
  * Leaves self alone otherwise. Returns 0, or a negative AFD_E* code (AFD_EIO when interrupted). */
 int afd_timing_clock_check(afd_timing *self, afd_pool *pool, const char *token, int outcome,
                            afd_progress *prog);
-/* Whether two runs did the same things in the same order up to where one step did otherwise: the
- * first difference between their events, times aside, is inside a step both began alike, or is
- * which step begins next where neither next step was brought by a timer (the ready queue's order
- * is what the same steps scheduled). Traces cut short (dropped events) answer 0. */
-int afd_timing_same_order(const afd_trace *failing, const afd_trace *passing);
 /* What the timing check ran, for its "checked:" line: "the same schedule ... passed N/N runs". */
 #define AFD_TIMING_CHECKED "the same schedule with its delays cut short of the threshold"
 /* "fails only when one step takes longer than the 0.1 s timer armed at cache.py:40: a slow

@@ -67,7 +67,11 @@ static int next_step_scheduled(const afd_trace *tr, uint32_t i)
     return 1;
 }
 
-int afd_timing_same_order(const afd_trace *failing, const afd_trace *passing)
+/* Whether two runs did the same things in the same order up to where one step did otherwise: the
+ * first difference between their events, times aside, is inside a step both began alike, or is
+ * which step begins next where neither next step was brought by a timer (the ready queue's order
+ * is what the same steps scheduled). Traces cut short (dropped events) answer 0. */
+static int same_order(const afd_trace *failing, const afd_trace *passing)
 {
     int in_step = 0; /* between a WAKE both runs began alike and its STEP */
     for (uint32_t i = 0, j = 0;; i++, j++) {
@@ -240,7 +244,7 @@ int afd_timing_clock_check(afd_timing *self, afd_pool *pool, const char *token, 
      * all the same, which is what the verdict says. */
     const afd_trace *fail_side = hi.have ? &hi.tr : &one.tr;
     uint64_t passed = 1;
-    if (rc == 0 && ok && afd_timing_same_order(fail_side, &lo.tr) &&
+    if (rc == 0 && ok && same_order(fail_side, &lo.tr) &&
         (same_run(fail_side, &one.tr) || same_failure(fail_side, &one.tr))) {
         for (int k = 1; rc == 0 && k < AFD_TIMING_CHECK_RUNS; k++) { /* the passing side, again */
             scaled_run again = {0};

@@ -271,6 +271,14 @@ void afd_deadline_wake_late(afd_handle *const *heap, size_t n, uint64_t wake_ns,
     afd_rec_event(AFD_EV_DEADLINE_LATE, real ? AFD_LATE_REAL_WAIT : 0, 0, number, site, wake_ns, duration);
 }
 
+/* Whether a timer firing at now_ns was brought due: the schedule's stalls since it was armed are
+ * more than its lateness, so without them the clock would not have reached it yet. */
+static int brought_due(const afd_handle_ext *x, uint64_t now_ns)
+{
+    uint64_t stall = afd_injected_ns - x->injected, when = afd_rt_ceil_ns(x->when);
+    return stall > (now_ns > when ? now_ns - when : 0);
+}
+
 void afd_deadline_fired(afd_handle *h, uint64_t now_ns)
 {
     const afd_handle_ext *x = afd_handle_ext_of(h);
@@ -278,10 +286,8 @@ void afd_deadline_fired(afd_handle *h, uint64_t now_ns)
     if (!number && x->is_timer && x->sleep_site != AFD_NOSTR && !afd_handle_cancelled(h)) {
         /* a sleep's wake-up: recorded as a deadline's firing is (number 0), the first time its site
          * fires, or whenever the stalls brought it due (then it may be a threshold: timing.c) */
-        uint64_t stall = afd_injected_ns - x->injected, when = afd_rt_ceil_ns(x->when);
-        uint64_t late = now_ns > when ? now_ns - when : 0;
-        int brought = stall > late;
-        if ((brought || first_firing(x->sleep_site)))
+        int brought = brought_due(x, now_ns);
+        if (brought || first_firing(x->sleep_site))
             afd_rec_event(AFD_EV_DEADLINE_LATE, AFD_LATE_FIRED | (brought ? AFD_LATE_BROUGHT_DUE : 0), 0, 0,
                           x->sleep_site, now_ns, x->sleep_ns);
         return;
@@ -289,9 +295,7 @@ void afd_deadline_fired(afd_handle *h, uint64_t now_ns)
     if (!number || number > n_deadlines || afd_handle_cancelled(h))
         return;
     afd_slots_deadline_fired(number);
-    uint64_t stall = afd_injected_ns - x->injected, when = afd_rt_ceil_ns(x->when);
-    uint64_t late = now_ns > when ? now_ns - when : 0;
-    uint32_t flags = AFD_LATE_FIRED | (stall > late ? AFD_LATE_BROUGHT_DUE : 0);
+    uint32_t flags = AFD_LATE_FIRED | (brought_due(x, now_ns) ? AFD_LATE_BROUGHT_DUE : 0);
     afd_rec_event(AFD_EV_DEADLINE_LATE, flags, 0, number, deadlines[number - 1].site, now_ns,
                   deadlines[number - 1].duration_ns);
 }
