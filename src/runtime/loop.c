@@ -322,9 +322,9 @@ static int fds_active(afd_loop *self)
  * thread is working (threads progress in real time: a loop that jumped its clock past them would
  * see a run no machine makes; threads.c says which work). Only asked when nothing is ready. The
  * natural loop, which asks only to tell a hang, counts an executor as a thread that may call back. */
-static int io_active(afd_loop *self)
+static int io_active(afd_loop *self, int fds)
 {
-    if (fds_active(self))
+    if (fds && fds_active(self))
         return 1;
     if (self->controlled) { /* an executor's threads call back only while they work */
         if (!afd_hooks_threads_working())
@@ -385,7 +385,19 @@ static int controlled_wait(afd_loop *self, int stopping)
     int had = 0;
     if (self->q.rcount || stopping) /* poll real descriptors without waiting, as the stock loop does */
         return fds_active(self) ? poll_selector(self, 0.0, &had) : 0;
-    int io = io_active(self);
+    /* a timer is pending and the descriptors' only writers are this process, with nothing on its
+     * way (quiet.c): what arrived before the check is polled now, and then nothing can arrive
+     * before the loop acts again, so it jumps as with no descriptor (the run still used real ones) */
+    int quiet = 0;
+    if (self->q.hn && fds_active(self) && afd_fds_quiet(self->fd_to_key)) {
+        afd_rec_flag(AFD_TRACE_REAL_IO);
+        if (poll_selector(self, 0.0, &had) < 0)
+            return -1;
+        if (had || self->q.rcount)
+            return 0;
+        quiet = 1;
+    }
+    int io = io_active(self, !quiet);
     if (!io)
         self->thread_slice_ns = 0;
     if (!io && handles_signals(self)) { /* what a signal wrote before the clock jumps (or a hang is told) */
@@ -433,7 +445,7 @@ static int controlled_wait(afd_loop *self, int stopping)
     /* Waiting only because a thread works: in slices (the first short, then doubling), so that once
      * every thread waits on the loop the rest passes on the virtual clock, as with no thread. */
     int sliced = 0;
-    if (io && !fds_active(self)) {
+    if (io && (quiet || !fds_active(self))) {
         self->thread_slice_ns = self->thread_slice_ns ? self->thread_slice_ns * 2 : REAL_SLICE_MIN_NS;
         if (self->thread_slice_ns > REAL_SLICE_MAX_NS)
             self->thread_slice_ns = REAL_SLICE_MAX_NS;
@@ -483,7 +495,7 @@ static int natural_wait(afd_loop *self, int stopping)
             timeout = MAX_SELECT_TIMEOUT;
     }
     /* Only inside an affidavit run: elsewhere the natural loop behaves exactly as the stock one. */
-    if (timeout < 0 && afd_rt_config.configured && afd_rec_active() && !io_active(self) &&
+    if (timeout < 0 && afd_rt_config.configured && afd_rec_active() && !io_active(self, 1) &&
         !afd_hooks_other_threads())
         return deadlock(self);
     int had = 0;

@@ -513,7 +513,8 @@ static int rt_exec(PyObject *m)
         PyModule_AddIntConstant(m, "EV_RESUME", AFD_EV_RESUME) < 0 ||
         PyModule_AddIntConstant(m, "EV_SLOT", AFD_EV_SLOT) < 0 ||
         PyModule_AddIntConstant(m, "TRACE_THREADS", AFD_TRACE_THREADS) < 0 ||
-        PyModule_AddIntConstant(m, "TRACE_REAL_IO", AFD_TRACE_REAL_IO) < 0)
+        PyModule_AddIntConstant(m, "TRACE_REAL_IO", AFD_TRACE_REAL_IO) < 0 ||
+        PyModule_AddIntConstant(m, "TRACE_REAL_WAIT", AFD_TRACE_REAL_WAIT) < 0)
         return -1;
     static const char *outcomes[] = {"OUT_PASS", "OUT_FAIL",  "OUT_ERROR",     "OUT_SKIP",
                                      "OUT_HANG", "OUT_CRASH", "OUT_STEP_LIMIT"};

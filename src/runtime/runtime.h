@@ -524,6 +524,10 @@ int afd_hooks_other_threads(void);
  * them). */
 int afd_hooks_threads_working(void);
 
+/* 1 when every descriptor registered in fd_to_key (a selector's map) can be written to only by this
+ * process and nothing is on its way to any of them (quiet.c): an idle loop may jump its clock. */
+int afd_fds_quiet(PyObject *fd_to_key);
+
 /* ---- Fork server (forkserver.c) -------------------------------------------------------- */
 PyObject *afd_rt_serve(PyObject *self, PyObject *args);
 
