@@ -18,7 +18,8 @@
  *  - a TCP socket whose peer is a socket of this process (the addresses match, found among every
  *    descriptor of the process), and every byte and the FIN the peer sent is in this socket's
  *    receive queue: the peer's unsent bytes are 0 and the bytes it sent (and its FIN) equal what
- *    this socket received (TCP_INFO; a delayed ACK does not hold it back).
+ *    this socket received (TCP_INFO; a delayed ACK does not hold it back). One waited on for
+ *    writing also has every segment it sent acknowledged (the ACK frees its buffer).
  * Anything else -- a pipe, a file, a UDP socket (a datagram on its way cannot be seen), a socket
  * whose peer is elsewhere or gone, a handshake in progress -- is not quiet, and neither is a
  * process with a child (a child may connect or write). The loop polls its selector right after
@@ -138,10 +139,21 @@ static int nothing_in_flight(int from, int to)
     return t.tcpi_bytes_received >= sent;
 }
 
+/* Whether every segment fd sent was acknowledged: a socket waited on for writing becomes writable
+ * when acknowledgements free its send buffer, so one still to come (a delayed ACK: up to 40 ms) is
+ * an event on its way. */
+static int all_acked(int fd)
+{
+    struct tcp_info t;
+    socklen_t tl = sizeof t;
+    memset(&t, 0, sizeof t);
+    return getsockopt(fd, IPPROTO_TCP, TCP_INFO, &t, &tl) == 0 && t.tcpi_unacked == 0;
+}
+
 /* Whether the registered descriptor fd can be written to only by this process, with nothing on its
  * way now. *ends/n: the process's connected TCP sockets, read once on first need (*n < 0: not yet;
  * the caller frees *ends). */
-static int fd_quiet(int fd, tcp_end **ends, int *n)
+static int fd_quiet(int fd, int writing, tcp_end **ends, int *n)
 {
     struct stat sb;
     if (fstat(fd, &sb) < 0 || !S_ISSOCK(sb.st_mode))
@@ -164,6 +176,8 @@ static int fd_quiet(int fd, tcp_end **ends, int *n)
         return 0;
     if (listening)
         return 1;
+    if (writing && !all_acked(fd))
+        return 0;
     tcp_end me;
     if (!tcp_end_of(fd, &me))
         return 0; /* not connected (a handshake on its way, or reset) */
@@ -200,7 +214,12 @@ int afd_fds_quiet(PyObject *fd_to_key)
             quiet = 0;
             break;
         }
-        quiet = fd_quiet((int)fd, &ends, &n);
+        /* the key's events: 2 is selectors.EVENT_WRITE */
+        PyObject *ev = PyObject_GetAttrString(value, "events");
+        long events = ev && PyLong_Check(ev) ? PyLong_AsLong(ev) : 3;
+        Py_XDECREF(ev);
+        PyErr_Clear();
+        quiet = fd_quiet((int)fd, (events & 2) != 0, &ends, &n);
     }
     free(ends);
     return quiet;
