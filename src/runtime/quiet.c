@@ -181,10 +181,10 @@ static int fd_quiet(int fd, int writing, tcp_end **ends, int *n)
     tcp_end me;
     if (!tcp_end_of(fd, &me))
         return 0; /* not connected (a handshake on its way, or reset) */
-    if (*n < 0) {
-        if (!(*ends = malloc(sizeof **ends * MAX_PEERS)) || (*n = process_tcp_ends(*ends, MAX_PEERS)) < 0)
-            return 0;
-    }
+    if (!*ends && !(*ends = malloc(sizeof **ends * MAX_PEERS)))
+        return 0;
+    if (*n < 0 && (*n = process_tcp_ends(*ends, MAX_PEERS)) < 0)
+        return 0;
     for (int i = 0; i < *n; i++) {
         const tcp_end *e = &(*ends)[i];
         if (e->fd != fd && same_addr(&e->local, e->local_len, &me.peer, me.peer_len) &&
