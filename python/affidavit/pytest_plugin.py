@@ -545,6 +545,8 @@ class ExploreHooks:
             return "explored, closed" if closure.get("closed") else "explored"
         verdict = found.get("verdict") or "failure"
         timing = found.get("timing") or {}
+        if self._fails_alone(item.nodeid, str(found.get("failure") or "")):
+            return "not explored: " + _ALONE
         if verdict == "timing_sensitive" and not self.settings.strict_timing:
             return "timing_sensitive: " + str(timing.get("summary") or "fails only when a step outlasts a timer")
         cause = (str(timing.get("summary")) if verdict == "timing_sensitive" and timing.get("summary")
@@ -610,6 +612,21 @@ class ExploreHooks:
             summary += f"; fails when {window.get('task')} step {window.get('step')} is delayed by more than " \
                        f"{window['fails_at_us']:.1f} us"
         return summary + (f" (report: {d['report']})" if d.get("report") else "")
+
+    def _fails_alone(self, nodeid: str, failure: str) -> bool:
+        """Whether the test, run alone on asyncio's own loop (one natural run: no schedule, no
+        delay), fails as the explored run did. It passed in this session, after the tests before
+        it; alone, each run makes its module's and session's fixtures afresh, as a pytest of this
+        one test does. A failure that needs no schedule then is the test's dependence on the tests
+        before it (a counter in a fixture of a wider scope, what they leave behind), not a race."""
+        cmd = [_engine(), "sample", nodeid, "--runs", "1", "--json", *self._pytest_args()]
+        try:
+            p = subprocess.run(cmd, cwd=str(self.config.rootpath), capture_output=True, text=True,
+                               timeout=self.settings.budget, env=_engine_env(self.config, self.settings))
+            d = json.loads(p.stdout) if p.stdout.strip().startswith("{") else {}
+        except (subprocess.TimeoutExpired, ValueError):
+            return False
+        return bool(d.get("failed")) and _same_failure(str(d.get("failure") or ""), failure)
 
     def _pytest_args(self) -> List[str]:
         return [f"--pytest-arg={a}" for a in self.args]
@@ -729,6 +746,17 @@ def _unrun_reason(when: str, report: pytest.TestReport) -> str:
     if when == "setup":
         return "its setup failed in its plain run"
     return "it failed in its plain run (--affidavit investigates a failure)"
+
+
+_ALONE = ("it fails as explored when run alone on asyncio's own loop (one natural run, no schedule): it "
+          "passed here only after the tests before it, so it depends on them (a fixture of a wider scope, "
+          "what they leave behind), not on a schedule")
+
+
+def _same_failure(a: str, b: str) -> bool:
+    """Two engine failure lines ("path:line: what") alike, the paths compared by their last part."""
+    (wa, _, ma), (wb, _, mb) = a.partition(": "), b.partition(": ")
+    return bool(a) and ma == mb and os.path.basename(wa) == os.path.basename(wb)
 
 
 def _reason(error: str, nodeid: str) -> str:
