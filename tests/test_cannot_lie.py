@@ -593,7 +593,7 @@ def test_a_wider_fixture_the_session_holds_is_not_made_again_under_it(tmp_path: 
 def test_a_test_that_passes_only_after_the_one_before_it_is_listed_not_red(tmp_path: Path) -> None:
     # fc9's test_session_ttl.py at first contact: a module fixture counts connections, and the last
     # test asserts the count the tests before it left; each run of it alone makes the fixture afresh
-    # and fails under the zero schedule (1 red). Alone on asyncio's own loop it fails the same way:
+    # and fails under the zero schedule (1 red). Alone under plain pytest it fails the same way:
     # not a schedule's failure, listed with that reason, the session as green as plain pytest.
     root = project(tmp_path, {"test_order.py": ORDER_DEPENDENT})
     assert_passes_plainly(root, passed=2)
@@ -602,7 +602,7 @@ def test_a_test_that_passes_only_after_the_one_before_it_is_listed_not_red(tmp_p
     session = explore_session(root, "-p", "no:cacheprovider")
     assert_session_green(session, 2, "a test that depends on the test before it")
     lines = "\n".join(summary_lines(session))
-    assert "1 not explored: it fails as explored when run alone on asyncio's own loop" in lines, describe(session)
+    assert "1 not explored: it fails as explored when run alone under plain pytest" in lines, describe(session)
 
 
 def test_a_session_started_below_its_rootdir_is_explored_with_its_own_import_path(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from dataclasses import dataclass
 from typing import Any, Dict, Generator, Iterator, List, Optional, Set, Tuple
@@ -233,7 +234,7 @@ def _in_worker() -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "affidavit_replay(token): run this async test under the affidavit schedule the token names")
-    if _in_worker():
+    if _in_worker() or os.environ.get("AFFIDAVIT_ALONE_OUT"):  # alone.py's pytest is plain
         return
     # Only the hooks a session asked for are registered: a suite that uses none of affidavit pays
     # for the replay mark's check at collection and nothing per test.
@@ -614,18 +615,23 @@ class ExploreHooks:
         return summary + (f" (report: {d['report']})" if d.get("report") else "")
 
     def _fails_alone(self, nodeid: str, failure: str) -> bool:
-        """Whether the test, run alone on asyncio's own loop (one natural run: no schedule, no
-        delay), fails as the explored run did. It passed in this session, after the tests before
-        it; alone, each run makes its module's and session's fixtures afresh, as a pytest of this
-        one test does. A failure that needs no schedule then is the test's dependence on the tests
-        before it (a counter in a fixture of a wider scope, what they leave behind), not a race."""
-        cmd = [_engine(), "sample", nodeid, "--runs", "1", "--json", *self._pytest_args()]
-        try:
-            p = subprocess.run(cmd, cwd=str(self.config.rootpath), capture_output=True, text=True,
-                               timeout=self.settings.budget, env=_engine_env(self.config, self.settings))
-            d = json.loads(p.stdout) if p.stdout.strip().startswith("{") else {}
-        except (subprocess.TimeoutExpired, ValueError):
-            return False
+        """Whether the test, run alone under plain pytest (asyncio's own loop, nothing of
+        affidavit's but alone.py to write its failure down), fails as the explored run did. It
+        passed in this session, after the tests before it; alone, its module's and session's
+        fixtures are made afresh. A failure it gives then is its dependence on the tests before it
+        (a counter in a fixture of a wider scope, what they leave behind), not a race."""
+        with tempfile.TemporaryDirectory(prefix="affidavit-alone-") as tmp:
+            out = os.path.join(tmp, "alone.json")
+            env = dict(_engine_env(self.config, self.settings), AFFIDAVIT_ALONE_OUT=out)
+            cmd = [sys.executable, "-m", "pytest", nodeid, "-p", "affidavit.alone", "-p", "no:cacheprovider",
+                   "-q", *self.args]
+            try:
+                subprocess.run(cmd, cwd=str(self.config.rootpath), capture_output=True, text=True,
+                               timeout=self.settings.budget, env=env)
+                with open(out, encoding="utf-8") as f:
+                    d = json.load(f)
+            except (subprocess.TimeoutExpired, OSError, ValueError):
+                return False
         return bool(d.get("failed")) and _same_failure(str(d.get("failure") or ""), failure)
 
     def _pytest_args(self) -> List[str]:
@@ -748,7 +754,7 @@ def _unrun_reason(when: str, report: pytest.TestReport) -> str:
     return "it failed in its plain run (--affidavit investigates a failure)"
 
 
-_ALONE = ("it fails as explored when run alone on asyncio's own loop (one natural run, no schedule): it "
+_ALONE = ("it fails as explored when run alone under plain pytest, on asyncio's own loop: it "
           "passed here only after the tests before it, so it depends on them (a fixture of a wider scope, "
           "what they leave behind), not on a schedule")
 
