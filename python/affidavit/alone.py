@@ -5,7 +5,8 @@ failure written where the environment's AFFIDAVIT_ALONE_OUT names, in the worker
 The explore plugin runs it for a test that passed in the session and failed explored: if the
 test fails the same way alone, with nothing of affidavit's in the process but this file, the
 failure belongs to what ran before it in the session, not to a schedule. The affidavit plugin,
-loaded in that pytest like any installed plugin, does nothing there (pytest_plugin._alone)."""
+loaded in that pytest like any installed plugin, does nothing there (its pytest_configure
+sees OUT set)."""
 
 from __future__ import annotations
 
@@ -30,9 +31,8 @@ class _Reports:
         from .worker import _summarize  # the same failure line as an explored run's
 
         _, failure = _summarize(self.reports)
-        ran = any(r.when == "call" or r.failed for r in self.reports)
         with open(self.path, "w", encoding="utf-8") as f:
-            json.dump({"ran": ran, "failed": any(r.failed for r in self.reports), "failure": failure}, f)
+            json.dump({"failed": any(r.failed for r in self.reports), "failure": failure}, f)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -42,6 +42,7 @@ import pytest
 
 from affidavit._verdicts import WORDS as VERDICT_WORDS
 from affidavit import session_fixtures
+from affidavit.alone import OUT as ALONE_OUT
 from affidavit.engine_session import EngineSession
 
 DEFAULTS: Dict[str, str] = {"budget": "60", "explore": "0", "strategy": "portfolio", "slow_step": "100",
@@ -234,7 +235,7 @@ def _in_worker() -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "affidavit_replay(token): run this async test under the affidavit schedule the token names")
-    if _in_worker() or os.environ.get("AFFIDAVIT_ALONE_OUT"):  # alone.py's pytest is plain
+    if _in_worker() or os.environ.get(ALONE_OUT):  # alone.py's pytest is plain
         return
     # Only the hooks a session asked for are registered: a suite that uses none of affidavit pays
     # for the replay mark's check at collection and nothing per test.
@@ -622,7 +623,7 @@ class ExploreHooks:
         (a counter in a fixture of a wider scope, what they leave behind), not a race."""
         with tempfile.TemporaryDirectory(prefix="affidavit-alone-") as tmp:
             out = os.path.join(tmp, "alone.json")
-            env = dict(_engine_env(self.config, self.settings), AFFIDAVIT_ALONE_OUT=out)
+            env = dict(_engine_env(self.config, self.settings), **{ALONE_OUT: out})
             cmd = [sys.executable, "-m", "pytest", nodeid, "-p", "affidavit.alone", "-p", "no:cacheprovider",
                    "-q", *self.args]
             try:
