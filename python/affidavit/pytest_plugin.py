@@ -35,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any, Dict, Generator, Iterator, List, Optional, Set, Tuple
 
@@ -547,10 +548,14 @@ class ExploreHooks:
             return "explored, closed" if closure.get("closed") else "explored"
         verdict = found.get("verdict") or "failure"
         timing = found.get("timing") or {}
-        if self._fails_alone(item.nodeid, str(found.get("failure") or "")):
-            return "not explored: " + _ALONE
+        # Listed apart, not red: nothing to clear. Its check already ran the same schedule below the
+        # threshold, alone in a fresh fork of the worker, and it passed every time, which a test that
+        # fails whenever it runs without the tests before it does not (and a plain pytest process per
+        # listed test cost a suite of 28 thresholds 30 s).
         if verdict == "timing_sensitive" and not self.settings.strict_timing:
             return "timing_sensitive: " + str(timing.get("summary") or "fails only when a step outlasts a timer")
+        if self._fails_alone(item.nodeid, str(found.get("failure") or "")):
+            return "not explored: " + _ALONE
         cause = (str(timing.get("summary")) if verdict == "timing_sensitive" and timing.get("summary")
                  else self._cause(item.nodeid))
         kind = "a timing threshold (timing_sensitive)" if verdict == "timing_sensitive" else "a controlled schedule"
@@ -664,6 +669,7 @@ class ExploreHooks:
         """One engine for the session's files; when it cannot start (a conftest or a file that a
         worker cannot load stops the whole collection), one engine per file, so that one file's
         reason is its own tests' only."""
+        start = time.monotonic()
         if self.engine is None:
             self.engine = self._new_engine(self.files)
         data: Dict[str, Any] = {}
@@ -678,6 +684,7 @@ class ExploreHooks:
                 self.per_file[path] = self._new_engine([path])
             data = self.per_file[path].explore(nodeid)
         if not data.get("error"):
+            data["seconds"] = round(time.monotonic() - start, 3)  # what exploring it cost the session
             self._keep(data)
         return data
 
