@@ -79,6 +79,32 @@ def test_each_case_passes_under_the_zero_schedule(name: str) -> None:
     assert data["outcomes"]["pass"] == 1, data
 
 
+DEBUG_CASE = f"{CASES}/case_debug_mode.py"
+DEBUG_TESTS = [
+    "test_call_soon_from_another_thread_raises_in_debug_mode",
+    "test_a_coroutine_is_refused_as_a_callback_in_debug_mode",
+    "test_handles_remember_where_they_were_made_in_debug_mode",
+    "test_a_slow_callback_is_logged_in_debug_mode",
+]
+
+
+def test_the_debug_mode_cases_pass_under_plain_pytest() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", DEBUG_CASE, "-q", "-p", "no:cacheprovider", "-p", "no:affidavit"],
+        cwd=REPO, env=engine_env(), capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, describe(proc)
+    assert f"{len(DEBUG_TESTS)} passed" in proc.stdout, describe(proc)
+
+
+@pytest.mark.parametrize("name", DEBUG_TESTS)
+def test_asyncios_debug_mode_holds_on_the_controlled_loop(name: str) -> None:
+    """Debug mode's checks, tracebacks and slow-callback warning, under the zero schedule and the
+    portfolio's delays (a stalled step is a slower callback: still logged, still passing)."""
+    _, data = engine_json("explore", f"{DEBUG_CASE}::{name}", "--runs", "6", *RUN_LIMITS, expect=0, timeout=120)
+    assert data["found"] is False and data["outcomes"]["pass"] == data["runs"], data
+
+
 def test_the_rate_limiter_passes_every_explored_schedule() -> None:
     _, data = engine_json("explore", LIMITER, "--strategy", "portfolio", "--runs", "12", *RUN_LIMITS,
                        expect=0, timeout=240)

@@ -27,6 +27,11 @@ class ControlledLoop(_runtime.LoopCore, asyncio.SelectorEventLoop):  # type: ign
         super().close()
         self._core_clear()
 
+    def set_debug(self, enabled: bool) -> None:
+        # asyncio's debug mode: the C core checks, records and warns as BaseEventLoop does
+        super().set_debug(enabled)
+        self._core_set_debug(enabled)
+
 
 class ControlledPolicy(asyncio.DefaultEventLoopPolicy):  # type: ignore[misc,valid-type]
     """The default policy, creating ControlledLoop instances on the run's thread (the one that

@@ -47,6 +47,7 @@ typedef struct afd_loop {
     uint8_t closed;
     uint8_t ready_init;
     uint8_t announced; /* its first iteration has begun (the LOOP event is recorded then) */
+    uint8_t debug;     /* asyncio's debug mode (set_debug): loop_debug.c's checks and warnings */
 } afd_loop;
 
 static afd_rt_state *loop_state(afd_loop *self)
@@ -82,6 +83,12 @@ static int check_open(afd_loop *self)
         return -1;
     }
     return 0;
+}
+
+/* asyncio's checks of a scheduling call in debug mode (loop_debug.c); nothing otherwise. */
+static int debug_checks(afd_loop *self, PyObject *cb, const char *method, int thread)
+{
+    return self->debug ? afd_loop_debug_check((PyObject *)self, cb, method, thread) : 0;
 }
 
 /* Parses (callback, *args, context=None) starting at args[start]. */
@@ -141,6 +148,8 @@ static PyObject *schedule_soon(afd_loop *self, PyObject *cb, PyObject *cbargs, P
         Py_DECREF(h);
         return NULL;
     }
+    if (self->debug && afd_loop_debug_traceback((PyObject *)h) < 0)
+        Py_CLEAR(h); /* queued all the same, as a stock handle made before its traceback failed */
     return (PyObject *)h;
 }
 
@@ -166,6 +175,8 @@ static PyObject *schedule_at(afd_loop *self, double when, PyObject *cb, PyObject
         Py_DECREF(h);
         return NULL;
     }
+    if (self->debug && afd_loop_debug_traceback((PyObject *)h) < 0)
+        Py_CLEAR(h);
     return (PyObject *)h;
 }
 
@@ -174,7 +185,9 @@ static PyObject *loop_call_soon(afd_loop *self, PyObject *const *args, Py_ssize_
     PyObject *cb, *cbargs, *ctx;
     if (parse_cb(args, nargs, kw, 0, "call_soon", &cb, &cbargs, &ctx) < 0)
         return NULL;
-    PyObject *r = check_open(self) < 0 ? NULL : schedule_soon(self, cb, cbargs, ctx);
+    PyObject *r = check_open(self) < 0 || debug_checks(self, cb, "call_soon", 1) < 0
+                      ? NULL
+                      : schedule_soon(self, cb, cbargs, ctx);
     Py_XDECREF(cbargs);
     return r;
 }
@@ -185,7 +198,9 @@ static PyObject *loop_call_soon_threadsafe(afd_loop *self, PyObject *const *args
     PyObject *cb, *cbargs, *ctx;
     if (parse_cb(args, nargs, kw, 0, "call_soon_threadsafe", &cb, &cbargs, &ctx) < 0)
         return NULL;
-    PyObject *r = check_open(self) < 0 ? NULL : schedule_soon(self, cb, cbargs, ctx);
+    PyObject *r = check_open(self) < 0 || debug_checks(self, cb, "call_soon_threadsafe", 0) < 0
+                      ? NULL
+                      : schedule_soon(self, cb, cbargs, ctx);
     Py_XDECREF(cbargs);
     if (!r)
         return NULL;
@@ -237,7 +252,9 @@ static PyObject *loop_call_at(afd_loop *self, PyObject *const *args, Py_ssize_t 
         return NULL;
     if (self->controlled) /* the program's time carries the run's offset: the loop's does not */
         when -= afd_clock_base_seconds();
-    PyObject *r = check_open(self) < 0 ? NULL : schedule_at(self, when, cb, cbargs, ctx);
+    PyObject *r = check_open(self) < 0 || debug_checks(self, cb, "call_at", 1) < 0
+                      ? NULL
+                      : schedule_at(self, when, cb, cbargs, ctx);
     Py_XDECREF(cbargs);
     return r;
 }
@@ -254,7 +271,10 @@ static PyObject *loop_call_later(afd_loop *self, PyObject *const *args, Py_ssize
         return NULL;
     if (parse_cb(args, nargs, kw, 1, "call_later", &cb, &cbargs, &ctx) < 0)
         return NULL;
-    PyObject *r = check_open(self) < 0 ? NULL : schedule_at(self, loop_now(self) + delay, cb, cbargs, ctx);
+    /* stock call_later is call_at: its checks name call_at */
+    PyObject *r = check_open(self) < 0 || debug_checks(self, cb, "call_at", 1) < 0
+                      ? NULL
+                      : schedule_at(self, loop_now(self) + delay, cb, cbargs, ctx);
     Py_XDECREF(cbargs);
     return r;
 }
@@ -710,6 +730,9 @@ static PyObject *run_once(afd_loop *self)
         afd_cancel_step_begin(st, h, id);
         if (afd_rt_config.trace_lines)
             afd_tracer_step_begin(st);
+        double debug_t0 = self->debug ? loop_now(self) : 0.0;
+        if (self->debug && afd_loop_debug_begin((PyObject *)self, obj) < 0)
+            PyErr_WriteUnraisable((PyObject *)self);
         int rc = h ? afd_handle_run(st, h) : run_generic(st, obj);
         if (afd_rt_config.trace_lines)
             afd_tracer_step_end();
@@ -747,6 +770,8 @@ static PyObject *run_once(afd_loop *self)
         /* The recorder may call into Python; an exception from the step (SystemExit, say) must
          * survive it untouched. */
         PyObject *exc = rc < 0 ? afd_take_exception() : NULL;
+        if (self->debug)
+            afd_loop_debug_end((PyObject *)self, obj, rc < 0 ? -1.0 : loop_now(self) - debug_t0);
         afd_cancel_step_end(st, id);
         afd_rec_step(st, id, ordinal, vstart, cost, wall);
         if (rc < 0)
@@ -865,6 +890,16 @@ static PyGetSetDef loop_getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+/* _core_set_debug(enabled): ControlledLoop.set_debug tells the core (loop_debug.c). */
+static PyObject *loop_core_set_debug(afd_loop *self, PyObject *enabled)
+{
+    int on = PyObject_IsTrue(enabled);
+    if (on < 0)
+        return NULL;
+    self->debug = (uint8_t)on;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef loop_methods[] = {
     {"call_soon", (PyCFunction)(void (*)(void))loop_call_soon, METH_FASTCALL | METH_KEYWORDS,
      "call_soon(callback, *args, context=None)"},
@@ -882,6 +917,7 @@ static PyMethodDef loop_methods[] = {
     {"_run_once", (PyCFunction)loop_run_once, METH_NOARGS, "One iteration of the event loop."},
     {"_core_init", (PyCFunction)loop_core_init, METH_NOARGS, NULL},
     {"_core_clear", (PyCFunction)loop_core_clear, METH_NOARGS, NULL},
+    {"_core_set_debug", (PyCFunction)loop_core_set_debug, METH_O, NULL},
     {"_core_stats", (PyCFunction)loop_core_stats, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };

@@ -441,6 +441,14 @@ int afd_loop_on_step_thread(void);
 void afd_loop_note_time_read(void);
 /* In a fresh fork-server child: forget the parent's running-loop facts, allow the fast answer. */
 void afd_loop_fresh_process(void);
+/* asyncio's debug mode (loop_debug.c), asked only of a loop in it: the checks of call_soon and
+ * call_at (thread: _check_thread too), a handle's _source_traceback from the calling frame, and
+ * around a step its _current_handle and the slow-callback warning (dt: the step's duration in the
+ * loop's seconds, negative when it raised). */
+int afd_loop_debug_check(PyObject *loop, PyObject *cb, const char *method, int thread);
+int afd_loop_debug_traceback(PyObject *handle);
+int afd_loop_debug_begin(PyObject *loop, PyObject *handle);
+void afd_loop_debug_end(PyObject *loop, PyObject *handle, double dt);
 /* The loop whose iteration runs on which thread (loop_running.c keeps it for the fast answer). */
 typedef struct afd_loop_stepping {
     PyObject *loop; /* Borrowed, or NULL. */
