@@ -17,62 +17,13 @@
  *
  * Workload: a few hundred thousand iterations per second; every per-step path avoids Python
  * attribute lookups except the `_stopping` flag. */
-#include "runtime.h"
+#include "loop_impl.h"
 
+#include <errno.h>
 #include <math.h>
 #include <string.h>
-#include <errno.h>
-#include <time.h>
 
-#define MAX_SELECT_TIMEOUT 86400.0
 #define MIN_SCHEDULED_TIMER_HANDLES 100
-
-typedef struct afd_loop {
-    PyObject_HEAD afd_loop_queues q; /* the ready queue and the timer heap (loop_queues.c) */
-    size_t timer_cancelled;
-    uint64_t seq;
-    uint64_t clock_ns;   /* controlled mode: the virtual clock */
-    uint64_t clock_mask; /* the marked steps whose costs moved the clock (slots.c) */
-    uint64_t idle_wakes;
-    uint64_t thread_slice_ns; /* the next real wait's bound while only threads keep it real, 0: none yet */
-    uint64_t mono_start_ns;
-    PyObject *selector;  /* Owned. */
-    PyObject *fd_to_key; /* Owned dict of the selector's registrations, or NULL. */
-    unsigned long thread_id;
-    uint32_t loop_no;
-    uint8_t controlled;
-    uint8_t slots;      /* this loop measures the run's marked steps (controlled, marks asked) */
-    uint8_t slots_live; /* some mask is not 0: the per-iteration comparisons can find a candidate */
-    uint8_t stopping;   /* BaseEventLoop._stopping, kept in C: read on every iteration */
-    uint8_t closed;
-    uint8_t ready_init;
-    uint8_t announced; /* its first iteration has begun (the LOOP event is recorded then) */
-    uint8_t debug;     /* asyncio's debug mode (set_debug): loop_debug.c's checks and warnings */
-} afd_loop;
-
-static afd_rt_state *loop_state(afd_loop *self)
-{
-    return afd_rt_state_of_type(Py_TYPE(self));
-}
-
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-/* The loop's own clock in seconds: where its timers are due. A controlled loop's is the virtual
- * clock, inside a step with what the step has spent so far blocking (time.sleep, clock reads), as
- * on stock asyncio; what the program sees of it carries the run's offset (loop_time). */
-static double loop_now(afd_loop *self)
-{
-    if (self->controlled)
-        return (double)(self->clock_ns +
-                        (afd_rec_current && afd_loop_on_step_thread() ? afd_rec_extra_cost : 0)) /
-               1e9;
-    return (double)mono_ns() / 1e9;
-}
 
 /* ---- scheduling methods ---- */
 
@@ -309,219 +260,6 @@ static void prune_timers(afd_loop *self)
     afd_lq_prune(&self->q, &self->timer_cancelled, MIN_SCHEDULED_TIMER_HANDLES);
 }
 
-/* Polls the selector with a timeout in seconds (negative: block), then dispatches its events. */
-static int poll_selector(afd_loop *self, double timeout, int *had_events)
-{
-    afd_rt_state *st = loop_state(self);
-    PyObject *t = timeout < 0 ? Py_NewRef(Py_None) : PyFloat_FromDouble(timeout);
-    if (!t)
-        return -1;
-    PyObject *events = PyObject_CallMethodOneArg(self->selector, st->str_select, t);
-    Py_DECREF(t);
-    if (!events)
-        return -1;
-    Py_ssize_t n = PyObject_Length(events);
-    if (n < 0)
-        PyErr_Clear();
-    *had_events = n > 0;
-    PyObject *r = PyObject_CallMethodOneArg((PyObject *)self, st->str_process_events, events);
-    Py_DECREF(events);
-    if (!r)
-        return -1;
-    Py_DECREF(r);
-    return 0;
-}
-
-/* Whether a file descriptor other than the loop's self-pipe is registered. */
-static int fds_active(afd_loop *self)
-{
-    return self->fd_to_key && PyDict_Check(self->fd_to_key) && PyDict_GET_SIZE(self->fd_to_key) > 1;
-}
-
-/* Whether an idle loop must wait in real time: a real file descriptor is registered, or another
- * thread is working (threads progress in real time: a loop that jumped its clock past them would
- * see a run no machine makes; threads.c says which work). Only asked when nothing is ready. The
- * natural loop, which asks only to tell a hang, counts an executor as a thread that may call back. */
-static int io_active(afd_loop *self, int fds)
-{
-    if (fds && fds_active(self))
-        return 1;
-    if (self->controlled) { /* an executor's threads call back only while they work */
-        if (!afd_hooks_threads_working())
-            return 0;
-        afd_rec_flag(AFD_TRACE_THREADS);
-        return 1;
-    }
-    PyObject *ex = PyObject_GetAttr((PyObject *)self, loop_state(self)->str_default_executor);
-    if (!ex) {
-        PyErr_Clear();
-        return 0;
-    }
-    int active = ex != Py_None;
-    Py_DECREF(ex);
-    return active;
-}
-
-/* Nothing is ready, no timer is pending, and neither a descriptor nor a thread can wake the loop:
- * a real loop would block forever. Records who waits for whom and ends the run as a hang. */
-static int deadlock(afd_loop *self)
-{
-    if (afd_hooks_record_deadlock(loop_state(self), (PyObject *)self) < 0)
-        return -1;
-    PyErr_SetString(PyExc_RuntimeError,
-                    "affidavit: deadlock: every task is blocked and nothing can wake one");
-    return -1;
-}
-
-/* Slices of a real wait that only a working thread makes (a delay realized in real time, an idle
- * loop's wait): the first short (a thread about to finish is seen finished soon), then doubling up
- * to the last, so a long wait costs few checks. */
-#define REAL_SLICE_MIN_NS 200000ULL
-#define REAL_SLICE_MAX_NS 50000000ULL
-
-/* Under AFD_SCHED_SCALED (the timing check of a failure that may be a clock threshold): a delay
- * beyond its floor times the schedule's scale, the same schedule with less time in it. */
-static uint64_t scaled(uint64_t delay, uint64_t floor)
-{
-    const afd_schedule *s = &afd_rt_config.schedule;
-    if (!(s->flags & AFD_SCHED_SCALED) || delay <= floor)
-        return delay;
-    return floor + (uint64_t)((double)(delay - floor) * ((double)s->scale_ppb / AFD_SCALE_ONE));
-}
-
-/* Whether the loop handles signals (add_signal_handler): a signal sent before the loop went idle
- * is already in its self-pipe, as the stock loop's next select would see. */
-static int handles_signals(afd_loop *self)
-{
-    PyObject *h = PyObject_GetAttr((PyObject *)self, loop_state(self)->str_signal_handlers);
-    int yes = h && PyDict_Check(h) && PyDict_GET_SIZE(h) > 0;
-    Py_XDECREF(h);
-    PyErr_Clear();
-    return yes;
-}
-
-static int controlled_wait(afd_loop *self, int stopping)
-{
-    int had = 0;
-    if (self->q.rcount || stopping) /* poll real descriptors without waiting, as the stock loop does */
-        return fds_active(self) ? poll_selector(self, 0.0, &had) : 0;
-    /* a timer is pending and the descriptors' only writers are this process, with nothing on its
-     * way (quiet.c): what arrived before the check is polled now, and then nothing can arrive
-     * before the loop acts again, so it jumps as with no descriptor (the run still used real ones) */
-    int quiet = 0;
-    if (self->q.hn && fds_active(self) && afd_fds_quiet(self->fd_to_key)) {
-        afd_rec_flag(AFD_TRACE_REAL_IO);
-        if (poll_selector(self, 0.0, &had) < 0)
-            return -1;
-        if (had || self->q.rcount)
-            return 0;
-        quiet = 1;
-    }
-    int io = io_active(self, !quiet);
-    if (!io)
-        self->thread_slice_ns = 0;
-    if (!io && handles_signals(self)) { /* what a signal wrote before the clock jumps (or a hang is told) */
-        if (poll_selector(self, 0.0, &had) < 0)
-            return -1;
-        if (self->q.rcount)
-            return 0;
-    }
-    if (self->q.hn && !io) {
-        uint64_t deadline = afd_rt_ceil_ns(afd_lq_when(&self->q, 0));
-        if (deadline < self->clock_ns)
-            deadline = self->clock_ns;
-        uint64_t late =
-            afd_schedule_lateness(&afd_rt_config.schedule, self->idle_wakes++, self->clock_ns, deadline);
-        if (late < AFD_WAKE_FLOOR_NS)
-            late = AFD_WAKE_FLOOR_NS;
-        late = afd_deadline_cap_lateness(self->q.heap, self->q.hn, deadline, late);
-        late = scaled(late, AFD_WAKE_FLOOR_NS);
-        afd_deadline_wake_late(self->q.heap, self->q.hn, deadline, late, 0);
-        if (late > AFD_WAKE_FLOOR_NS)
-            afd_injected_ns += late - AFD_WAKE_FLOOR_NS;
-        if (self->slots_live)
-            self->clock_mask = afd_slots_idle(self->clock_ns, self->clock_mask, self->q.heap[0],
-                                              afd_rt_ceil_ns(afd_lq_when(&self->q, 0)));
-        uint64_t jump = deadline - self->clock_ns + late;
-        afd_rec_event(AFD_EV_IDLE, 0, 0, late > UINT32_MAX ? UINT32_MAX : (uint32_t)late, 0, self->clock_ns,
-                      jump);
-        self->clock_ns += jump;
-        return 0;
-    }
-    /* Nothing is ready, no timer is pending, no descriptor or thread can wake the loop: the tasks
-     * still pending wait on each other forever. A real loop would hang here; the run ends now as
-     * a hang, with who waits for whom. */
-    if (!self->q.hn && !io && !afd_hooks_other_threads())
-        return deadlock(self);
-    /* Real waiting: I/O or threads are pending. Virtual time follows real time while we wait. */
-    double timeout = -1.0;
-    if (self->q.hn) {
-        timeout = afd_lq_when(&self->q, 0) - loop_now(self);
-        if (timeout < 0)
-            timeout = 0;
-        if (timeout > MAX_SELECT_TIMEOUT)
-            timeout = MAX_SELECT_TIMEOUT;
-    }
-    /* Waiting only because a thread works: in slices (the first short, then doubling), so that once
-     * every thread waits on the loop the rest passes on the virtual clock, as with no thread. */
-    int sliced = 0;
-    if (io && (quiet || !fds_active(self))) {
-        self->thread_slice_ns = self->thread_slice_ns ? self->thread_slice_ns * 2 : REAL_SLICE_MIN_NS;
-        if (self->thread_slice_ns > REAL_SLICE_MAX_NS)
-            self->thread_slice_ns = REAL_SLICE_MAX_NS;
-        double slice = (double)self->thread_slice_ns / 1e9;
-        if (timeout < 0 || timeout > slice) {
-            timeout = slice;
-            sliced = 1;
-        }
-    }
-    afd_rec_flag(AFD_TRACE_REAL_WAIT);
-    uint64_t t0 = mono_ns();
-    if (poll_selector(self, timeout, &had) < 0)
-        return -1;
-    uint64_t waited = mono_ns() - t0, before = self->clock_ns;
-    afd_slots_real_wait();
-    if (had) {
-        afd_rec_flag(AFD_TRACE_REAL_IO);
-        afd_rec_event(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_REAL_IO, AFD_NOSTR, self->clock_ns, waited);
-        self->clock_ns += waited;
-    } else if (sliced) {
-        self->clock_ns += waited;
-    } else if (self->q.hn) {
-        uint64_t deadline = afd_rt_ceil_ns(afd_lq_when(&self->q, 0));
-        if (deadline > self->clock_ns)
-            self->clock_ns = deadline;
-        /* the wait ended at a timer while a thread still works: the timer raced the thread */
-        if (afd_hooks_threads_working())
-            afd_rec_flag(AFD_TRACE_THREAD_RACE);
-    } else {
-        self->clock_ns += waited;
-    }
-    if (self->q.hn && self->clock_ns > before)
-        afd_deadline_wake_late(self->q.heap, self->q.hn, before, self->clock_ns - before, 1);
-    return 0;
-}
-
-static int natural_wait(afd_loop *self, int stopping)
-{
-    double timeout = -1.0;
-    if (self->q.rcount || stopping) {
-        timeout = 0.0;
-    } else if (self->q.hn) {
-        timeout = afd_lq_when(&self->q, 0) - loop_now(self);
-        if (timeout < 0)
-            timeout = 0;
-        if (timeout > MAX_SELECT_TIMEOUT)
-            timeout = MAX_SELECT_TIMEOUT;
-    }
-    /* Only inside an affidavit run: elsewhere the natural loop behaves exactly as the stock one. */
-    if (timeout < 0 && afd_rt_config.configured && afd_rec_active() && !io_active(self, 1) &&
-        !afd_hooks_other_threads())
-        return deadlock(self);
-    int had = 0;
-    return poll_selector(self, timeout, &had);
-}
-
 /* The pending timers for the schedule (deadlines.c): only a schedule that can delay a step needs
  * them, so the zero schedule's steps skip the pass over the heap. */
 static int timer_horizon(afd_loop *self, afd_horizon *h, uint32_t *earliest)
@@ -674,7 +412,8 @@ static PyObject *run_once(afd_loop *self)
     afd_rt_state *st = loop_state(self);
     prune_timers(self);
     int stopping = self->stopping;
-    if ((self->controlled ? controlled_wait(self, stopping) : natural_wait(self, stopping)) < 0)
+    if ((self->controlled ? afd_loop_controlled_wait(self, stopping)
+                          : afd_loop_natural_wait(self, stopping)) < 0)
         return NULL;
     if (self->controlled)
         afd_clock_advance_to(self->clock_ns);
