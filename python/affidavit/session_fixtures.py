@@ -135,14 +135,19 @@ def watch_end(outer: Dict[str, Any]) -> str:
     return seen
 
 
-def _open_fds() -> Set[str]:
+def open_fds() -> Set[str]:
     try:
         return set(os.listdir("/proc/self/fd"))
     except OSError:
         return set()
 
 
-def _plain_function(func: Any) -> bool:
+def made_temp() -> bool:
+    """Whether a file or directory tempfile made during the last watch is still there."""
+    return any(m and os.path.lexists(m) for m in _watch["made"])
+
+
+def plain_function(func: Any) -> bool:
     f = inspect.unwrap(getattr(func, "__func__", func))
     return not (inspect.iscoroutinefunction(f) or inspect.isasyncgenfunction(f))
 
@@ -172,7 +177,7 @@ def _qualifies(name: str, item: Any, root: str, memo: Dict[str, bool], depth: in
     if not defs or depth > 50:
         return False
     fd = defs[-1]
-    ok = (str(getattr(fd, "scope", "")) == "session" and _plain_function(fd.func)
+    ok = (str(getattr(fd, "scope", "")) == "session" and plain_function(fd.func)
           and bool(_whose(fd.func, root))
           and all(_qualifies(a, item, root, memo, depth + 1) for a in getattr(fd, "argnames", ())))
     memo[name] = ok
@@ -211,7 +216,7 @@ def make(session: Any, items: List[Any]) -> Optional[str]:
         return None
     state = session._setupstate
     threads = set(threading.enumerate())
-    fds = _open_fds()
+    fds = open_fds()
     why: Optional[str] = None
     _hook()
     factory = getattr(session.config, "_tmp_path_factory", None)
@@ -228,11 +233,11 @@ def make(session: Any, items: List[Any]) -> Optional[str]:
             _watch["on"] = False
     if why is None and _residue():
         why = _residue()
-    if why is None and [m for m in _watch["made"] if m and os.path.lexists(m)]:
+    if why is None and made_temp():
         why = "it left a temporary file"  # which its teardown, run by no run, would remove
     if why is None and [t for t in threading.enumerate() if t not in threads and t.is_alive()]:
         why = "it started a thread"
-    if why is None and _open_fds() - fds:
+    if why is None and open_fds() - fds:
         why = "it left a file descriptor open"
     if why is not None:
         try:

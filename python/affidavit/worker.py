@@ -25,7 +25,7 @@ from typing import Any, List, Optional, Set, Tuple
 
 import pluggy
 
-from . import _runtime, session_fixtures
+from . import _runtime, session_fixtures, templates
 from .loop import adopt_policy, install
 
 PYTHON = f"{platform.python_implementation()} {platform.python_version()}"
@@ -41,6 +41,9 @@ _BASE = os.getcwd()
 # plugin (so that its options and ini keys exist for the user's configuration), does nothing.
 ACTIVE = False
 
+
+# Templates (templates.py) unless AFFIDAVIT_NO_TEMPLATES=1: what a benchmark compares against.
+_TEMPLATES = os.environ.get("AFFIDAVIT_NO_TEMPLATES", "") != "1"
 
 # The bound of a worker's message to the engine: long enough for any error pytest prints on one
 # line (the engine's buffer for it is 8 KiB), so that none is cut in practice.
@@ -499,7 +502,12 @@ class _Server:
         _runtime.send_hello(self.res_fd, PYTHON, HASH_SEED, "", "\n".join(by_id) if self.many else item.nodeid)
         # The first run teaches the worker what every run would otherwise redo (_learn_regexes);
         # the rest start from what it learned.
-        if _runtime.serve(self.req_fd, self.res_fd, run_child, PYTHON, HASH_SEED, 1) == 1:
+        def make_template(nodeid: str) -> bool:  # in a template process of the test (templates.py)
+            it = by_id.get(nodeid) if nodeid else item
+            return it is not None and templates.make(session, it)
+
+        prepare = make_template if _TEMPLATES else None
+        if _runtime.serve(self.req_fd, self.res_fd, run_child, PYTHON, HASH_SEED, 1, prepare) == 1:
             try:
                 _warm_regexes(self.lesson.fileno())
             except Exception:
@@ -508,7 +516,7 @@ class _Server:
             self.lesson = None
             gc.collect()
             gc.freeze()
-            _runtime.serve(self.req_fd, self.res_fd, run_child, PYTHON, HASH_SEED)
+            _runtime.serve(self.req_fd, self.res_fd, run_child, PYTHON, HASH_SEED, 0, prepare)
         # Serving is over: the engine closed the pipe and may stop this process at any moment. The
         # session's end is not this process's to run: pytest's cache plugin would write its files
         # (into cache_dir, which a stop mid-write leaves behind), a coverage plugin its data, a

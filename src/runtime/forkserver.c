@@ -408,19 +408,227 @@ static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int i
     return out->err ? -1 : 0;
 }
 
-/* serve(in_fd, out_fd, run_child, python, hash_seed, max_runs=0): answers RUN requests until QUIT
- * or EOF, or until it has answered max_runs of them (0: no limit). Returns how many it answered. */
+/* ---- templates: a test's fixtures made once, its runs forked after them ----
+ *
+ * A run sets up every fixture of its test itself, as one pytest run does. A test whose fixtures are
+ * costly and plain (a mock built with create_autospec, an app object: tens of milliseconds) pays
+ * that in every one of its runs, where pytest pays it once. So, for a run request naming a test,
+ * the worker forks a template: a process that makes the fixtures a fork copies faithfully (the
+ * worker's Python side, templates.py, decides which and checks what making them did), then serves
+ * that test's run requests itself, forking each run from there, and hands back to the worker the
+ * first request for another test (or the end of the stream). Only one of the two reads the request
+ * pipe or writes the result pipe at a time: the worker waits while its template serves. A template
+ * that declines (nothing to make, or making it did something a copy would share) or dies leaves
+ * the request to the worker, which runs that test's runs as before, and never asks again for it. */
+
+enum { TMPL_PREPARING = 0, TMPL_DECLINED, TMPL_SERVING };
+enum { TMPL_HB_NONE = 0, TMPL_HB_FRAME, TMPL_HB_END, TMPL_HB_GONE, TMPL_HB_ERROR, TMPL_HB_LIMIT };
+
+typedef struct tmpl_shared {
+    volatile int phase;    /* TMPL_* */
+    volatile int handback; /* TMPL_HB_*: how the template ended */
+    volatile int pending;  /* buf holds a request read and not answered */
+    volatile uint64_t answered;
+    volatile size_t len; /* buf's frame: type byte + payload */
+    uint8_t buf[];       /* AFD_PROTO_MAX_FRAME bytes (a shared mapping: only what is used is memory) */
+} tmpl_shared;
+
+#define TMPL_MAP_SIZE (sizeof(tmpl_shared) + AFD_PROTO_MAX_FRAME)
+
+typedef struct tmpl_declined {
+    char **item;
+    size_t n;
+} tmpl_declined;
+
+static int declined_has(const tmpl_declined *d, const char *item)
+{
+    for (size_t i = 0; i < d->n; i++)
+        if (!strcmp(d->item[i], item))
+            return 1;
+    return 0;
+}
+
+static void declined_add(tmpl_declined *d, const char *item)
+{
+    char **v = realloc(d->item, (d->n + 1) * sizeof *v);
+    if (!v)
+        return; /* it is asked again: only a missed saving */
+    d->item = v;
+    if ((v[d->n] = strdup(item)))
+        d->n++;
+}
+
+static void declined_finish(tmpl_declined *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        free(d->item[i]);
+    free(d->item);
+}
+
+static void keep_frame(tmpl_shared *ts, const afd_buf *frame)
+{
+    memcpy(ts->buf, frame->data, frame->len);
+    ts->len = frame->len;
+}
+
+/* The template's life: make the fixtures, then answer run requests for `first`'s test until
+ * another's comes. Never returns. */
+static void template_main(PyObject *prepare, PyObject *run_child, void *shm, tmpl_shared *ts,
+                          afd_run_req *req, long limit, int in_fd, int out_fd, const char *python,
+                          const char *hash_seed)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    PyOS_AfterFork_Child();
+    server_pid = getpid();
+    current_child = 0;
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    PyObject *r = PyObject_CallFunction(prepare, "s", req->item);
+    int made = r ? PyObject_IsTrue(r) : -1;
+    Py_XDECREF(r);
+    if (made != 1) {
+        PyErr_Clear();
+        ts->phase = TMPL_DECLINED;
+        _exit(0);
+    }
+    ts->phase = TMPL_SERVING;
+    char *item = strdup(req->item);
+    afd_buf frame, out;
+    afd_buf_init(&frame);
+    afd_buf_init(&out);
+    for (;;) {
+        out.len = 0;
+        if (!item || run_one(run_child, shm, req, in_fd, out_fd, python, hash_seed, &out) < 0)
+            _exit(3); /* pending: the worker answers it */
+        if (afd_proto_write_all(out_fd, out.data, out.len) < 0) {
+            ts->pending = 0;
+            ts->handback = TMPL_HB_GONE;
+            _exit(0);
+        }
+        ts->answered++;
+        ts->pending = 0;
+        if (limit > 0 && (long)ts->answered >= limit) { /* the worker's serve() ends here */
+            ts->handback = TMPL_HB_LIMIT;
+            _exit(0);
+        }
+        uint8_t type = 0;
+        int rc = afd_proto_read_frame(in_fd, &frame, &type);
+        if (rc == AFD_EOF || (rc == 0 && type == AFD_MSG_QUIT)) {
+            ts->handback = TMPL_HB_END;
+            _exit(0);
+        }
+        if (rc < 0 || type != AFD_MSG_RUN || frame.len > AFD_PROTO_MAX_FRAME) {
+            ts->handback = TMPL_HB_ERROR;
+            _exit(0);
+        }
+        keep_frame(ts, &frame);
+        afd_run_req next;
+        if (afd_proto_get_run(&next, frame.data + 1, frame.len - 1) < 0) {
+            ts->handback = TMPL_HB_ERROR;
+            _exit(0);
+        }
+        if (strcmp(next.item, item) != 0) {
+            afd_run_req_finish(&next);
+            ts->handback = TMPL_HB_FRAME;
+            _exit(0);
+        }
+        afd_run_req_finish(req);
+        *req = next;
+        ts->pending = 1;
+    }
+}
+
+/* Serves req (framed as `frame`) through a template of its test, for at most limit runs (0: no
+ * limit). Returns the runs it answered and sets *next: 0 when the caller must run a request itself
+ * (declined, or the template died with one unanswered: frame holds it), 1 when frame holds the
+ * next request to serve, 2 at the end of the stream (QUIT or EOF), 3 when the engine is gone, 4
+ * when the limit is reached; or -1 with an exception set. */
+static long template_serve(PyObject *prepare, PyObject *run_child, void *shm, tmpl_shared *ts,
+                           afd_run_req *req, afd_buf *frame, tmpl_declined *declined, long limit, int in_fd,
+                           int out_fd, const char *python, const char *hash_seed, int *next)
+{
+    ts->phase = TMPL_PREPARING;
+    ts->handback = TMPL_HB_NONE;
+    ts->answered = 0;
+    ts->pending = 1;
+    keep_frame(ts, frame);
+    PyOS_BeforeFork();
+    pid_t pid = fork();
+    if (pid == 0)
+        template_main(prepare, run_child, shm, ts, req, limit, in_fd, out_fd, python, hash_seed);
+    PyOS_AfterFork_Parent();
+    if (pid < 0) {
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    setpgid(pid, pid);
+    current_child = pid;
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    uint64_t t0 = now_ns();
+    for (;;) { /* making the fixtures has the first run's time budget; serving, each run its own */
+        int exited;
+        Py_BEGIN_ALLOW_THREADS exited = wait_exit(pid, pidfd, 100);
+        Py_END_ALLOW_THREADS if (exited) break;
+        if (ts->phase == TMPL_PREPARING && now_ns() - t0 > (uint64_t)req->timeout_ms * 1000000ULL) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+        }
+    }
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+        ;
+    sweep_run(pid);
+    current_child = 0;
+    if (pidfd >= 0)
+        close(pidfd);
+    long answered = (long)ts->answered;
+    int unanswered = ts->phase != TMPL_SERVING || ts->pending;
+    if (ts->handback == TMPL_HB_ERROR && !unanswered) {
+        PyErr_SetString(PyExc_RuntimeError, "affidavit worker: unexpected message");
+        return -1;
+    }
+    if (unanswered || ts->handback == TMPL_HB_FRAME) {
+        frame->len = 0;
+        if (afd_buf_reserve(frame, ts->len) < 0) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(frame->data, ts->buf, ts->len);
+        frame->len = ts->len;
+    }
+    if (unanswered) { /* declined, or gone with a request of it read: the worker runs it itself */
+        declined_add(declined, req->item);
+        *next = 0;
+        return answered;
+    }
+    *next = ts->handback == TMPL_HB_FRAME   ? 1
+            : ts->handback == TMPL_HB_END   ? 2
+            : ts->handback == TMPL_HB_LIMIT ? 4
+                                            : 3;
+    return answered;
+}
+
+/* serve(in_fd, out_fd, run_child, python, hash_seed, max_runs=0, prepare=None): answers RUN
+ * requests until QUIT or EOF, or until it has answered max_runs of them (0: no limit). With
+ * prepare (a callable taking a node id, true when it made that test's fixtures in the calling
+ * process: templates.py), each test's runs go through a template of it. Returns how many it
+ * answered (-1: the engine is gone). */
 PyObject *afd_rt_serve(PyObject *self, PyObject *args)
 {
     int in_fd, out_fd;
-    PyObject *run_child;
+    PyObject *run_child, *prepare = Py_None;
     const char *python, *hash_seed;
     long max_runs = 0, runs = 0;
-    if (!PyArg_ParseTuple(args, "iiOss|l", &in_fd, &out_fd, &run_child, &python, &hash_seed, &max_runs))
+    if (!PyArg_ParseTuple(args, "iiOss|lO", &in_fd, &out_fd, &run_child, &python, &hash_seed, &max_runs,
+                          &prepare))
         return NULL;
     void *shm = mmap(NULL, SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (shm == MAP_FAILED)
         return PyErr_SetFromErrno(PyExc_OSError);
+    tmpl_shared *ts = NULL;
+    if (prepare != Py_None) {
+        void *m = mmap(NULL, TMPL_MAP_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        ts = m == MAP_FAILED ? NULL : m; /* without it, runs as without templates */
+    }
+    tmpl_declined declined = {0};
     signal(SIGPIPE, SIG_IGN);
     const char *mm = getenv("AFFIDAVIT_MAX_MEMORY_MB");
     max_memory_mb = mm && *mm ? strtoull(mm, NULL, 10) : 0;
@@ -436,16 +644,24 @@ PyObject *afd_rt_serve(PyObject *self, PyObject *args)
     afd_buf_init(&frame);
     afd_buf_init(&out);
     PyObject *ret = NULL;
+    int held = 0;  /* frame holds the next request already (a template handed it back) */
+    int plain = 0; /* ... and it is to be run without a template */
     for (;;) {
-        if (max_runs > 0 && runs == max_runs) {
+        if (max_runs > 0 && runs >= max_runs) {
             ret = PyLong_FromLong(runs);
             break;
         }
         uint8_t type = 0;
-        int rc;
-        Py_BEGIN_ALLOW_THREADS rc = afd_proto_read_frame(in_fd, &frame, &type);
-        Py_END_ALLOW_THREADS if (rc == AFD_EOF || (rc == 0 && type == AFD_MSG_QUIT))
-        {
+        int rc = 0;
+        if (held) {
+            type = frame.len ? frame.data[0] : 0;
+            held = 0;
+        } else {
+            plain = 0;
+            Py_BEGIN_ALLOW_THREADS rc = afd_proto_read_frame(in_fd, &frame, &type);
+            Py_END_ALLOW_THREADS
+        }
+        if (rc == AFD_EOF || (rc == 0 && type == AFD_MSG_QUIT)) {
             ret = PyLong_FromLong(runs);
             break;
         }
@@ -459,6 +675,23 @@ PyObject *afd_rt_serve(PyObject *self, PyObject *args)
         if (rc < 0) {
             PyErr_Format(PyExc_RuntimeError, "affidavit worker: %s", afd_strerror(rc));
             break;
+        }
+        if (ts && !plain && !declined_has(&declined, req.item)) {
+            int next = 0;
+            long n =
+                template_serve(prepare, run_child, shm, ts, &req, &frame, &declined,
+                               max_runs > 0 ? max_runs - runs : 0, in_fd, out_fd, python, hash_seed, &next);
+            afd_run_req_finish(&req);
+            if (n < 0)
+                break;
+            runs += n;
+            if (next >= 2) {
+                ret = PyLong_FromLong(next == 3 ? -1 : runs);
+                break;
+            }
+            held = 1;
+            plain = next == 0;
+            continue;
         }
         out.len = 0;
         rc = run_one(run_child, shm, &req, in_fd, out_fd, python, hash_seed, &out);
@@ -477,6 +710,9 @@ PyObject *afd_rt_serve(PyObject *self, PyObject *args)
         }
         runs++;
     }
+    declined_finish(&declined);
+    if (ts)
+        munmap(ts, TMPL_MAP_SIZE);
     afd_buf_finish(&frame);
     afd_buf_finish(&out);
     munmap(shm, SHM_SIZE);

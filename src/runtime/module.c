@@ -335,6 +335,13 @@ static PyType_Spec assertion_spec = {
 
 /* ---- module ---- */
 
+static PyObject *rt_clock_reads(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    return PyLong_FromUnsignedLongLong(afd_clock_real_reads());
+}
+
 static PyMethodDef rt_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))rt_configure, METH_VARARGS | METH_KEYWORDS,
      "configure(mode, token='', max_steps=0, trace_lines=False, *, mark_lo=0, mark_n=0)"},
@@ -355,6 +362,8 @@ static PyMethodDef rt_methods[] = {
      "portfolio_token(master_seed, i, est_steps=1, strategy=None): the i-th schedule's token."},
     {"token_encode", (PyCFunction)(void (*)(void))rt_token_encode, METH_VARARGS | METH_KEYWORDS,
      "token_encode(strategy, seed, pct_depth=0, pct_steps=0, delays=()): an explicit schedule's token."},
+    {"clock_reads", rt_clock_reads, METH_NOARGS,
+     "How many real readings time.monotonic/perf_counter/time (and _ns) gave this process."},
     {"trim_heap", rt_trim_heap, METH_NOARGS,
      "Ready the worker's memory for forking; returns the kilobytes moved onto huge pages."},
     {"token_describe", rt_token_describe, METH_O, "Describe a token's schedule."},

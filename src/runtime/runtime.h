@@ -262,6 +262,9 @@ extern uint64_t afd_vclock_ns;
 /* At a run's start (after the run's mode is set): the offsets of the real clocks, the thread. */
 void afd_clock_run_begin(void);
 /* 1 when the calling thread is the controlled run's own thread (its clocks read virtual time). */
+/* How many real readings time.monotonic, perf_counter, time and their _ns forms gave this process
+ * (templates.py: a fixture that read one would see the time of a later run's start as elapsed). */
+uint64_t afd_clock_real_reads(void);
 int afd_clock_on_run_thread(void);
 /* A controlled loop begins on the run's thread: the real clocks read virtual time from now on. */
 void afd_clock_engage(void);
