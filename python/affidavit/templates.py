@@ -21,7 +21,6 @@ the test's exploration later, as on a machine that paused between its setup and 
 
 from __future__ import annotations
 
-import gc
 import random
 import threading
 import warnings
@@ -119,7 +118,5 @@ def make(session: Any, item: Any) -> bool:
         state.stack[item][0].extend(kept)
         real()
 
-    item.setup = setup
-    gc.collect()
-    gc.freeze()  # what was made here is shared by every run's pages, unwalked
+    item.setup = setup  # not frozen (gc.freeze): a run may count on collecting what they made
     return True
