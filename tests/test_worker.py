@@ -60,7 +60,8 @@ def _thp_mode() -> str:
 
 def _worker_huge_kb(tmp_path: Path, heap: str) -> List[int]:
     out = tmp_path / f"huge-{heap}.txt"
-    env = {**os.environ, "AFFIDAVIT_CASE_OUT": str(out), "AFFIDAVIT_WORKER_HEAP": heap}
+    # the worker's own memory: its runs fork from it, not from a template of the test (templates.py)
+    env = {**os.environ, "AFFIDAVIT_CASE_OUT": str(out), "AFFIDAVIT_WORKER_HEAP": heap, "AFFIDAVIT_NO_TEMPLATES": "1"}
     proc = subprocess.run(
         [str(AFFIDAVIT), "sample", "tests/cases/case_worker_memory.py::test_report_worker_huge_pages", "-n", "40",
          "--workers", "1", "--json"],

@@ -51,12 +51,18 @@
 /* The worker's pid and its current child's, for the SIGTERM handler (the engine's way of stopping
  * a worker, also its PR_SET_PDEATHSIG): the child's process group dies with the worker. */
 static volatile sig_atomic_t server_pid, current_child;
+/* current_child is a template (below), which stops its own run the same way when told SIGTERM */
+static volatile sig_atomic_t current_is_template;
 static uint64_t max_memory_mb; /* 0: no memory limit */
 
 static void on_term(int sig)
 {
-    if (getpid() == server_pid && current_child > 0)
-        kill(-(pid_t)current_child, SIGKILL);
+    if (getpid() == server_pid && current_child > 0) {
+        if (current_is_template)
+            kill((pid_t)current_child, SIGTERM);
+        else
+            kill(-(pid_t)current_child, SIGKILL);
+    }
     _exit(128 + sig);
 }
 
@@ -477,10 +483,12 @@ static void template_main(PyObject *prepare, PyObject *run_child, void *shm, tmp
                           afd_run_req *req, long limit, int in_fd, int out_fd, const char *python,
                           const char *hash_seed)
 {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* SIGTERM: its handler (on_term) takes the running run's whole process group with it */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
     PyOS_AfterFork_Child();
     server_pid = getpid();
     current_child = 0;
+    current_is_template = 0;
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     PyObject *r = PyObject_CallFunction(prepare, "s", req->item);
     int made = r ? PyObject_IsTrue(r) : -1;
@@ -561,6 +569,7 @@ static long template_serve(PyObject *prepare, PyObject *run_child, void *shm, tm
         return -1;
     }
     setpgid(pid, pid);
+    current_is_template = 1;
     current_child = pid;
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     uint64_t t0 = now_ns();
@@ -575,8 +584,9 @@ static long template_serve(PyObject *prepare, PyObject *run_child, void *shm, tm
     }
     while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
         ;
-    sweep_run(pid);
     current_child = 0;
+    current_is_template = 0;
+    sweep_run(pid);
     if (pidfd >= 0)
         close(pidfd);
     long answered = (long)ts->answered;
