@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 import pytest
 
@@ -21,25 +21,38 @@ CASE = f"{CASES}/case_templates.py"
 RUNS = 6
 
 
-def sample(name: str, env: Dict[str, str]) -> Dict[str, Any]:
-    _, data = engine_json("sample", f"{CASE}::{name}", "-n", str(RUNS), expect=None, env=env, timeout=120)
+def sample(name: str, env: Dict[str, str], workers: int = 2) -> Dict[str, Any]:
+    _, data = engine_json("sample", f"{CASE}::{name}", "-n", str(RUNS), "--workers", str(workers), expect=None,
+                          env=env, timeout=120, workers=False)
     assert data["runs"] == RUNS, data
     return data
 
 
+def made_where(tmp_path: Path, name: str, env: Dict[str, str]) -> List[str]:
+    """Where each run's probed fixture was made ("template" or "run"), one worker, in run order."""
+    assert sample(name, {"AFD_TEMPLATE_CASE_OUT": str(tmp_path), **env}, workers=1)["failed"] == 0
+    return [line for p in sorted(tmp_path.iterdir(), key=lambda p: p.stat().st_mtime_ns)
+            for line in p.read_text().split()]
+
+
+def test_a_tests_fixtures_are_made_in_its_template_from_its_second_run(tmp_path: Path) -> None:
+    """The first run of a test goes from the worker (a test explored in one run pays for no
+    template); the others fork from the template, where the fixture was made."""
+    assert made_where(tmp_path, "test_probe_made_in_the_template", {}) == ["run"] + ["template"] * (RUNS - 1)
+
+
 @pytest.mark.parametrize("name", [
-    "test_probe_made_in_the_template",
     "test_probe_a_clock_read_is_made_in_each_run",
     "test_probe_a_temp_dir_is_made_in_each_run",
     "test_probe_nothing_after_tmp_path_is_made_in_advance",
 ])
-def test_what_a_template_makes_and_what_each_run_makes(name: str) -> None:
-    assert sample(name, {})["failed"] == 0
+def test_what_a_template_declines_each_run_makes(tmp_path: Path, name: str) -> None:
+    assert made_where(tmp_path, name, {}) == ["run"] * RUNS
 
 
-def test_without_templates_every_fixture_is_made_in_its_run() -> None:
-    """The probe's counterpart: AFFIDAVIT_NO_TEMPLATES=1 (what the benchmark compares with)."""
-    assert sample("test_probe_made_in_the_template", {"AFFIDAVIT_NO_TEMPLATES": "1"})["failed"] == RUNS
+def test_without_templates_every_fixture_is_made_in_its_run(tmp_path: Path) -> None:
+    """AFFIDAVIT_NO_TEMPLATES=1: what the benchmark compares with."""
+    assert made_where(tmp_path, "test_probe_made_in_the_template", {"AFFIDAVIT_NO_TEMPLATES": "1"}) == ["run"] * RUNS
 
 
 def test_no_temporary_directory_is_left_by_a_declined_template(tmp_path: Path) -> None:

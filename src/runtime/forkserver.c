@@ -441,6 +441,9 @@ typedef struct tmpl_shared {
 
 #define TMPL_MAP_SIZE (sizeof(tmpl_shared) + AFD_PROTO_MAX_FRAME)
 
+/* The test of the worker's last request (across serve() calls), "" for its only test. */
+static char *last_item;
+
 typedef struct tmpl_declined {
     char **item;
     size_t n;
@@ -686,7 +689,12 @@ PyObject *afd_rt_serve(PyObject *self, PyObject *args)
             PyErr_Format(PyExc_RuntimeError, "affidavit worker: %s", afd_strerror(rc));
             break;
         }
-        if (ts && !plain && !declined_has(&declined, req.item)) {
+        /* a template from a test's second run on: a test explored in one run (closed) never pays
+         * for one */
+        int again = last_item && !strcmp(last_item, req.item);
+        free(last_item);
+        last_item = strdup(req.item);
+        if (ts && !plain && again && !declined_has(&declined, req.item)) {
             int next = 0;
             long n =
                 template_serve(prepare, run_child, shm, ts, &req, &frame, &declined,
