@@ -39,6 +39,13 @@ CASE_TESTS = [
     "test_time_advances_across_sleep_zero",
 ]
 LIMITER = f"{CASE}::test_rate_limiter_lets_ten_through_in_about_a_second"
+DEBUG_CASE = f"{CASES}/case_debug_mode.py"
+DEBUG_TESTS = [
+    "test_call_soon_from_another_thread_raises_in_debug_mode",
+    "test_a_coroutine_is_refused_as_a_callback_in_debug_mode",
+    "test_handles_remember_where_they_were_made_in_debug_mode",
+    "test_a_slow_callback_is_logged_in_debug_mode",
+]
 # Small enough that a limiter standing still ends as 'step limit reached' in a second or two.
 RUN_LIMITS = ("--timeout", "20", "--max-steps", "200000")
 
@@ -58,13 +65,6 @@ def run_controlled(program: Callable[[], Any], token: str = "", max_steps: int =
 # ---- the reference: plain pytest on the stock loop ----
 
 
-def test_the_cases_pass_under_plain_pytest() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", CASE, "-q", "-p", "no:cacheprovider", "-p", "no:affidavit"],
-        cwd=REPO, env=engine_env(), capture_output=True, text=True, timeout=120,
-    )
-    assert proc.returncode == 0, describe(proc)
-    assert f"{len(CASE_TESTS)} passed" in proc.stdout, describe(proc)
 
 
 # ---- the same tests under affidavit ----
@@ -79,22 +79,14 @@ def test_each_case_passes_under_the_zero_schedule(name: str) -> None:
     assert data["outcomes"]["pass"] == 1, data
 
 
-DEBUG_CASE = f"{CASES}/case_debug_mode.py"
-DEBUG_TESTS = [
-    "test_call_soon_from_another_thread_raises_in_debug_mode",
-    "test_a_coroutine_is_refused_as_a_callback_in_debug_mode",
-    "test_handles_remember_where_they_were_made_in_debug_mode",
-    "test_a_slow_callback_is_logged_in_debug_mode",
-]
-
-
-def test_the_debug_mode_cases_pass_under_plain_pytest() -> None:
+@pytest.mark.parametrize("case,tests", [(CASE, CASE_TESTS), (DEBUG_CASE, DEBUG_TESTS)])
+def test_the_cases_pass_under_plain_pytest(case: str, tests: List[str]) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", DEBUG_CASE, "-q", "-p", "no:cacheprovider", "-p", "no:affidavit"],
+        [sys.executable, "-m", "pytest", case, "-q", "-p", "no:cacheprovider", "-p", "no:affidavit"],
         cwd=REPO, env=engine_env(), capture_output=True, text=True, timeout=120,
     )
     assert proc.returncode == 0, describe(proc)
-    assert f"{len(DEBUG_TESTS)} passed" in proc.stdout, describe(proc)
+    assert f"{len(tests)} passed" in proc.stdout, describe(proc)
 
 
 @pytest.mark.parametrize("name", DEBUG_TESTS)
