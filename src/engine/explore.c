@@ -554,7 +554,13 @@ int afd_cmd_explore(const afd_cli *cli)
     if (rc == 0 && c.best_index != UINT64_MAX && !c.timing.sensitive)
         rc = afd_timing_clock_check(&c.timing, pool, c.best_token, c.best_outcome, &prog);
     if (rc == 0 && c.best_index != UINT64_MAX) {
-        rc = afd_timing_confirm(pool, c.best_token, &prog, &c.confirm);
+        rc = afd_timing_confirm(pool, c.best_token, &c.normal, &prog, &c.confirm);
+        /* The verdict must not depend on which run of the token was read: a replay that crossed a
+         * deadline the found run did not is checked as the found run's crossing would have been. */
+        if (rc == 0 && !c.timing.sensitive && !c.timing.crossed && c.confirm.crossing.crossed) {
+            c.timing = c.confirm.crossing;
+            rc = afd_timing_check(&c.timing, pool, c.best_token, &prog);
+        }
         /* a thread working in real time decides such a run, failing every replay or not; a
          * failure that needs a step stalled past the test's own threshold is that, thread or not */
         c.abstained = rc == 0 && !c.timing.sensitive && (c.confirm.flags & AFD_TRACE_THREAD_RACE);

@@ -197,7 +197,9 @@ void afd_timing_json(const afd_timing *self, afd_buf *out)
 }
 
 typedef struct replay_ctx {
-    const char *token; /* Borrowed. */
+    const char *token;             /* Borrowed. */
+    const afd_fired_sites *normal; /* Borrowed; NULL: none known. */
+    afd_timing *crossing;          /* the first crossing a failing replay showed */
 } replay_ctx;
 
 static int make_replay(void *vctx, uint64_t i, uint8_t *mode, char **token)
@@ -209,12 +211,22 @@ static int make_replay(void *vctx, uint64_t i, uint8_t *mode, char **token)
     return *token ? 0 : AFD_ENOMEM;
 }
 
-int afd_timing_confirm(afd_pool *pool, const char *token, afd_progress *prog, afd_confirm *out)
+static int take_replay(void *vctx, uint64_t i, afd_run_result *res, afd_trace *tr)
+{
+    (void)i;
+    replay_ctx *c = vctx;
+    if (!c->crossing->crossed && tr && afd_runs_is_failure(res->outcome))
+        afd_timing_from_trace(c->crossing, tr, c->normal);
+    return 0;
+}
+
+int afd_timing_confirm(afd_pool *pool, const char *token, const afd_fired_sites *normal, afd_progress *prog,
+                       afd_confirm *out)
 {
     tally t = {0};
-    replay_ctx c = {token};
-    int rc =
-        afd_runs_batch_alone(pool, 0, AFD_CONFIRM_RUNS, 0, make_replay, afd_runs_take_none, &c, prog, &t);
+    afd_timing_from_trace(&out->crossing, NULL, NULL);
+    replay_ctx c = {token, normal, &out->crossing};
+    int rc = afd_runs_batch_alone(pool, 0, AFD_CONFIRM_RUNS, 0, make_replay, take_replay, &c, prog, &t);
     out->runs = t.runs;
     out->failed = t.failed;
     out->flags = t.flags_union;

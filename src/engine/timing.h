@@ -77,11 +77,14 @@ void afd_timing_json(const afd_timing *self, afd_buf *out);
 #define AFD_CONFIRM_RUNS 3
 typedef struct afd_confirm {
     uint64_t runs, failed;
-    uint32_t flags;   /* the AFD_TRACE_* flags of the replays, together */
-    char thread[128]; /* the first thread the replays saw working, "" for none */
+    uint32_t flags;      /* the AFD_TRACE_* flags of the replays, together */
+    char thread[128];    /* the first thread the replays saw working, "" for none */
+    afd_timing crossing; /* the first crossing a failing replay showed (crossed 0: none) */
 } afd_confirm;
-/* Replays token AFD_CONFIRM_RUNS times on pool into *out. Returns 0, or a negative AFD_E* code
- * (AFD_EIO when interrupted). */
-int afd_timing_confirm(afd_pool *pool, const char *token, afd_progress *prog, afd_confirm *out);
+/* Replays token AFD_CONFIRM_RUNS times on pool into *out, reading each failing replay's trace for a
+ * crossing as the found run's was read (normal: the zero run's firings). Returns 0, or a negative
+ * AFD_E* code (AFD_EIO when interrupted). */
+int afd_timing_confirm(afd_pool *pool, const char *token, const afd_fired_sites *normal, afd_progress *prog,
+                       afd_confirm *out);
 
 #endif
