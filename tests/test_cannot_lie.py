@@ -241,6 +241,16 @@ def test_a_thread_that_waits_for_the_loop_leaves_its_clock_virtual(name: str) ->
     assert proc.returncode == 0 and data["outcomes"]["pass"] == 2, describe(proc)
 
 
+def test_a_thread_being_started_keeps_the_clock_real() -> None:
+    # A thread that starts another waits for it without a timeout, and the new one has no frame
+    # until its first line runs: both look idle, and the clock jumped the 60 s timeout (a process
+    # pool's manager thread starting its queue feeder: fc11's first contact, most zero runs)
+    proc = engine("replay", ZERO_TOKEN, f"{CASES}/case_thread_starting.py::test_a_thread_that_starts_a_thread",
+                  "-n", "12", "--json")
+    data = json.loads(proc.stdout)
+    assert proc.returncode == 0 and data["outcomes"]["pass"] == 12, describe(proc)
+
+
 def test_a_signal_the_test_sent_itself_is_seen_before_the_clock_jumps() -> None:
     # The signal's byte is in the self-pipe before the test awaits. The controlled loop jumped its
     # clock to the 5 s timeout without looking (TimeoutError under every schedule, red at a helper's

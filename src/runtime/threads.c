@@ -8,7 +8,8 @@
  * (/proc/self/task/TID/syscall on Linux: a futex wait without a timeout is a lock, condition,
  * event or queue waited on forever -- CPython's locks, every primitive of threading and queue, an
  * executor's or anyio's idle worker), else from its Python frame (an executor's idle worker). A
- * thread that sleeps, waits with a timeout, reads a socket or computes works. Woken by a release,
+ * thread that sleeps, waits with a timeout, reads a socket or computes works, and so does one being
+ * started (threading._limbo: no frame yet, while its starter waits for it). Woken by a release,
  * a thread is runnable at once (the kernel sets its state in the waker's call), so a job just
  * handed to a worker is seen as work. */
 #include "runtime.h"
@@ -115,6 +116,18 @@ static int thread_waits_forever(PyObject *active, PyObject *ident)
     return tid > 0 && waits_forever(tid);
 }
 
+/* Whether a thread is being started: in threading._limbo from Thread.start() until its first
+ * Python code runs. It has no frame yet, and the thread that started it waits for it without a
+ * timeout (Thread.start waits for it to say it runs), so it is the only one that can move. */
+static int thread_starting(PyObject *threading)
+{
+    PyObject *limbo = threading ? PyObject_GetAttrString(threading, "_limbo") : NULL;
+    int starting = limbo && PyDict_Check(limbo) && PyDict_GET_SIZE(limbo) > 0;
+    Py_XDECREF(limbo);
+    PyErr_Clear();
+    return starting;
+}
+
 int afd_hooks_threads_working(void)
 {
     PyObject *get = PySys_GetObject("_current_frames"); /* Borrowed. */
@@ -127,7 +140,6 @@ int afd_hooks_threads_working(void)
     unsigned long me = PyThread_get_thread_ident();
     PyObject *threading = PyImport_ImportModule("threading");
     PyObject *active = threading ? PyObject_GetAttrString(threading, "_active") : NULL;
-    Py_XDECREF(threading);
     PyErr_Clear();
     PyObject *key, *frame;
     Py_ssize_t pos = 0;
@@ -144,5 +156,8 @@ int afd_hooks_threads_working(void)
     }
     Py_DECREF(frames);
     Py_XDECREF(active);
+    if (!working)
+        working = thread_starting(threading);
+    Py_XDECREF(threading);
     return working;
 }
