@@ -33,7 +33,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ import pytest
 
 from affidavit._verdicts import WORDS as VERDICT_WORDS
 from affidavit import session_fixtures
+from affidavit import alone
 from affidavit.alone import OUT as ALONE_OUT
 from affidavit.engine_session import EngineSession
 
@@ -621,24 +621,8 @@ class ExploreHooks:
         return summary + (f" (report: {d['report']})" if d.get("report") else "")
 
     def _fails_alone(self, nodeid: str, failure: str) -> bool:
-        """Whether the test, run alone under plain pytest (asyncio's own loop, nothing of
-        affidavit's but alone.py to write its failure down), fails as the explored run did. It
-        passed in this session, after the tests before it; alone, its module's and session's
-        fixtures are made afresh. A failure it gives then is its dependence on the tests before it
-        (a counter in a fixture of a wider scope, what they leave behind), not a race."""
-        with tempfile.TemporaryDirectory(prefix="affidavit-alone-") as tmp:
-            out = os.path.join(tmp, "alone.json")
-            env = dict(_engine_env(self.config, self.settings), **{ALONE_OUT: out})
-            cmd = [sys.executable, "-m", "pytest", nodeid, "-p", "affidavit.alone", "-p", "no:cacheprovider",
-                   "-q", *self.args]
-            try:
-                subprocess.run(cmd, cwd=str(self.config.rootpath), capture_output=True, text=True,
-                               timeout=self.settings.budget, env=env)
-                with open(out, encoding="utf-8") as f:
-                    d = json.load(f)
-            except (subprocess.TimeoutExpired, OSError, ValueError):
-                return False
-        return bool(d.get("failed")) and _same_failure(str(d.get("failure") or ""), failure)
+        return alone.fails_alone(nodeid, failure, sys.executable, self.args, str(self.config.rootpath),
+                                 _engine_env(self.config, self.settings), self.settings.budget)
 
     def _pytest_args(self) -> List[str]:
         return [f"--pytest-arg={a}" for a in self.args]
@@ -765,12 +749,6 @@ def _unrun_reason(when: str, report: pytest.TestReport) -> str:
 _ALONE = ("it fails as explored when run alone under plain pytest, on asyncio's own loop: it "
           "passed here only after the tests before it, so it depends on them (a fixture of a wider scope, "
           "what they leave behind), not on a schedule")
-
-
-def _same_failure(a: str, b: str) -> bool:
-    """Two engine failure lines ("path:line: what") alike, the paths compared by their last part."""
-    (wa, _, ma), (wb, _, mb) = a.partition(": "), b.partition(": ")
-    return bool(a) and ma == mb and os.path.basename(wa) == os.path.basename(wb)
 
 
 def _reason(error: str, nodeid: str) -> str:
