@@ -167,21 +167,27 @@ def _whose(func: Any, root: str) -> str:
     return "user" if inside and "site-packages" not in path else ""
 
 
-def _qualifies(name: str, item: Any, root: str, memo: Dict[str, bool], depth: int = 0) -> bool:
+def qualifies(name: str, item: Any, memo: Dict[str, bool], accept: Callable[[str, Any], bool],
+              depth: int = 0) -> bool:
+    """Whether item's fixture name, and every fixture it asks for, is one accept(name, fixturedef)
+    takes ("request" always is); memo holds the answers so far."""
     if name == "request":
         return True
     if name in memo:
         return memo[name]
-    memo[name] = False  # a cycle qualifies nothing
+    memo[name] = False  # a cycle (a fixture overriding one of its name) qualifies nothing
     defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}).get(name)
     if not defs or depth > 50:
         return False
     fd = defs[-1]
-    ok = (str(getattr(fd, "scope", "")) == "session" and plain_function(fd.func)
-          and bool(_whose(fd.func, root))
-          and all(_qualifies(a, item, root, memo, depth + 1) for a in getattr(fd, "argnames", ())))
+    ok = accept(name, fd) and all(qualifies(a, item, memo, accept, depth + 1) for a in getattr(fd, "argnames", ()))
     memo[name] = ok
     return ok
+
+
+def _made_in_advance(root: str) -> Callable[[str, Any], bool]:
+    return lambda name, fd: (str(getattr(fd, "scope", "")) == "session" and plain_function(fd.func)
+                             and bool(_whose(fd.func, root)))
 
 
 def wanted(items: List[Any], root: str) -> List[Any]:
@@ -191,7 +197,7 @@ def wanted(items: List[Any], root: str) -> List[Any]:
     for item in items:
         memo: Dict[str, bool] = {}
         for name in getattr(item, "fixturenames", ()):
-            if name not in seen and name != "request" and _qualifies(name, item, root, memo):
+            if name not in seen and name != "request" and qualifies(name, item, memo, _made_in_advance(root)):
                 seen.add(name)
                 out.append((item, name))
     return out

@@ -34,20 +34,8 @@ _PER_TEST = frozenset({"tmp_path", "tmpdir", "capsys", "capfd", "capsysbinary", 
                        "caplog", "recwarn", "pytester", "testdir"})
 
 
-def _qualifies(name: str, item: Any, memo: Dict[str, bool], depth: int = 0) -> bool:
-    if name == "request":
-        return True
-    if name in memo:
-        return memo[name]
-    memo[name] = False  # a cycle (a fixture overriding one of its name) qualifies nothing
-    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}).get(name)
-    if name in _PER_TEST or not defs or depth > 50:
-        return False
-    fd = defs[-1]
-    ok = session_fixtures.plain_function(fd.func) and all(
-        _qualifies(a, item, memo, depth + 1) for a in getattr(fd, "argnames", ()))
-    memo[name] = ok
-    return ok
+def _accept(name: str, fd: Any) -> bool:
+    return name not in _PER_TEST and session_fixtures.plain_function(fd.func)
 
 
 def prefix(item: Any) -> List[str]:
@@ -55,7 +43,7 @@ def prefix(item: Any) -> List[str]:
     memo: Dict[str, bool] = {}
     out: List[str] = []
     for name in getattr(item, "fixturenames", ()):
-        if not _qualifies(name, item, memo):
+        if not session_fixtures.qualifies(name, item, memo, _accept):
             break
         if name != "request":
             out.append(name)
