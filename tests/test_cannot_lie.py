@@ -526,12 +526,15 @@ def test_explore_does_not_call_a_test_on_the_projects_loop_failing() -> None:
 
 def test_explore_names_a_loop_class_with_its_own_clock_or_iteration() -> None:
     """looptime's shape: the project subclasses the loop it is given and tells its own time() or runs
-    its own _run_once(); affidavit's iteration would overrule both, so the loop is named, not run."""
+    its own _run_once(); affidavit's iteration would overrule both, so the loop is named, not run.
+    The loop then runs as asyncio's: by the project's clock and select() (a fast-forwarding loop's
+    3 s took 3 real seconds, and its end of an endless wait was called a deadlock), with the real
+    clocks real (a thread's 50 ms read 1 us)."""
     case = f"{CASES}/case_own_loop_class.py"
-    assert_passes_plainly(REPO, case, passed=2)
+    assert_passes_plainly(REPO, case, passed=5)
     proc = engine("explore", case, "--runs", "5", "--json", cwd=REPO, timeout=120)
     assert proc.returncode == 0 and not found_failing(json_lines(proc)), describe(proc)
-    for name in ("OffsetClockLoop", "CountingLoop"):
+    for name in ("OffsetClockLoop", "CountingLoop", "FastForwardLoop", "EndOfTimeLoop", "RealClocksLoop"):
         assert f"{name} under the event loop policy" in proc.stderr + proc.stdout, describe(proc)
 
 

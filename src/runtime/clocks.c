@@ -87,6 +87,28 @@ void afd_clock_engage(void)
     }
 }
 
+void afd_clock_disengage(void)
+{
+    if (!engaged || !afd_clock_on_run_thread())
+        return;
+    /* A virtual reading was up to one grid step (and its reads) ahead of the real clock: wait until
+     * the real clocks pass every reading given, so none of them goes back (a few ms at most). */
+    for (int tries = 0; tries < 100; tries++) {
+        int behind = 0;
+        for (int i = 0; i < N_CLK; i++) {
+            int64_t given = base_k[i] * BASE_GRID_NS + (int64_t)afd_vclock_ns;
+            behind |= real_ns(i == CLK_PERF ? CLK_MONO : i) < given;
+        }
+        if (!behind)
+            break;
+        struct timespec ts = {0, 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    engaged = 0;
+    afd_vclock_ns = AFD_EPOCH_NS;
+    memset(base_k, 0, sizeof base_k);
+}
+
 static double seconds_of(int which, uint64_t vns)
 {
     return (double)base_k[which] / 512.0 + (double)vns / 1e9;

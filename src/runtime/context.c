@@ -156,6 +156,12 @@ static int keeps_core_method(PyObject *loop, PyTypeObject *core, const char *nam
 /* A loop is affidavit's when it is the core's, and its class keeps the core's clock and iteration:
  * a subclass that tells its own time() or runs its own _run_once (looptime's, a fast-forwarding
  * test loop) is a loop the project chose, which the core's iteration would silently overrule. */
+int afd_rt_loop_keeps_time(PyObject *loop)
+{
+    afd_rt_state *st = afd_rt_state_of_type(Py_TYPE(loop));
+    return st && st->loopcore_type && keeps_core_method(loop, st->loopcore_type, "time");
+}
+
 int afd_rt_loop_keeps_core(PyObject *loop)
 {
     afd_rt_state *st = afd_rt_state_of_type(Py_TYPE(loop));

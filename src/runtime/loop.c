@@ -223,9 +223,11 @@ static PyObject *loop_call_later(afd_loop *self, PyObject *const *args, Py_ssize
     if (parse_cb(args, nargs, kw, 1, "call_later", &cb, &cbargs, &ctx) < 0)
         return NULL;
     /* stock call_later is call_at: its checks name call_at */
-    PyObject *r = check_open(self) < 0 || debug_checks(self, cb, "call_at", 1) < 0
-                      ? NULL
-                      : schedule_at(self, loop_now(self) + delay, cb, cbargs, ctx);
+    double now;
+    PyObject *r =
+        check_open(self) < 0 || debug_checks(self, cb, "call_at", 1) < 0 || loop_sched_now(self, &now) < 0
+            ? NULL
+            : schedule_at(self, now + delay, cb, cbargs, ctx);
     Py_XDECREF(cbargs);
     return r;
 }
@@ -376,22 +378,30 @@ static void leave_control_off_run_thread(afd_loop *self)
 /* The loop's first iteration: a class swapped in after the loop was made (looptime patches the
  * running loop's __class__) that tells its own time() or runs its own _run_once() is the project's
  * loop, which the core's clock would overrule: it runs as asyncio's loop does and is named
- * (context.c), and a second LOOP event, uncontrolled, says so. */
+ * (context.c). The LOOP event is recorded here, when the loop begins, so a loop made and never run
+ * (a fixture's, pytest-asyncio's spare) makes no test explorable; it says whether it is controlled. */
 static void announce(afd_loop *self)
 {
     if (self->announced)
         return;
     self->announced = 1;
-    if (!self->controlled || afd_rt_loop_keeps_core((PyObject *)self))
-        return;
-    lose_control(self);
-    afd_rec_event(AFD_EV_LOOP, 0, 0, self->loop_no, 0, 0, 0);
+    self->own_time = !afd_rt_loop_keeps_time((PyObject *)self);
+    if (self->controlled && !afd_rt_loop_keeps_core((PyObject *)self)) {
+        lose_control(self);
+        /* No controlled step ran yet: no controlled loop has begun, and the clocks stay real. */
+        if (afd_rec_steps() == 0)
+            afd_clock_disengage();
+    } else if (self->controlled) {
+        afd_clock_engage(); /* again, if a project's loop gave the clocks back (above) */
+    }
+    afd_rec_event(AFD_EV_LOOP, self->controlled, 0, self->loop_no, 0, self->controlled ? self->clock_ns : 0,
+                  0);
 }
 
 static PyObject *loop_run_once(afd_loop *self, PyObject *unused)
 {
-    leave_control_off_run_thread(self);
     announce(self);
+    leave_control_off_run_thread(self);
     afd_loop_stepping prev = afd_loop_step_begin((PyObject *)self);
     afd_loop *outer = iterating;
     iterating = self;
@@ -419,7 +429,10 @@ static PyObject *run_once(afd_loop *self)
         afd_clock_advance_to(self->clock_ns);
 
     /* Timers whose deadline has passed join the back of the queue, in deadline order. */
-    double end = loop_now(self) + 1e-9;
+    double end;
+    if (loop_sched_now(self, &end) < 0)
+        return NULL;
+    end += 1e-9;
     afd_slot_batch sb;
     if (self->slots_live)
         afd_slots_batch_begin(&sb, self->clock_ns, self->clock_mask);
@@ -547,6 +560,7 @@ static PyObject *loop_core_init(afd_loop *self, PyObject *unused)
     self->clock_mask = 0;
     if (self->controlled)
         afd_clock_engage();
+    self->own_time = !afd_rt_loop_keeps_time((PyObject *)self);
     /* A loop starts where the run's last one left the clock: time.monotonic() never goes back. */
     self->clock_ns = self->controlled && afd_clock_on_run_thread() && afd_vclock_ns > AFD_EPOCH_NS
                          ? afd_vclock_ns
@@ -555,8 +569,6 @@ static PyObject *loop_core_init(afd_loop *self, PyObject *unused)
     self->thread_id = PyThread_get_thread_ident();
     self->loop_no = ++afd_rec_loops;
     self->announced = 0;
-    afd_rec_event(AFD_EV_LOOP, self->controlled, 0, self->loop_no, 0, self->controlled ? self->clock_ns : 0,
-                  0);
     Py_RETURN_NONE;
 }
 

@@ -36,6 +36,7 @@ typedef struct afd_loop {
     uint8_t ready_init;
     uint8_t announced; /* its first iteration has begun (the LOOP event is recorded then) */
     uint8_t debug;     /* asyncio's debug mode (set_debug): loop_debug.c's checks and warnings */
+    uint8_t own_time;  /* its class tells its own time(): a natural loop schedules by it (loop_sched_now) */
 } afd_loop;
 
 static inline afd_rt_state *loop_state(afd_loop *self)
@@ -60,6 +61,25 @@ static inline double loop_now(afd_loop *self)
                         (afd_rec_current && afd_loop_on_step_thread() ? afd_rec_extra_cost : 0)) /
                1e9;
     return (double)mono_ns() / 1e9;
+}
+
+/* The time a loop that runs as asyncio's does schedules by: BaseEventLoop calls self.time() in
+ * call_later and in each iteration, so a class that tells its own (looptime's fake clock, which also
+ * replaces its selector's select to fast-forward) is read there, as on stock asyncio. 0, or -1 with
+ * the exception its time() raised. */
+static inline int loop_sched_now(afd_loop *self, double *out)
+{
+    if (self->controlled || !self->own_time) {
+        *out = loop_now(self);
+        return 0;
+    }
+    PyObject *r = PyObject_CallMethod((PyObject *)self, "time", NULL);
+    double t = r ? PyFloat_AsDouble(r) : -1.0;
+    Py_XDECREF(r);
+    if (!r || (t == -1.0 && PyErr_Occurred()))
+        return -1;
+    *out = t;
+    return 0;
 }
 
 /* Under AFD_SCHED_SCALED (the timing check of a failure that may be a clock threshold): a delay

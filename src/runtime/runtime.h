@@ -268,6 +268,10 @@ uint64_t afd_clock_real_reads(void);
 int afd_clock_on_run_thread(void);
 /* A controlled loop begins on the run's thread: the real clocks read virtual time from now on. */
 void afd_clock_engage(void);
+/* A loop gave control up before any controlled step of the run (its class was swapped for the
+ * project's): the clocks are real again, as if no controlled loop had begun; the next controlled
+ * loop to iterate engages them anew. */
+void afd_clock_disengage(void);
 /* The caller's thread is not the one the run began on (a run has begun). */
 int afd_clock_off_run_thread(void);
 /* A controlled loop's clock moved to clock_ns; time.sleep outside a step slept ns. */
@@ -505,6 +509,9 @@ void afd_rt_note_running_loop(PyObject *loop);
 /* Whether a loop of the core's type keeps the core's clock and iteration (its class overrides
  * neither time() nor _run_once()): only such a loop is controlled (context.c). */
 int afd_rt_loop_keeps_core(PyObject *loop);
+/* Whether its class keeps the core's time(): one that does not tells its own time (looptime's fake
+ * clock), which a loop that runs as asyncio's does reads wherever BaseEventLoop calls self.time(). */
+int afd_rt_loop_keeps_time(PyObject *loop);
 
 /* ---- Line tracer (tracer.c) ------------------------------------------------------------- */
 /* Around one step of a run that traces lines: sets and clears the C trace function. */
