@@ -9,12 +9,20 @@
  * with a time of the test's own (elapsed < 3 s, an entry's age against a TTL). A slow machine
  * crosses it; no order of events does. The verdict is claimed only when the failing run fails as
  * the run beside the flip with more time does: the same assertion at the same place. The deadline check
- * (timing.c) covers the thresholds a timer guards; this one those only a clock read sees.
+ * (timing.c) covers the thresholds a timer guards; this one those only a clock read sees, and one
+ * more a timer decides: where the two runs part at a timer and what parts them is a timeout of the
+ * program's (a wait_for, a timeout scope: a deadline, deadlines.c) that fires in one and not (yet) in
+ * the other -- the steps before it took longer, so the time it guards ran out, or did not -- the time
+ * a limit of the test's own measures decided, not which of two things came first. Two plain sleeps
+ * that change places stay an order (a write that lands before a read, however long either waited).
  *
  * Measured, as every verdict: the failing token, the runs of the bisection and the passing side
- * AFD_TIMING_CHECK_RUNS times, one run at a time. Runs that waited on threads, sockets or real
- * time are not judged: what differs there may be the world's. Workload: once per failure no
- * deadline explains; about 30 runs and two passes over traces. */
+ * AFD_TIMING_CHECK_RUNS times, one run at a time. Runs a thread or a foreign loop had a say in are
+ * not judged. Runs that used real descriptors are, but where the loop also waited in real time
+ * (a handshake, an ACK, a child's output on its way: AFD_TRACE_REAL_WAIT) what arrives when is the
+ * world's, and a next step the ready queue brought may be an arrival's: there a parting counts
+ * inside a step, at a deadline, or at the next steps the last step both began alike scheduled. Workload: once
+ * per failure no deadline explains; about 30 runs and two passes over traces. */
 #include "timing.h"
 #include "afd.h"
 #include "token.h"
@@ -67,19 +75,74 @@ static int next_step_scheduled(const afd_trace *tr, uint32_t i)
     return 1;
 }
 
+/* The step that scheduled the next step tr begins at or after event i (its WAKE's origin), or
+ * UINT32_MAX when a timer or the self-pipe brought it, or no step follows. */
+static uint32_t next_step_origin(const afd_trace *tr, uint32_t i)
+{
+    for (; i < tr->n_events; i++)
+        if (tr->events[i].kind == AFD_EV_WAKE)
+            return tr->events[i].flags & (AFD_WAKE_TIMER | AFD_WAKE_SELF_PIPE) ? UINT32_MAX : tr->events[i].a;
+    return UINT32_MAX;
+}
+
+/* The first deadline (a timeout of the program's, not a sleep) that fires from event `from` up to
+ * the next step's WAKE: its site's string, or NULL. */
+static const char *deadline_fired(const afd_trace *tr, uint32_t from)
+{
+    for (uint32_t i = from; i < tr->n_events && tr->events[i].kind != AFD_EV_WAKE; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind == AFD_EV_DEADLINE_LATE && (e->flags & AFD_LATE_FIRED) && e->a != 0)
+            return afd_trace_known(tr, e->b) ? afd_trace_string(tr, e->b) : "";
+    }
+    return NULL;
+}
+
+/* A timer brought the next step tr begins at or after event i, and a deadline of the program's
+ * fired within a millisecond (the loop's wake-up batch) before it: at the flip of the bisection
+ * the timer and the timeout are due together, and which of them the loop saw first decided the
+ * run -- a timeout raced with what it guards (a job's 0.6 s sleep with a 0.2 s wait for it armed
+ * 0.4 s later). Its site, or NULL. */
+#define NEAR_DEADLINE_NS 1000000ULL
+static const char *deadline_near_timer(const afd_trace *tr, uint32_t i)
+{
+    while (i < tr->n_events && tr->events[i].kind != AFD_EV_WAKE)
+        i++;
+    if (i >= tr->n_events || !(tr->events[i].flags & AFD_WAKE_TIMER))
+        return NULL;
+    uint64_t at = tr->events[i].vtime;
+    while (i-- > 0) {
+        const afd_event *e = &tr->events[i];
+        if (e->vtime + NEAR_DEADLINE_NS < at && e->kind == AFD_EV_STEP)
+            return NULL; /* steps before then ran earlier than the batch */
+        if (e->kind == AFD_EV_DEADLINE_LATE && (e->flags & AFD_LATE_FIRED) && e->a != 0 &&
+            e->vtime + NEAR_DEADLINE_NS >= at)
+            return afd_trace_known(tr, e->b) ? afd_trace_string(tr, e->b) : "";
+    }
+    return NULL;
+}
+
 /* Whether two runs did the same things in the same order up to where one step did otherwise: the
  * first difference between their events, times aside, is inside a step both began alike, or is
  * which step begins next where neither next step was brought by a timer (the ready queue's order
- * is what the same steps scheduled). Traces cut short (dropped events) answer 0. */
-static int same_order(const afd_trace *failing, const afd_trace *passing)
+ * is what the same steps scheduled), or where a deadline fires before the next step in one run and
+ * not in the other, or where a timer brings the next step just after a deadline fired (*deadline:
+ * its site). Traces cut short (dropped events) answer 0. */
+static int same_order(const afd_trace *failing, const afd_trace *passing, const char **deadline)
 {
-    int in_step = 0; /* between a WAKE both runs began alike and its STEP */
+    int world = ((failing->flags | passing->flags) & AFD_TRACE_REAL_WAIT) != 0;
+    int in_step = 0;                 /* between a WAKE both runs began alike and its STEP */
+    uint32_t last_step = 0;          /* the number of the last step both runs began alike */
+    uint32_t from_i = 0, from_j = 0; /* just after the last events both runs had alike */
+    *deadline = NULL;
     for (uint32_t i = 0, j = 0;; i++, j++) {
         const afd_event *a = next_compared(failing, &i), *b = next_compared(passing, &j);
         if (a && b && same_event(failing, a, passing, b)) {
-            if (a->kind == AFD_EV_WAKE)
+            from_i = i + 1;
+            from_j = j + 1;
+            if (a->kind == AFD_EV_WAKE) {
                 in_step = 1;
-            else if (a->kind == AFD_EV_STEP)
+                last_step = a->b;
+            } else if (a->kind == AFD_EV_STEP)
                 in_step = 0;
             continue;
         }
@@ -91,7 +154,27 @@ static int same_order(const afd_trace *failing, const afd_trace *passing)
          * armed after it against those armed before: another order), or the ready queue did, which
          * holds what the same steps scheduled, in their order: one of them went another way
          * without an event to show it, and only a time it read can have made it. */
-        return in_step || (next_step_scheduled(failing, i) && next_step_scheduled(passing, j));
+        if (in_step || (!world && next_step_scheduled(failing, i) && next_step_scheduled(passing, j)))
+            return 1;
+        /* with real descriptors, only what the last step both began alike scheduled itself (an
+         * arrival is scheduled by no step) */
+        if (world && last_step && next_step_origin(failing, i) == last_step &&
+            next_step_origin(passing, j) == last_step)
+            return 1;
+        const char *f = deadline_fired(failing, from_i), *p = deadline_fired(passing, from_j);
+        if (!f && !p) {
+            const char *near = deadline_near_timer(failing, i);
+            if (!near)
+                near = deadline_near_timer(passing, j);
+            if (near) {
+                *deadline = near;
+                return 1;
+            }
+        }
+        if ((f == NULL) == (p == NULL) && (!f || !strcmp(f, p)))
+            return 0; /* no timeout between them: two timers changed places, an order */
+        *deadline = f ? f : p;
+        return 1;
     }
 }
 
@@ -187,11 +270,11 @@ static int run_scaled(afd_pool *pool, const afd_schedule *base, uint32_t scale, 
     return rc;
 }
 
-/* A run the check can judge: it ran, its trace was read, and no thread, socket or real wait had
- * a say in it. */
+/* A run the check can judge: it ran, its trace was read, and no thread or foreign loop had a say
+ * in it (real descriptors may have: same_order counts with them). */
 static int judged(const scaled_run *r)
 {
-    return r->ran && r->have && !(r->flags & AFD_TRACE_UNCONTROLLED);
+    return r->ran && r->have && !(r->flags & (AFD_TRACE_THREADS | AFD_TRACE_FOREIGN_LOOP));
 }
 
 /* Bisects the scale between a passing *lo (scale 0) and a failing *hi (scale 1) down to
@@ -239,21 +322,30 @@ int afd_timing_clock_check(afd_timing *self, afd_pool *pool, const char *token, 
         rc = bisect(pool, &s, prog, &lo, &hi, &lo_scale, &ok);
     /* The flip is inside one step, and the failing run fails where the run beside the flip with
      * more time does: the same assertion, which the same order passes with less time (hi holds
-     * nothing when the flip is next to scale 1). Past the flip the delays may also wake a timer
-     * sooner (a keep-alive, a poll) without a say in that assertion; they cross the threshold
-     * all the same, which is what the verdict says. */
+     * nothing when the flip is next to scale 1); or the failing run outlasted a deadline of the
+     * program's (self->crossed, whose check below it failed there): every failure from the flip up
+     * is one threshold of the test's or the next, a 20 s timeout above a 10 s budget. Past the flip the
+     * delays may also wake a timer sooner (a keep-alive, a poll) without a say in that assertion; they cross
+     * the threshold all the same, which is what the verdict says. */
     const afd_trace *fail_side = hi.have ? &hi.tr : &one.tr;
     uint64_t passed = 1;
-    if (rc == 0 && ok && same_order(fail_side, &lo.tr) &&
-        (same_run(fail_side, &one.tr) || same_failure(fail_side, &one.tr))) {
-        for (int k = 1; rc == 0 && k < AFD_TIMING_CHECK_RUNS; k++) { /* the passing side, again */
+    const char *deadline = NULL;
+    if (rc == 0 && ok && same_order(fail_side, &lo.tr, &deadline) &&
+        (same_run(fail_side, &one.tr) || same_failure(fail_side, &one.tr) || self->crossed)) {
+        /* the passing side, again; where real waits added the machine's time to the clock, a tenth
+         * further from the flip, which they could otherwise push across */
+        uint32_t again_scale =
+            (lo.flags | one.flags) & AFD_TRACE_REAL_WAIT ? lo_scale - lo_scale / 10 : lo_scale;
+        for (int k = 1; rc == 0 && k < AFD_TIMING_CHECK_RUNS; k++) {
             scaled_run again = {0};
-            rc = run_scaled(pool, &s, lo_scale, prog, &again);
+            rc = run_scaled(pool, &s, again_scale, prog, &again);
             passed += rc == 0 && judged(&again) && !again.failed;
             run_finish(&again);
         }
         if (rc == 0 && passed == AFD_TIMING_CHECK_RUNS) {
             self->sensitive = self->clock = 1;
+            if (deadline)
+                snprintf(self->site, sizeof self->site, "%s", deadline[0] ? deadline : "a timeout");
             self->check_runs = AFD_TIMING_CHECK_RUNS;
             self->check_passed = passed;
         }

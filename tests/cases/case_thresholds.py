@@ -9,6 +9,8 @@ slow machine, not a race: `timing_sensitive`, never a plain failure.
 import asyncio
 import time
 
+from typing import List
+
 import pytest
 
 
@@ -87,3 +89,58 @@ async def test_a_periodic_job_waits_its_interval() -> None:
     await asyncio.sleep(0.05)
     job.cancel()
     assert len(runs) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_shutdown_within_its_budget_over_a_loopback_socket() -> None:
+    # a budget only the clock read at the end sees, around a graceful stop of the test's own server
+    # (fc12's: a straggler request is given 0.1 s, then cancelled; 20 s around it, < 10 s asserted),
+    # in a run whose server and client talk over loopback TCP
+    handlers: List["asyncio.Task[None]"] = []
+    arrived = asyncio.Event()
+
+    async def straggler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        handlers.append(asyncio.current_task())  # type: ignore[arg-type]
+        await reader.readline()
+        arrived.set()
+        try:
+            await asyncio.sleep(30)
+        finally:
+            writer.close()
+
+    async def stop() -> None:
+        server.close()
+        done, still = await asyncio.wait(handlers, timeout=0.1)
+        for task in still:
+            task.cancel()
+        if still:
+            await asyncio.wait(still)
+        await server.wait_closed()
+
+    loop = asyncio.get_running_loop()
+    server = await asyncio.start_server(straggler, "127.0.0.1", 0)
+    reader, writer = await asyncio.open_connection(*server.sockets[0].getsockname()[:2])
+    writer.write(b"slow\n")
+    await asyncio.wait_for(arrived.wait(), 20)
+    t0 = loop.time()
+    await asyncio.wait_for(stop(), 20)
+    assert loop.time() - t0 < 10
+    writer.close()
+
+
+@pytest.mark.asyncio
+async def test_a_wait_for_a_slower_job_times_out() -> None:
+    # a timeout raced with the work it guards: the job takes 0.6 s and the wait for it, armed just
+    # after, gives up at 0.2 s; a step stalled 0.4 s between the two lets the job finish first (a
+    # slow machine: fc12's job service, GET .../wait?timeout=0.2 answered 200 instead of 504)
+    done = asyncio.Event()
+
+    async def job() -> None:
+        await asyncio.sleep(0.6)
+        done.set()
+
+    task = asyncio.ensure_future(job())
+    await asyncio.sleep(0)
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(done.wait(), 0.2)
+    await task
