@@ -152,9 +152,9 @@ void afd_timing_summary(const afd_timing *self, afd_buf *out)
     if (self->clock && self->site[0]) {
         afd_buf_printf(out,
                        "fails only when its steps take longer: the same steps in the same order pass with "
-                       "every delay cut to what that order needs, and what parts the two is whether the "
-                       "timeout armed at %s runs out first: a time limit of the test's own, a slow machine, "
-                       "not a race",
+                       "every delay cut to what that order needs, where the timeout armed at %s runs out; "
+                       "with the delays as found, what it guards finishes within it: a time limit of the "
+                       "test's own, a slow machine, not a race",
                        self->site);
         return;
     }

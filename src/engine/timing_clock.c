@@ -10,18 +10,20 @@
  * crosses it; no order of events does. The verdict is claimed only when the failing run fails as
  * the run beside the flip with more time does: the same assertion at the same place. The deadline check
  * (timing.c) covers the thresholds a timer guards; this one those only a clock read sees, and one
- * more a timer decides: where the two runs part at a timer and what parts them is a timeout of the
- * program's (a wait_for, a timeout scope: a deadline, deadlines.c) that fires in one and not (yet) in
- * the other -- the steps before it took longer, so the time it guards ran out, or did not -- the time
- * a limit of the test's own measures decided, not which of two things came first. Two plain sleeps
- * that change places stay an order (a write that lands before a read, however long either waited).
+ * more a timer decides: where the two runs part at a timer, and a timeout of the program's (a
+ * wait_for, a timeout scope: a deadline, deadlines.c) that the passing run saw run out never does in
+ * the failing run as found -- the steps before its arming took longer, so what it guards finished
+ * within it: a limit of the test's own measured the time. Two plain sleeps that change places stay
+ * an order (a write that lands before a read, however long either waited), and so does a timeout
+ * that runs out in both (a hand-off and a cancel in one iteration, bpo-27585).
  *
  * Measured, as every verdict: the failing token, the runs of the bisection and the passing side
  * AFD_TIMING_CHECK_RUNS times, one run at a time. Runs a thread or a foreign loop had a say in are
  * not judged. Runs that used real descriptors are, but where the loop also waited in real time
  * (a handshake, an ACK, a child's output on its way: AFD_TRACE_REAL_WAIT) what arrives when is the
  * world's, and a next step the ready queue brought may be an arrival's: there a parting counts
- * inside a step, at a deadline, or at the next steps the last step both began alike scheduled. Workload: once
+ * inside a step, at a timer (as above), or at the next steps the last step both began alike
+ * scheduled. Workload: once
  * per failure no deadline explains; about 30 runs and two passes over traces. */
 #include "timing.h"
 #include "afd.h"
@@ -85,38 +87,28 @@ static uint32_t next_step_origin(const afd_trace *tr, uint32_t i)
     return UINT32_MAX;
 }
 
-/* The first deadline (a timeout of the program's, not a sleep) that fires from event `from` up to
- * the next step's WAKE: its site's string, or NULL. */
-static const char *deadline_fired(const afd_trace *tr, uint32_t from)
+/* Whether a deadline (a timeout of the program's, not a sleep) fired at site in tr. */
+static int deadline_fired_at(const afd_trace *tr, const char *site)
 {
-    for (uint32_t i = from; i < tr->n_events && tr->events[i].kind != AFD_EV_WAKE; i++) {
+    for (uint32_t i = 0; i < tr->n_events; i++) {
         const afd_event *e = &tr->events[i];
-        if (e->kind == AFD_EV_DEADLINE_LATE && (e->flags & AFD_LATE_FIRED) && e->a != 0)
-            return afd_trace_known(tr, e->b) ? afd_trace_string(tr, e->b) : "";
+        if (e->kind == AFD_EV_DEADLINE_LATE && (e->flags & AFD_LATE_FIRED) && e->a != 0 &&
+            afd_trace_known(tr, e->b) && !strcmp(afd_trace_string(tr, e->b), site))
+            return 1;
     }
-    return NULL;
+    return 0;
 }
 
-/* A timer brought the next step tr begins at or after event i, and a deadline of the program's
- * fired within a millisecond (the loop's wake-up batch) before it: at the flip of the bisection
- * the timer and the timeout are due together, and which of them the loop saw first decided the
- * run -- a timeout raced with what it guards (a job's 0.6 s sleep with a 0.2 s wait for it armed
- * 0.4 s later). Its site, or NULL. */
-#define NEAR_DEADLINE_NS 1000000ULL
-static const char *deadline_near_timer(const afd_trace *tr, uint32_t i)
+/* A deadline that fired in `passing` and never in `found` (the failing run as found): the test
+ * counted on that timeout running out, and with the found run's stalls what it guards finished
+ * first. Its site, or NULL. */
+static const char *timeout_missed(const afd_trace *passing, const afd_trace *found)
 {
-    while (i < tr->n_events && tr->events[i].kind != AFD_EV_WAKE)
-        i++;
-    if (i >= tr->n_events || !(tr->events[i].flags & AFD_WAKE_TIMER))
-        return NULL;
-    uint64_t at = tr->events[i].vtime;
-    while (i-- > 0) {
-        const afd_event *e = &tr->events[i];
-        if (e->vtime + NEAR_DEADLINE_NS < at && e->kind == AFD_EV_STEP)
-            return NULL; /* steps before then ran earlier than the batch */
+    for (uint32_t i = 0; i < passing->n_events; i++) {
+        const afd_event *e = &passing->events[i];
         if (e->kind == AFD_EV_DEADLINE_LATE && (e->flags & AFD_LATE_FIRED) && e->a != 0 &&
-            e->vtime + NEAR_DEADLINE_NS >= at)
-            return afd_trace_known(tr, e->b) ? afd_trace_string(tr, e->b) : "";
+            afd_trace_known(passing, e->b) && !deadline_fired_at(found, afd_trace_string(passing, e->b)))
+            return afd_trace_string(passing, e->b);
     }
     return NULL;
 }
@@ -124,21 +116,19 @@ static const char *deadline_near_timer(const afd_trace *tr, uint32_t i)
 /* Whether two runs did the same things in the same order up to where one step did otherwise: the
  * first difference between their events, times aside, is inside a step both began alike, or is
  * which step begins next where neither next step was brought by a timer (the ready queue's order
- * is what the same steps scheduled), or where a deadline fires before the next step in one run and
- * not in the other, or where a timer brings the next step just after a deadline fired (*deadline:
- * its site). Traces cut short (dropped events) answer 0. */
-static int same_order(const afd_trace *failing, const afd_trace *passing, const char **deadline)
+ * is what the same steps scheduled), or where a timer brought it while a timeout the passing run
+ * saw run out never did in the run as found (*deadline: its site). Traces cut short (dropped
+ * events) answer 0. */
+static int same_order(const afd_trace *failing, const afd_trace *passing, const afd_trace *found,
+                      const char **deadline)
 {
     int world = ((failing->flags | passing->flags) & AFD_TRACE_REAL_WAIT) != 0;
-    int in_step = 0;                 /* between a WAKE both runs began alike and its STEP */
-    uint32_t last_step = 0;          /* the number of the last step both runs began alike */
-    uint32_t from_i = 0, from_j = 0; /* just after the last events both runs had alike */
+    int in_step = 0;        /* between a WAKE both runs began alike and its STEP */
+    uint32_t last_step = 0; /* the number of the last step both runs began alike */
     *deadline = NULL;
     for (uint32_t i = 0, j = 0;; i++, j++) {
         const afd_event *a = next_compared(failing, &i), *b = next_compared(passing, &j);
         if (a && b && same_event(failing, a, passing, b)) {
-            from_i = i + 1;
-            from_j = j + 1;
             if (a->kind == AFD_EV_WAKE) {
                 in_step = 1;
                 last_step = a->b;
@@ -161,20 +151,13 @@ static int same_order(const afd_trace *failing, const afd_trace *passing, const 
         if (world && last_step && next_step_origin(failing, i) == last_step &&
             next_step_origin(passing, j) == last_step)
             return 1;
-        const char *f = deadline_fired(failing, from_i), *p = deadline_fired(passing, from_j);
-        if (!f && !p) {
-            const char *near = deadline_near_timer(failing, i);
-            if (!near)
-                near = deadline_near_timer(passing, j);
-            if (near) {
-                *deadline = near;
-                return 1;
-            }
-        }
-        if ((f == NULL) == (p == NULL) && (!f || !strcmp(f, p)))
-            return 0; /* no timeout between them: two timers changed places, an order */
-        *deadline = f ? f : p;
-        return 1;
+        /* A timer brought it: two timers changed places, an order -- unless a timeout of the
+         * program's the passing run saw run out never did in the run as found (the test counted
+         * on it: the time before it was armed decided, a job's 0.6 s sleep ending before a 0.2 s
+         * wait for it armed 0.4 s late). A timeout that runs out in both (bpo-27585's hand-off and
+         * cancel in one iteration) is part of the race, not its threshold. */
+        *deadline = timeout_missed(passing, found);
+        return *deadline != NULL;
     }
 }
 
@@ -330,7 +313,7 @@ int afd_timing_clock_check(afd_timing *self, afd_pool *pool, const char *token, 
     const afd_trace *fail_side = hi.have ? &hi.tr : &one.tr;
     uint64_t passed = 1;
     const char *deadline = NULL;
-    if (rc == 0 && ok && same_order(fail_side, &lo.tr, &deadline) &&
+    if (rc == 0 && ok && same_order(fail_side, &lo.tr, &one.tr, &deadline) &&
         (same_run(fail_side, &one.tr) || same_failure(fail_side, &one.tr) || self->crossed)) {
         /* the passing side, again; where real waits added the machine's time to the clock, a tenth
          * further from the flip, which they could otherwise push across */

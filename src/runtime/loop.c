@@ -378,8 +378,9 @@ static void leave_control_off_run_thread(afd_loop *self)
 /* The loop's first iteration: a class swapped in after the loop was made (looptime patches the
  * running loop's __class__) that tells its own time() or runs its own _run_once() is the project's
  * loop, which the core's clock would overrule: it runs as asyncio's loop does and is named
- * (context.c). The LOOP event is recorded here, when the loop begins, so a loop made and never run
- * (a fixture's, pytest-asyncio's spare) makes no test explorable; it says whether it is controlled. */
+ * (context.c). The LOOP event that says whether it is controlled is recorded here, when the loop
+ * begins (the one at its making says neither), so a loop made and never run (a fixture's, a plugin's
+ * spare) makes no test explorable. */
 static void announce(afd_loop *self)
 {
     if (self->announced)
@@ -569,6 +570,8 @@ static PyObject *loop_core_init(afd_loop *self, PyObject *unused)
     self->thread_id = PyThread_get_thread_ident();
     self->loop_no = ++afd_rec_loops;
     self->announced = 0;
+    /* made, not begun (flags 0): only announce's event, when it begins, says it is controlled */
+    afd_rec_event(AFD_EV_LOOP, 0, 0, self->loop_no, 0, self->controlled ? self->clock_ns : 0, 0);
     Py_RETURN_NONE;
 }
 
