@@ -27,7 +27,7 @@ typedef struct afd_timing {
     uint64_t check_runs, check_passed;
     int sensitive; /* the verdict: crossed, and every capped run passed (or clock) */
     int clock;     /* the verdict came from afd_timing_clock_check: a threshold only a clock read sees, or
-                      (site set) a timeout of the program's that fired in one run and not the other */
+                      (site set) a timeout the test counted on that the failing run never saw run out */
 } afd_timing;
 
 /* The sites of the deadlines the zero schedule's run saw fire: a fast machine reaches them, so a

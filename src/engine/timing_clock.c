@@ -23,8 +23,8 @@
  * (a handshake, an ACK, a child's output on its way: AFD_TRACE_REAL_WAIT) what arrives when is the
  * world's, and a next step the ready queue brought may be an arrival's: there a parting counts
  * inside a step, at a timer (as above), or at the next steps the last step both began alike
- * scheduled. Workload: once
- * per failure no deadline explains; about 30 runs and two passes over traces. */
+ * scheduled. Workload: once per failure no deadline explains; about 30 runs and two passes over
+ * traces. */
 #include "timing.h"
 #include "afd.h"
 #include "token.h"
@@ -328,7 +328,7 @@ int afd_timing_clock_check(afd_timing *self, afd_pool *pool, const char *token, 
         if (rc == 0 && passed == AFD_TIMING_CHECK_RUNS) {
             self->sensitive = self->clock = 1;
             if (deadline)
-                snprintf(self->site, sizeof self->site, "%s", deadline[0] ? deadline : "a timeout");
+                snprintf(self->site, sizeof self->site, "%s", deadline);
             self->check_runs = AFD_TIMING_CHECK_RUNS;
             self->check_passed = passed;
         }
