@@ -290,6 +290,8 @@ uint64_t afd_trace_order_digest(const afd_trace *self);
 void afd_trace_format_event(const afd_trace *self, const afd_event *ev, afd_buf *out);
 /* The label of a task id (from its AFD_EV_TASK event), or "?" (never NULL, borrowed). */
 const char *afd_trace_task_label(const afd_trace *self, uint32_t task);
+/* The same label, or NULL when the trace never named the task (a label reading "?" is a label). */
+const char *afd_trace_task_known(const afd_trace *self, uint32_t task);
 /* Whether task is a plain callback (call_soon, call_later) rather than an asyncio Task: its
  * AFD_EV_TASK event says so. */
 int afd_trace_task_is_callback(const afd_trace *self, uint32_t task);
