@@ -77,7 +77,7 @@ THRESHOLD_TESTS = ["test_wait_for_well_within_its_timeout", "test_the_short_slee
                    "test_a_few_steps_finish_within_a_long_sleep",
                    "test_answered_within_its_budget_on_the_monotonic_clock", "test_an_entry_read_while_it_is_fresh",
                    "test_a_periodic_job_waits_its_interval", "test_a_shutdown_within_its_budget_over_a_loopback_socket",
-                   "test_a_wait_for_a_slower_job_times_out"]
+                   "test_a_wait_for_a_slower_job_times_out", "test_a_short_timer_beside_a_long_wait_for"]
 REAL_WAIT = f"{CASES}/case_real_wait_threshold.py"
 OWN_WAIT = f"{CASES}/case_stall_then_own_wait.py"
 CLOCK_UNDER_TIMEOUT = f"{CASES}/case_clock_read_under_library_timeout.py"
@@ -380,6 +380,21 @@ def test_explore_calls_a_crossed_threshold_timing_sensitive() -> None:
     for d in docs:
         if d.get("found"):
             assert d.get("timing") and d["timing"].get("summary"), d
+
+
+def test_a_threshold_is_named_by_the_deadline_the_failure_needs() -> None:
+    """A stall past a 5 s wait_for outlasts a 10 ms timer on its way; passing below the 10 ms one
+    says nothing of which decides. The summary names the deadline where the runs either side of the
+    flip part (it named the first one crossed, the 10 ms timer, before)."""
+    nodeid = f"{THRESHOLDS}::test_a_short_timer_beside_a_long_wait_for"
+    lines = (REPO / THRESHOLDS).read_text().splitlines()
+    wait_for_line = next(i for i, line in enumerate(lines, 1) if "wait_for(work(), 5)" in line)
+    proc, docs = engine_docs("explore", nodeid, "--strategy", "pct", "--runs", "60")
+    (doc,) = docs
+    assert doc.get("verdict") == "timing_sensitive", describe(proc)
+    timing = doc["timing"]
+    assert timing["site"] == f"{THRESHOLDS}:{wait_for_line}" and timing["duration_us"] == 5_000_000, timing
+    assert "the 5 s timer" in timing["summary"] and "10 ms" not in timing["summary"], timing
 
 
 def test_a_deadline_a_stall_brought_within_a_real_waits_reach_is_no_failure() -> None:

@@ -221,6 +221,8 @@ static int check_timing(inv *v, afd_timing *out)
     out->check_passed = t.by_outcome[AFD_OUT_PASS];
     out->sensitive = rc == 0 && t.runs == AFD_TIMING_CHECK_RUNS && t.by_outcome[AFD_OUT_PASS] == t.runs;
     afd_tally_finish(&t);
+    if (rc == 0 && out->sensitive)
+        rc = afd_timing_name(out, v->pool, v->found_token, &v->prog);
     return rc;
 }
 

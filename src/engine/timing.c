@@ -56,7 +56,7 @@ void afd_fired_sites_finish(afd_fired_sites *self)
 /* Whether a DEADLINE_LATE event says the run crossed a time the program set: a step or a wake-up
  * that outlasted it, or a deadline the schedule's stalls brought due that the zero schedule's run
  * never reached (one it reached is the program's own operation: a poll's timeout, a retry). */
-static int crossing(const afd_trace *tr, const afd_event *e, const afd_fired_sites *normal)
+int afd_timing_crossing(const afd_trace *tr, const afd_event *e, const afd_fired_sites *normal)
 {
     if (!(e->flags & AFD_LATE_FIRED))
         return 1;
@@ -66,27 +66,57 @@ static int crossing(const afd_trace *tr, const afd_event *e, const afd_fired_sit
              afd_fired_sites_has(normal, afd_trace_string(tr, e->b)));
 }
 
+int afd_timing_same_deadline(const afd_trace *x, const afd_event *a, const afd_trace *y, const afd_event *b)
+{
+    if ((a->a != 0) != (b->a != 0) || (a->a && a->cost != b->cost))
+        return 0; /* a sleep's cost is the stall that overtook it, a deadline's its duration */
+    const char *sa = afd_trace_known(x, a->b), *sb = afd_trace_known(y, b->b);
+    if (sa || sb)
+        return sa && sb && !strcmp(sa, sb);
+    return a->a == b->a;
+}
+
+size_t afd_timing_crossings(const afd_trace *tr, const afd_fired_sites *normal, const afd_event **out,
+                            size_t max)
+{
+    size_t n = 0;
+    for (uint32_t i = 0; tr && i < tr->n_events && n < max; i++) {
+        const afd_event *e = &tr->events[i];
+        if (e->kind != AFD_EV_DEADLINE_LATE || !afd_timing_crossing(tr, e, normal))
+            continue;
+        size_t k = 0;
+        while (k < n && !afd_timing_same_deadline(tr, out[k], tr, e))
+            k++;
+        if (k == n)
+            out[n++] = e;
+    }
+    return n;
+}
+
+/* The crossing event e of tr as the verdict's deadline. */
+void afd_timing_take_crossing(afd_timing *self, const afd_trace *tr, const afd_event *e)
+{
+    self->crossed = 1;
+    /* A margin of a millisecond below the timer assumes what follows the stall is virtual. A run
+     * that also waited on a thread or a socket spent the machine's time there, which no schedule
+     * chooses: its check keeps a tenth of the timer for it, as for a crossing in a real wait. */
+    self->real_wait = (e->flags & AFD_LATE_REAL_WAIT) != 0 ||
+                      (tr->flags & (AFD_TRACE_REAL_WAIT | AFD_TRACE_THREADS | AFD_TRACE_REAL_IO)) != 0;
+    self->fired = (e->flags & AFD_LATE_FIRED) != 0;
+    self->duration_ns = e->cost;
+    self->site[0] = 0;
+    if (e->b != AFD_NOSTR)
+        snprintf(self->site, sizeof self->site, "%s", afd_trace_string(tr, e->b));
+}
+
 void afd_timing_from_trace(afd_timing *self, const afd_trace *tr, const afd_fired_sites *normal)
 {
     memset(self, 0, sizeof *self);
-    if (!tr)
-        return;
-    for (uint32_t i = 0; i < tr->n_events; i++) {
-        const afd_event *e = &tr->events[i];
-        if (e->kind != AFD_EV_DEADLINE_LATE || !crossing(tr, e, normal))
-            continue;
-        self->crossed = 1;
-        /* A margin of a millisecond below the timer assumes what follows the stall is virtual. A run
-         * that also waited on a thread or a socket spent the machine's time there, which no schedule
-         * chooses: its check keeps a tenth of the timer for it, as for a crossing in a real wait. */
-        self->real_wait = (e->flags & AFD_LATE_REAL_WAIT) != 0 ||
-                          (tr->flags & (AFD_TRACE_REAL_WAIT | AFD_TRACE_THREADS | AFD_TRACE_REAL_IO)) != 0;
-        self->fired = (e->flags & AFD_LATE_FIRED) != 0;
-        self->duration_ns = e->cost;
-        if (e->b != AFD_NOSTR)
-            snprintf(self->site, sizeof self->site, "%s", afd_trace_string(tr, e->b));
-        return;
-    }
+    const afd_event *seen[AFD_TIMING_MAX_CROSSINGS];
+    size_t n = afd_timing_crossings(tr, normal, seen, AFD_TIMING_MAX_CROSSINGS);
+    if (n)
+        afd_timing_take_crossing(self, tr, seen[0]);
+    self->n_crossed = (uint32_t)n;
 }
 
 int afd_timing_capped_token(const char *token, int well_below, char **out)
@@ -132,6 +162,8 @@ int afd_timing_check(afd_timing *self, afd_pool *pool, const char *token, afd_pr
     self->sensitive = rc == 0 && t.runs == AFD_TIMING_CHECK_RUNS && t.by_outcome[AFD_OUT_PASS] == t.runs;
     afd_tally_finish(&t);
     free(capped);
+    if (rc == 0 && self->sensitive)
+        rc = afd_timing_name(self, pool, token, prog);
     return rc;
 }
 
@@ -176,6 +208,11 @@ void afd_timing_summary(const afd_timing *self, afd_buf *out)
     }
     if (self->site[0])
         afd_buf_printf(out, " armed at %s", self->site);
+    if (self->n_crossed > 1 && !self->named)
+        afd_buf_printf(out,
+                       " (the first of %" PRIu32
+                       " deadlines the stalls outlasted; which of them the failure needs was not measured)",
+                       self->n_crossed);
     if (self->real_wait)
         afd_buf_printf(out, " and a real wait (a socket, a thread) then outlasts the rest");
     else if (self->fired)

@@ -24,6 +24,9 @@ typedef struct afd_timing {
     char site[512];       /* the user's site that armed it, "" when unknown */
     int real_wait;        /* the run waited in real time (I/O, a thread): the check keeps a tenth */
     int fired;            /* it fired on time, brought due by stalls of at least half its duration */
+    uint32_t n_crossed;   /* distinct deadlines the failing run crossed (the first is named until
+                             afd_timing_name finds the one the failure needs) */
+    int named;            /* afd_timing_name measured which crossing the failure needs */
     uint64_t check_runs, check_passed;
     int sensitive; /* the verdict: crossed, and every capped run passed (or clock) */
     int clock;     /* the verdict came from afd_timing_clock_check: a threshold only a clock read sees, or
@@ -43,6 +46,15 @@ void afd_fired_sites_from_trace(afd_fired_sites *self, const afd_trace *tr);
 int afd_fired_sites_has(const afd_fired_sites *self, const char *site);
 void afd_fired_sites_finish(afd_fired_sites *self);
 
+/* Whether a DEADLINE_LATE event e of tr is a crossing (normal: as afd_timing_from_trace). */
+int afd_timing_crossing(const afd_trace *tr, const afd_event *e, const afd_fired_sites *normal);
+/* Whether two crossing events name the same deadline (its site and duration; a sleep's by site). */
+int afd_timing_same_deadline(const afd_trace *x, const afd_event *a, const afd_trace *y, const afd_event *b);
+/* The distinct deadlines tr crossed, first crossing each, in order: at most max into out. */
+#define AFD_TIMING_MAX_CROSSINGS 32
+size_t afd_timing_crossings(const afd_trace *tr, const afd_fired_sites *normal, const afd_event **out,
+                            size_t max);
+void afd_timing_take_crossing(afd_timing *self, const afd_trace *tr, const afd_event *e);
 /* Reads the first crossing of a failing run's trace (tr may be NULL) into self, which is reset
  * first: a step or a wake-up that outlasted a timer, or a deadline the stalls brought due whose site
  * is not in normal (NULL: none known). */
@@ -53,6 +65,13 @@ int afd_timing_capped_token(const char *token, int well_below, char **out);
 /* Runs the capped schedule AFD_TIMING_CHECK_RUNS times on pool when self->crossed, and sets
  * self->sensitive. Returns 0, or a negative AFD_E* code (AFD_EIO when interrupted). */
 int afd_timing_check(afd_timing *self, afd_pool *pool, const char *token, afd_progress *prog);
+/* Which of several deadlines the failing run crossed the failure needs (self->sensitive, n_crossed
+ * > 1; timing_clock.c): bisects a scale of the token's delays to where the outcome flips and names
+ * the deadline the failing neighbour crosses and the passing one does not, with its duration, site
+ * and kind of crossing (self->named). A stall long enough for a 5 s wait_for outlasts a 10 ms timer
+ * on its way, and passing below the 10 ms one says nothing of which decides. Leaves self alone when
+ * a run cannot be judged or no crossing parts the neighbours. Returns 0, or a negative AFD_E* code. */
+int afd_timing_name(afd_timing *self, afd_pool *pool, const char *token, afd_progress *prog);
 /* The check of a failure no deadline explains (timing_clock.c), only of a test body's failure
  * (outcome AFD_OUT_FAIL: not a crash, a hang or a setup's error): runs the failing token once more,
  * then bisects a scale of its delays (AFD_SCHED_SCALED) from 0 (must pass) to 1 down to the two

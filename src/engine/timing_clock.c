@@ -339,3 +339,63 @@ int afd_timing_clock_check(afd_timing *self, afd_pool *pool, const char *token, 
     afd_schedule_finish(&s);
     return rc;
 }
+
+/* The next crossing event of tr at or after *i, or NULL. */
+static const afd_event *next_crossing(const afd_trace *tr, uint32_t *i)
+{
+    for (; *i < tr->n_events; (*i)++) {
+        const afd_event *e = &tr->events[*i];
+        if (e->kind == AFD_EV_DEADLINE_LATE && afd_timing_crossing(tr, e, NULL))
+            return e;
+    }
+    return NULL;
+}
+
+/* Where the crossings of the runs either side of the flip first part (a deadline, or how it was
+ * crossed: a step outlasting it, stalls bringing it due), the deadline hi records there, or NULL.
+ * Just below the flip the stall ends short of that deadline and it is crossed later or not at all;
+ * just above, the stall carries the clock past it: the time that decides the outcome. */
+static const afd_event *parting_crossing(const afd_trace *hi, const afd_trace *lo)
+{
+    for (uint32_t i = 0, j = 0;; i++, j++) {
+        const afd_event *h = next_crossing(hi, &i), *l = next_crossing(lo, &j);
+        if (!h)
+            return NULL;
+        if (!l || h->flags != l->flags || !afd_timing_same_deadline(hi, h, lo, l))
+            return h;
+    }
+}
+
+int afd_timing_name(afd_timing *self, afd_pool *pool, const char *token, afd_progress *prog)
+{
+    if (!self->sensitive || self->clock || self->n_crossed < 2)
+        return 0;
+    afd_schedule s;
+    int rc = afd_token_decode(&s, token);
+    if (rc < 0)
+        return rc;
+    scaled_run lo = {0}, hi = {0};
+    uint32_t lo_scale = 0;
+    int ok = 0;
+    if (!(s.flags & AFD_SCHED_SCALED))
+        rc = bisect(pool, &s, prog, &lo, &hi, &lo_scale, &ok);
+    /* a neighbour the bisection never ran is an end: no delay (passes), or the run as found */
+    if (rc == 0 && ok && !lo.have)
+        rc = run_scaled(pool, &s, 0, prog, &lo);
+    if (rc == 0 && ok && !hi.have)
+        rc = run_scaled(pool, &s, AFD_SCALE_ONE, prog, &hi);
+    if (rc == 0 && ok && judged(&lo) && !lo.failed && judged(&hi) && hi.failed) {
+        const afd_event *e = parting_crossing(&hi.tr, &lo.tr);
+        if (e) { /* its duration and site; how the failing run crossed (the verdict's terms) stays */
+            afd_timing named;
+            afd_timing_take_crossing(&named, &hi.tr, e);
+            self->duration_ns = named.duration_ns;
+            memcpy(self->site, named.site, sizeof self->site);
+            self->named = 1;
+        }
+    }
+    run_finish(&lo);
+    run_finish(&hi);
+    afd_schedule_finish(&s);
+    return rc;
+}

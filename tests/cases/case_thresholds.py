@@ -144,3 +144,22 @@ async def test_a_wait_for_a_slower_job_times_out() -> None:
     with pytest.raises(asyncio.TimeoutError):
         await asyncio.wait_for(done.wait(), 0.2)
     await task
+
+
+@pytest.mark.asyncio
+async def test_a_short_timer_beside_a_long_wait_for() -> None:
+    # a stall that outlasts the 5 s wait_for outlasts the 10 ms timer beside it on its way; the
+    # failure needs the 5 s one (a 10 ms timer running late changes nothing here), and that is the
+    # threshold to name (fc13: a debouncer's 10 ms timer named for a test's wait_for(flush(), 5))
+    loop = asyncio.get_running_loop()
+    fired = []
+    loop.call_later(0.01, fired.append, "tick")
+
+    async def work() -> int:
+        for _ in range(5):
+            await asyncio.sleep(0)
+        return 1
+
+    assert await asyncio.wait_for(work(), 5) == 1
+    await asyncio.sleep(0.02)
+    assert fired == ["tick"]
