@@ -260,14 +260,21 @@ static int judged(const scaled_run *r)
     return r->ran && r->have && !(r->flags & (AFD_TRACE_THREADS | AFD_TRACE_FOREIGN_LOOP));
 }
 
+/* How close the neighbours of a bisection that may settle early must be (a thousandth of the
+ * delays: a 5 s stall's flip known to 5 ms). */
+#define SETTLE_WIDTH (AFD_SCALE_ONE / 1024)
+
 /* Bisects the scale between a passing *lo (scale 0) and a failing *hi (scale 1) down to
- * neighbours; 0 when every run could be judged. */
+ * neighbours, or (settled) to neighbours SETTLE_WIDTH apart that settled says are enough; 0 when
+ * every run could be judged. */
 static int bisect(afd_pool *pool, const afd_schedule *s, afd_progress *prog, scaled_run *lo, scaled_run *hi,
-                  uint32_t *lo_scale, int *ok)
+                  uint32_t *lo_scale, int *ok, int (*settled)(const scaled_run *lo, const scaled_run *hi))
 {
     uint32_t l = 0, h = AFD_SCALE_ONE;
     *ok = 0;
     while (h - l > 1) {
+        if (settled && h - l <= SETTLE_WIDTH && lo->have && hi->have && settled(lo, hi))
+            break;
         uint32_t m = l + (h - l) / 2;
         scaled_run mid = {0};
         int rc = run_scaled(pool, s, m, prog, &mid);
@@ -302,7 +309,7 @@ int afd_timing_clock_check(afd_timing *self, afd_pool *pool, const char *token, 
     if (rc == 0 && judged(&one) && one.failed)
         rc = run_scaled(pool, &s, 0, prog, &lo);
     if (rc == 0 && judged(&lo) && !lo.failed)
-        rc = bisect(pool, &s, prog, &lo, &hi, &lo_scale, &ok);
+        rc = bisect(pool, &s, prog, &lo, &hi, &lo_scale, &ok, NULL);
     /* The flip is inside one step, and the failing run fails where the run beside the flip with
      * more time does: the same assertion, which the same order passes with less time (hi holds
      * nothing when the flip is next to scale 1); or the failing run outlasted a deadline of the
@@ -366,9 +373,37 @@ static const afd_event *parting_crossing(const afd_trace *hi, const afd_trace *l
     }
 }
 
+/* Whether hi and lo cross the same deadlines the same way but for `at`'s: the flip is that one's. */
+static int parts_only_at(const afd_trace *hi, const afd_trace *lo, const afd_event *at)
+{
+    for (uint32_t i = 0, j = 0;; i++, j++) {
+        const afd_event *h = next_crossing(hi, &i), *l = next_crossing(lo, &j);
+        while (h && afd_timing_same_deadline(hi, h, hi, at))
+            h = (++i, next_crossing(hi, &i));
+        while (l && afd_timing_same_deadline(lo, l, hi, at))
+            l = (++j, next_crossing(lo, &j));
+        if (!h || !l)
+            return !h && !l;
+        if (h->flags != l->flags || !afd_timing_same_deadline(hi, h, lo, l))
+            return 0;
+    }
+}
+
+/* The naming bisection may stop where the neighbours part at one deadline only. */
+static int settled_on_one(const scaled_run *lo, const scaled_run *hi)
+{
+    if (lo->failed || !hi->failed)
+        return 0;
+    const afd_event *e = parting_crossing(&hi->tr, &lo->tr);
+    return e && parts_only_at(&hi->tr, &lo->tr, e);
+}
+
 int afd_timing_name(afd_timing *self, afd_pool *pool, const char *token, afd_progress *prog)
 {
-    if (!self->sensitive || self->clock || self->n_crossed < 2)
+    /* Runs over real descriptors or beside threads are the world's as much as the schedule's, and
+     * slow: their bisection would cost seconds per verdict (aresponses: 43 s -> 123 s); the summary
+     * then says which deadline the failure needs was not measured. */
+    if (!self->sensitive || self->clock || self->n_crossed < 2 || self->real_wait)
         return 0;
     afd_schedule s;
     int rc = afd_token_decode(&s, token);
@@ -378,7 +413,7 @@ int afd_timing_name(afd_timing *self, afd_pool *pool, const char *token, afd_pro
     uint32_t lo_scale = 0;
     int ok = 0;
     if (!(s.flags & AFD_SCHED_SCALED))
-        rc = bisect(pool, &s, prog, &lo, &hi, &lo_scale, &ok);
+        rc = bisect(pool, &s, prog, &lo, &hi, &lo_scale, &ok, settled_on_one);
     /* a neighbour the bisection never ran is an end: no delay (passes), or the run as found */
     if (rc == 0 && ok && !lo.have)
         rc = run_scaled(pool, &s, 0, prog, &lo);
