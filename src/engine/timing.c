@@ -211,7 +211,7 @@ void afd_timing_summary(const afd_timing *self, afd_buf *out)
     if (self->n_crossed > 1 && !self->named)
         afd_buf_printf(out,
                        " (the first of %" PRIu32
-                       " deadlines the stalls outlasted; which of them the failure needs was not measured)",
+                       " deadlines crossed; which one the failure needs was not measured)",
                        self->n_crossed);
     if (self->real_wait)
         afd_buf_printf(out, " and a real wait (a socket, a thread) then outlasts the rest");
