@@ -50,10 +50,13 @@ void afd_fired_sites_finish(afd_fired_sites *self);
 int afd_timing_crossing(const afd_trace *tr, const afd_event *e, const afd_fired_sites *normal);
 /* Whether two crossing events name the same deadline (its site and duration; a sleep's by site). */
 int afd_timing_same_deadline(const afd_trace *x, const afd_event *a, const afd_trace *y, const afd_event *b);
-/* The distinct deadlines tr crossed, first crossing each, in order: at most max into out. */
+/* The distinct deadlines tr crossed, first crossing each, in order: at most max into out (a run
+ * that crossed more counts as max). */
 #define AFD_TIMING_MAX_CROSSINGS 32
 size_t afd_timing_crossings(const afd_trace *tr, const afd_fired_sites *normal, const afd_event **out,
                             size_t max);
+/* Sets self's crossing fields (crossed, real_wait, fired, duration_ns, site) from e, a crossing
+ * event of tr; the rest of self is left as it is. */
 void afd_timing_take_crossing(afd_timing *self, const afd_trace *tr, const afd_event *e);
 /* Reads the first crossing of a failing run's trace (tr may be NULL) into self, which is reset
  * first: a step or a wake-up that outlasted a timer, or a deadline the stalls brought due whose site
@@ -66,11 +69,13 @@ int afd_timing_capped_token(const char *token, int well_below, char **out);
  * self->sensitive. Returns 0, or a negative AFD_E* code (AFD_EIO when interrupted). */
 int afd_timing_check(afd_timing *self, afd_pool *pool, const char *token, afd_progress *prog);
 /* Which of several deadlines the failing run crossed the failure needs (self->sensitive, n_crossed
- * > 1; timing_clock.c): bisects a scale of the token's delays to where the outcome flips and names
- * the deadline the failing neighbour crosses and the passing one does not, with its duration, site
- * and kind of crossing (self->named). A stall long enough for a 5 s wait_for outlasts a 10 ms timer
- * on its way, and passing below the 10 ms one says nothing of which decides. Leaves self alone when
- * a run cannot be judged or no crossing parts the neighbours. Returns 0, or a negative AFD_E* code. */
+ * > 1, no real wait; timing_clock.c): bisects a scale of the token's delays to where the outcome
+ * flips (stopping once the neighbours are a thousandth apart and part at one deadline only) and
+ * puts the duration and site of the deadline where their crossings first part into self
+ * (self->named); how the failing run crossed (real_wait, fired) stays. A stall long enough for a
+ * 5 s wait_for outlasts a 10 ms timer on its way, and passing below the 10 ms one says nothing of
+ * which decides. Leaves self alone when a run cannot be judged or no crossing parts the neighbours.
+ * Returns 0, or a negative AFD_E* code. */
 int afd_timing_name(afd_timing *self, afd_pool *pool, const char *token, afd_progress *prog);
 /* The check of a failure no deadline explains (timing_clock.c), only of a test body's failure
  * (outcome AFD_OUT_FAIL: not a crash, a hang or a setup's error): runs the failing token once more,
