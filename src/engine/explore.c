@@ -66,7 +66,8 @@ typedef struct explore_ctx {
     afd_confirm confirm;
     int abstained;   /* the replays had a thread working in real time: its progress decides them */
     int unconfirmed; /* otherwise, it did not fail again every time */
-    int unreplayed;  /* timing_sensitive through a real wait, its replays not all failing: no token */
+    int unreplayed;  /* timing_sensitive through a real wait, its replays not all failing or a thread
+                      * deciding them: no token */
     int most_alive;  /* the most runs of the test alive at once (afd_pool_most_alive) */
     char *last_error;
     uint64_t offset;        /* added to a batch index to make it a run number (the runs of the systematic part
@@ -573,6 +574,11 @@ int afd_cmd_explore(const afd_cli *cli)
             c.unconfirmed = 0;
             c.unreplayed = 1;
         }
+        /* A threshold whose replays had a thread still working when a timer fired or a delay
+         * passed: whether the next replay fails is that thread's speed (a loaded machine finishes it
+         * in time or not), so however many replays failed, its token is not a failing schedule. */
+        if (rc == 0 && c.timing.sensitive && (c.confirm.flags & AFD_TRACE_THREAD_RACE))
+            c.unreplayed = 1;
     }
     afd_progress_done(&prog);
     c.most_alive = afd_pool_most_alive(pool);
@@ -611,7 +617,15 @@ int afd_cmd_explore(const afd_cli *cli)
         afd_timing_summary(&c.timing, &o);
         afd_buf_printf(&o, "\n  checked: " AFD_TIMING_CHECKED " passed %" PRIu64 "/%" PRIu64 " runs\n",
                        c.timing.check_passed, c.timing.check_runs);
-        if (c.unreplayed)
+        if (c.unreplayed && (c.confirm.flags & AFD_TRACE_THREAD_RACE))
+            afd_buf_printf(&o,
+                           "  replayed alone it failed %" PRIu64 "/%" PRIu64
+                           " times, with %s%s still working when a timer fired or a stall passed: its speed "
+                           "decides each "
+                           "replay, so no token is printed\n",
+                           c.confirm.failed, c.confirm.runs, c.confirm.thread[0] ? "the thread " : "a thread",
+                           c.confirm.thread);
+        else if (c.unreplayed)
             afd_buf_printf(&o,
                            "  replayed alone it failed %" PRIu64 "/%" PRIu64
                            " times (the real wait decides each): no token is printed\n",

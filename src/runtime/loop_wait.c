@@ -170,12 +170,14 @@ int afd_loop_controlled_wait(afd_loop *self, int stopping)
         uint64_t deadline = afd_rt_ceil_ns(afd_lq_when(&self->q, 0));
         if (deadline > self->clock_ns)
             self->clock_ns = deadline;
-        /* the wait ended at a timer while a thread still works: the timer raced the thread */
-        if (afd_hooks_threads_working())
-            afd_rec_flag(AFD_TRACE_THREAD_RACE);
     } else {
         self->clock_ns += waited;
     }
+    /* the wait, whole or a slice of it, brought a timer due while a thread still works: the timer
+     * raced the thread, and what the thread had done by then is its speed's */
+    if (self->q.hn && self->clock_ns >= afd_rt_ceil_ns(afd_lq_when(&self->q, 0)) &&
+        afd_hooks_threads_working())
+        afd_rec_flag(AFD_TRACE_THREAD_RACE);
     if (self->q.hn && self->clock_ns > before)
         afd_deadline_wake_late(self->q.heap, self->q.hn, before, self->clock_ns - before, 1);
     return 0;
