@@ -1,11 +1,13 @@
 """Every Python from 3.10 to 3.13 that this machine has (pyenv's, or python3.X on PATH): affidavit
 built for it, its in-process suites (and the await-chain recording tests) run under it, and
 `pytest --affidavit` finds, explains and fixes a lost update with it. The venvs live in build/ and
-are reused; the build is incremental."""
+are reused, and rebuilt only when what the package is built from changed (BUILT_FROM)."""
 
 from __future__ import annotations
 
+import fcntl
 import glob
+import hashlib
 import os
 import shutil
 import subprocess
@@ -38,6 +40,23 @@ def interpreters() -> Dict[str, str]:
 INTERPRETERS = interpreters()
 
 
+# What the package is built from: a venv whose build was made from the same bytes is not rebuilt
+# (pip rebuilds and reinstalls the wheel whenever it is asked, ~30 s a Python, and every test that
+# needs another Python asked, in every xdist worker, in make test and again in make test-asan).
+BUILT_FROM = ("meson.build", "meson.options", "pyproject.toml", "src", "python")
+
+
+def source_digest() -> str:
+    h = hashlib.sha256()
+    for top in BUILT_FROM:
+        root = REPO / top
+        files = [root] if root.is_file() else sorted(
+            f for f in root.rglob("*") if f.is_file() and "__pycache__" not in f.parts)
+        for f in files:
+            h.update(str(f.relative_to(REPO)).encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
 def env_for(minor: str) -> Dict[str, str]:
     venv = REPO / "build" / f"py{minor}-venv"
     env = dict(os.environ, PATH=f"{venv / 'bin'}:{os.environ['PATH']}")
@@ -46,16 +65,24 @@ def env_for(minor: str) -> Dict[str, str]:
     # ASan runtime that suite preloads (a compiler's deliberate leaks would fail it).
     build_env = {k: v for k, v in env.items() if k not in ("LD_PRELOAD", "ASAN_OPTIONS", "LSAN_OPTIONS")}
     py = venv / "bin" / "python"
-    if not py.exists():
-        subprocess.run([INTERPRETERS[minor], "-m", "venv", str(venv)], check=True, env=build_env)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--upgrade", "pip"],
-                       check=True, env=build_env)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r",
-                        str(REPO / "requirements-dev.txt")], check=True, env=build_env)
-    p = subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-build-isolation",
-                        "--no-deps", f"-Cbuild-dir={REPO / 'build' / f'py{minor}-build'}", str(REPO)],
-                       capture_output=True, text=True, env=build_env)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f"py{minor}-venv.lock", "w") as lock:  # one build at a time, across workers
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not py.exists():
+            subprocess.run([INTERPRETERS[minor], "-m", "venv", str(venv)], check=True, env=build_env)
+            subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--upgrade", "pip"],
+                           check=True, env=build_env)
+            subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", "-r",
+                            str(REPO / "requirements-dev.txt")], check=True, env=build_env)
+        stamp, digest = venv / ".affidavit-built-from", source_digest()
+        if not stamp.exists() or stamp.read_text() != digest:
+            stamp.unlink(missing_ok=True)
+            build_dir = REPO / "build" / f"py{minor}-build"
+            p = subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                                "--no-build-isolation", "--no-deps", f"-Cbuild-dir={build_dir}", str(REPO)],
+                               capture_output=True, text=True, env=build_env)
+            assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+            stamp.write_text(digest)
     return env
 
 
