@@ -71,7 +71,8 @@ enum afd_trace_flags {
 enum afd_event_kind {
     AFD_EV_TASK = 1,           /* task created: task=id, a=parent id (0 none), b=label */
     AFD_EV_STEP = 2,           /* task=id, a=ordinal, b=suspension site "file:line" or AFD_NOSTR,
-                                  vtime=start, cost=virtual cost, wall=wall-clock ns */
+                                  vtime=start, cost=virtual cost, wall=wall-clock ns less the
+                                  time the thread waited for a CPU (src/runtime/cpuwait.c) */
     AFD_EV_IDLE = 3,           /* nothing ready: vtime=clock before, cost=jump, a=lateness ns (clamped) */
     AFD_EV_OP_BEGIN = 4,       /* task, a=operation name, b=resource, flags=access (0 read, 1 write) */
     AFD_EV_OP_END = 5,         /* as OP_BEGIN; flags bit 1 set when the operation raised */

@@ -474,6 +474,7 @@ static PyObject *run_once(afd_loop *self)
         uint32_t ordinal = t ? t->next_ordinal++ : 0;
         uint64_t step_index = afd_rec_steps();
         uint64_t w0 = mono_ns();
+        afd_cpuwait_step_begin(w0);
         uint64_t vstart = self->controlled ? self->clock_ns : w0 - self->mono_start_ns;
         afd_rec_current = id;
         afd_rec_now = vstart;
@@ -493,6 +494,8 @@ static PyObject *run_once(afd_loop *self)
         afd_rec_step_no = 0;
         uint64_t wall = mono_ns() - w0;
         uint64_t cost = wall;
+        /* what the step took, less what the machine's other work kept it waiting for a CPU */
+        uint64_t own = wall - afd_cpuwait_step_end(w0 + wall, wall);
         if (self->controlled) {
             afd_step_id sid = {
                 .label = t ? t->label : "",
@@ -526,7 +529,7 @@ static PyObject *run_once(afd_loop *self)
         if (self->debug)
             afd_loop_debug_end((PyObject *)self, obj, rc < 0 ? -1.0 : loop_now(self) - debug_t0);
         afd_cancel_step_end(st, id);
-        afd_rec_step(st, id, ordinal, vstart, cost, wall);
+        afd_rec_step(st, id, ordinal, vstart, cost, own);
         if (rc < 0)
             afd_restore_exception(exc);
         Py_DECREF(obj);

@@ -542,6 +542,12 @@ int afd_hooks_other_threads(void);
  * them). */
 int afd_hooks_threads_working(void);
 
+/* The time the calling thread waited for a CPU during a step (cpuwait.c): call _begin with the
+ * monotonic time a step starts, _end with the time it ends and its wall time; _end returns the
+ * nanoseconds of that wall time the thread spent waiting on a run queue (0 where unknown). */
+void afd_cpuwait_step_begin(uint64_t now);
+uint64_t afd_cpuwait_step_end(uint64_t now, uint64_t wall);
+
 /* 1 when every descriptor registered in fd_to_key (a selector's map) can be written to only by this
  * process and nothing is on its way to any of them (quiet.c): an idle loop may jump its clock. */
 int afd_fds_quiet(PyObject *fd_to_key);
