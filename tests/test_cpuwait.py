@@ -1,8 +1,9 @@
 """A step is slow by what the program took, not by what a busy machine added (src/runtime/cpuwait.c).
 
-The case computes for 30 ms of CPU in one step. The engine, its workers and three CPU-bound
-processes are pinned to one CPU, so that step takes several times 30 ms of wall time; with
---slow-step 60 it is slow only if the time its thread waited for the CPU is counted as the step's.
+The case computes for 30 ms of CPU in one step. The engine, its workers and one CPU-bound process
+are pinned to one CPU, so that step takes two to three times 30 ms of wall time; with --slow-step 45
+it is slow only if the time its thread waited for the CPU is counted as the step's. (One busy
+process, not more: the suite's other tests share the machine.)
 Counted so, investigate called a natural run's step "a blocking call or slow step" (a golden of
 test_investigate failed that way under the rest of the suite). A step of 100 ms of CPU stays slow."""
 
@@ -29,10 +30,10 @@ def one_cpu() -> None:
 def slow_rows(name: str) -> List[Dict[str, str]]:
     """The evidence about slow steps of investigating the case's test `name` on one busy CPU."""
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=one_cpu)
-               for _ in range(3)]
+               for _ in range(1)]
     try:
         proc = engine("investigate", f"{CASE}::{name}", "--json", "--natural", "8", "--runs", "200", "--replays", "3",
-                      "--slow-step", "60", preexec_fn=one_cpu, timeout=300)
+                      "--slow-step", "45", preexec_fn=one_cpu, timeout=300)
     finally:
         for b in burners:
             b.kill()
