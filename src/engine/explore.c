@@ -620,9 +620,8 @@ int afd_cmd_explore(const afd_cli *cli)
         if (c.unreplayed && (c.confirm.flags & AFD_TRACE_THREAD_RACE))
             afd_buf_printf(&o,
                            "  replayed alone it failed %" PRIu64 "/%" PRIu64
-                           " times, with %s%s still working when a timer fired or a stall passed: its speed "
-                           "decides each "
-                           "replay, so no token is printed\n",
+                           " times, with %s%s still working when a timer fired or a stall passed: "
+                           "its speed decides each replay, so no token is printed\n",
                            c.confirm.failed, c.confirm.runs, c.confirm.thread[0] ? "the thread " : "a thread",
                            c.confirm.thread);
         else if (c.unreplayed)

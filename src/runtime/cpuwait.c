@@ -62,7 +62,8 @@ static int read_wait(uint64_t *out)
 
 void afd_cpuwait_step_begin(uint64_t now)
 {
-    if (cw.have && now - cw.last_ns < CPUWAIT_EVERY_NS)
+    /* a reading this recent stands, and a failed one is not retried sooner */
+    if (now - cw.last_ns < CPUWAIT_EVERY_NS)
         return;
     uint64_t rq = 0;
     cw.have = read_wait(&rq) == 0;

@@ -23,17 +23,18 @@ async def deposit(amount: int) -> None:
     BALANCE["amount"] = current + amount
 
 
-@pytest.mark.asyncio
-async def test_deposits_after_a_computation() -> None:
+async def deposits_after(seconds: float) -> None:
     BALANCE["amount"] = 0
-    compute(0.03)
+    compute(seconds)
     await asyncio.gather(deposit(10), deposit(20))
     assert BALANCE["amount"] == 30
+
+
+@pytest.mark.asyncio
+async def test_deposits_after_a_computation() -> None:
+    await deposits_after(0.03)
 
 
 @pytest.mark.asyncio
 async def test_deposits_after_a_long_computation() -> None:
-    BALANCE["amount"] = 0
-    compute(0.1)
-    await asyncio.gather(deposit(10), deposit(20))
-    assert BALANCE["amount"] == 30
+    await deposits_after(0.1)
