@@ -21,6 +21,10 @@ REPO = Path(__file__).resolve().parents[1]
 # The engine and the interpreter of the environment the tests run in (.venv, or .venv-asan).
 AFFIDAVIT = Path(sys.executable).parent / "affidavit"
 PYTHON = Path(sys.executable).parent / "python"
+# The C build of the same kind: under make test-asan (.venv-asan's interpreter is a launcher beside
+# python3.real) the C helpers the tests run are the sanitized ones of build/asan-c, which make
+# test-asan builds; build/c is make build's.
+C_BUILD = REPO / "build" / ("asan-c" if (Path(sys.executable).parent / "python3.real").exists() else "c")
 CASES = "tests/cases"
 WORKERS = ("--workers", "2")
 

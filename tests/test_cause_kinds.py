@@ -13,8 +13,8 @@ from typing import Any, Dict, List
 import jsonschema
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-ROUNDTRIP = REPO / "build" / "c" / "incident_roundtrip"
+from helpers import C_BUILD, REPO
+ROUNDTRIP = C_BUILD / "incident_roundtrip"
 SCHEMA = json.loads((REPO / "docs" / "schema" / "incident.schema.json").read_text())
 NEW_KINDS = ["cancelled_handoff", "lost_wakeup", "cancel_swallowed", "cancel_ordering"]
 

@@ -17,8 +17,8 @@ from typing import Any, Dict, List
 import jsonschema
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-ROUNDTRIP = REPO / "build" / "c" / "incident_roundtrip"
+from helpers import C_BUILD, REPO
+ROUNDTRIP = C_BUILD / "incident_roundtrip"
 SCHEMA = json.loads((REPO / "docs" / "schema" / "incident.schema.json").read_text())
 GOLDEN = Path(os.environ.get("AFFIDAVIT_GOLDEN", REPO / "tests" / "data" / "golden"))
 EXAMPLES = sorted(p.stem for p in (REPO / "examples").glob("test_*.py"))

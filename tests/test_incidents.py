@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Tuple
 import jsonschema
 import pytest
 
-from helpers import AFFIDAVIT, REPO, engine, investigate
+from helpers import AFFIDAVIT, C_BUILD, REPO, engine, investigate
 
 SARIF_SCHEMA = REPO / "node_modules" / "@microsoft" / "sarif-multitool-linux" / "sarif-2.1.0.json"
 ARTIFACTS = REPO / "build" / "test-artifacts"
@@ -150,7 +150,7 @@ def test_store_commands_refuse_bad_input(tmp_path: Path) -> None:
 
 
 def test_committed_incidents_survive_sigkill(tmp_path: Path) -> None:
-    stress = REPO / "build" / "c" / "store_stress"
+    stress = C_BUILD / "store_stress"
     db = tmp_path / "store" / "incidents.db"
     committed: List[int] = []
     rnd = random.Random(20261129)

@@ -14,8 +14,8 @@ from typing import List, Tuple
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-RENDER = REPO / "build" / "c" / "report_render"
+from helpers import C_BUILD, REPO
+RENDER = C_BUILD / "report_render"
 EXPECTED = REPO / "tests" / "data" / "report"
 GOLDEN = REPO / "tests" / "data" / "golden"
 
