@@ -53,7 +53,9 @@ test: test-c test-py
 
 # The same suites under AddressSanitizer and UndefinedBehaviorSanitizer, every report fatal
 # (-fno-sanitize-recover=all): the library, the engine and the C tests in build/asan-c, the package
-# (engine + runtime extension) into its own venv, .venv-asan, whose tests run its engine.
+# (engine + runtime extension) into its own venv, .venv-asan, whose tests run its engine. The tests
+# marked plain_build run the plain build made for another Python whatever runs them: make test runs
+# them, make test-asan leaves them out (they would check the same plain build again).
 # CPython itself is not instrumented, so the ASan runtime must be preloaded into every Python
 # process that imports the extension, and into nothing else (other programs, pgrep for one, hang
 # or fail under it): .venv-asan's python is a script (scripts/asan-python.sh) that preloads it; a .pth
@@ -87,7 +89,7 @@ asan-build: deps $(ASAN_VENV)/.deps-stamp
 
 test-asan: asan-build
 	$(ASAN_ENV) meson test -C $(ASAN_CBUILD) --print-errorlogs --timeout-multiplier 4
-	PATH=$(CURDIR)/$(ASAN_VENV)/bin:$$PATH $(ASAN_ENV) $(ASAN_VPY) -m pytest tests $(PYTEST_ARGS)
+	PATH=$(CURDIR)/$(ASAN_VENV)/bin:$$PATH $(ASAN_ENV) $(ASAN_VPY) -m pytest tests -m "not plain_build" $(PYTEST_ARGS)
 
 # The C sources (src/, tests/c/, fuzz/) against .clang-format, with the pinned clang-format-14:
 # format rewrites them, format-check only reports (and fails) what format would change.

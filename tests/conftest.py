@@ -1,4 +1,5 @@
-"""pytest's configuration for affidavit's Python tests: the one_thread marker, nothing else.
+"""pytest's configuration for affidavit's Python tests: the one_thread and plain_build markers,
+nothing else.
 
 What the tests share (the repository's path, the engine's, the one way to run it) is in helpers.py,
 not here: this file is loaded by every pytest run rooted in the repository, the engine's workers
@@ -24,6 +25,10 @@ def pytest_configure(config: Any) -> None:
         "markers", "one_thread: run the test's body in a forked child, whose only thread is the one that "
         "forked (pytest-xdist's worker holds an execnet thread, which the controlled loop rightly treats as a "
         "thread that may wake it)")
+    config.addinivalue_line(
+        "markers", "plain_build: the test runs the plain (unsanitized) build made for another Python "
+        "(build/py3.X-venv), whatever environment runs the suite: make test runs it, make test-asan, which "
+        "checks the sanitized build, deselects it (it would run the same plain build a second time)")
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -27,7 +27,9 @@ from test_versions import INTERPRETERS, env_for  # noqa: E402
 CASE = f"{CASES}/case_cancel_events.py"
 CASE_FILE = REPO / CASE
 HERE = sys.version_info[:2]
-MINORS = sorted(INTERPRETERS) or [f"{HERE[0]}.{HERE[1]}"]
+# Another Python's minor runs that Python's plain build (test_versions.env_for): marked plain_build.
+MINORS = [m if m == f"{HERE[0]}.{HERE[1]}" else pytest.param(m, marks=pytest.mark.plain_build)
+          for m in sorted(INTERPRETERS) or [f"{HERE[0]}.{HERE[1]}"]]
 
 
 def mark(text: str) -> str:

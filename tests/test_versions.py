@@ -91,6 +91,7 @@ def test_the_machine_has_more_than_the_baseline() -> None:
     assert len(INTERPRETERS) >= 2, f"only {sorted(INTERPRETERS)}: nothing to check compatibility against"
 
 
+@pytest.mark.plain_build
 @pytest.mark.parametrize("minor", sorted(m for m in INTERPRETERS if m != "3.11"))
 def test_affidavit_under_every_python(minor: str, tmp_path: Path) -> None:
     env = env_for(minor)
