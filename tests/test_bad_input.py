@@ -252,6 +252,9 @@ def test_string_that_is_not_a_token() -> None:
         (("sample", PASSING, "--max-memory", "lots"), ["--max-memory"]),
         (("sample", PASSING, "--max-memory"), ["--max-memory"]),
         (("explore", PASSING, "--seed", "-1"), ["--seed"]),
+        (("investigate", PASSING, "--fix", "--verify-runs", "0"), ["--verify-runs"]),
+        (("investigate", PASSING, "--fix", "--verify-runs", "all"), ["--verify-runs"]),
+        (("explore", PASSING, "--verify-runs", "20"), ["unknown option", "--verify-runs"]),
     ],
     ids=lambda v: " ".join(v).replace(PASSING, "NODE").replace(ZERO_TOKEN, "TOKEN") if isinstance(v, tuple) else "",
 )

@@ -141,9 +141,15 @@ LOST = REPO / EXAMPLES[0].split("::")[0]
 TEST = "test_concurrent_deposits"
 
 
+# What these tests check is what --apply does with the file, not how strong verification is
+# (test_investigate's): the LOCK fix of the lost update is verified on 20 exploration schedules a
+# side and a systematic bound of 40 instead of 200 and 400.
+VERIFY = ("--natural", "20", "--verify-runs", "20")
+
+
 def apply(cwd: Path, file: str) -> Dict[str, Any]:
     """investigate --fix --apply on file's lost update in cwd: the fix section of its JSON."""
-    proc = engine_in(cwd, "investigate", f"{file}::{TEST}", "--fix", "--apply", "--natural", "20", "--json")
+    proc = engine_in(cwd, "investigate", f"{file}::{TEST}", "--fix", "--apply", *VERIFY, "--json")
     assert proc.returncode == 1, describe(proc)
     data = one_json(proc)
     assert data["verdict"] == "reproduced", data
@@ -161,6 +167,9 @@ def test_apply_writes_a_fix_and_keeps_the_mode(tmp_path: Path) -> None:
     original = target.read_bytes()
     fix = apply(tmp_path, "test_lu.py")
     assert fix["verified"] is True and fix["applied"] is True, fix
+    tiers = fix["tiers"]  # --verify-runs 20: the counts that ran are the ones asked for
+    assert tiers["exploration"]["schedules"] == 20 and tiers["exploration"]["failed_before"] > 0, tiers
+    assert 0 < tiers["systematic"]["before"]["runs"] <= 40 and tiers["systematic"]["after"]["runs"] <= 40, tiers
     assert fix["apply"] == "applied to test_lu.py (the original is in test_lu.py.orig)", fix
     assert (tmp_path / "test_lu.py.orig").read_bytes() == original
     assert "async with " in target.read_text() and target.read_bytes() != original
@@ -247,7 +256,7 @@ def test_a_failed_apply_leaves_nothing_behind(tmp_path: Path, what: str) -> None
     chattr("+i", locked)
     try:
         proc = subprocess.run(
-            [str(AFFIDAVIT), "investigate", f"test_lu.py::{TEST}", "--fix", "--apply", "--natural", "20", "--json",
+            [str(AFFIDAVIT), "investigate", f"test_lu.py::{TEST}", "--fix", "--apply", *VERIFY, "--json",
              *WORKERS], cwd=tmp_path, env={**engine_env(), "AFFIDAVIT_DIR": str(env_dir)}, capture_output=True, text=True,
             timeout=300, stdin=subprocess.DEVNULL)
     finally:

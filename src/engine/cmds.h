@@ -16,6 +16,10 @@ enum {
     AFD_EXIT_INTERRUPTED = 130 /* SIGINT or SIGTERM: the runs so far are reported (and stored) */
 };
 
+/* The default of investigate --verify-runs: the verification's exploration tier runs this many
+ * schedules on each side of the fix (before and after), and its systematic tier at most twice as many. */
+#define AFD_VERIFY_RUNS 200
+
 typedef struct afd_cli {
     const char *cmd;
     const char *nodeid;
@@ -38,6 +42,8 @@ typedef struct afd_cli {
     uint64_t shard_k, shard_n; /* explore --shard K/N: portfolio schedules k-1, k-1+N, ... (n 0: all) */
     uint64_t natural;          /* investigate: natural runs (default 50) */
     uint64_t replays;          /* investigate: replays of each token (default 10) */
+    uint64_t verify_runs;      /* investigate --fix: the exploration tier's schedules on each side of the
+                                  fix (default AFD_VERIFY_RUNS); the systematic tier's bound is twice that */
     double slow_step_ms;       /* investigate: a step this long is slow (default 100) */
     int events;                /* replay: print the first run's events on stderr */
     int fix;                   /* investigate: propose a fix and run the policy gate on it */

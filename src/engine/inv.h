@@ -31,8 +31,6 @@
 /* The most random schedules the search runs in all (the first share and the rest after the
  * systematic search): the rest of --runs is the systematic search's. */
 #define INV_RANDOM_MAX 1000
-/* The systematic verification tier's bound on each side (before and after the fix). */
-#define INV_VERIFY_SYS_RUNS 400
 
 typedef struct delay_set {
     afd_schedule base; /* strategy zero with the failing seed, no delays */

@@ -145,7 +145,7 @@ static void tier_span(inv *v, const char *name, uint64_t *start, uint64_t *start
     *start_runs = v->tier_runs;
 }
 
-/* The systematic tier: every schedule with at most K delays (INV_VERIFY_SYS_RUNS at most on each
+/* The systematic tier: every schedule with at most K delays (twice --verify-runs at most on each
  * side), run before the fix to count how many fail (once per investigation: the original program
  * is the same for every candidate) and after it, stopped at the first failure. */
 static int verify_systematic(inv *v, outcome *o, afd_pool *after, tally *t)
@@ -154,7 +154,7 @@ static int verify_systematic(inv *v, outcome *o, afd_pool *after, tally *t)
     afd_sys_opts so = {.max_delays = cli->max_delays_set ? cli->max_delays : AFD_SYS_DEFAULT_DELAYS,
                        .prune_classes = cli->prune_classes,
                        .seed = v->seed,
-                       .max_runs = INV_VERIFY_SYS_RUNS};
+                       .max_runs = 2 * cli->verify_runs};
     int rc = 0;
     if (!o->v_sys_before_ran) {
         rc = afd_systematic(v->pool, &so, &v->prog, t, &o->v_sys_before);
@@ -192,7 +192,7 @@ static void verify_fix(inv *v, outcome *o, const afd_cli *cli, uint32_t est_step
     }
     o->verified_ran = 1;
     tally t = {.spans = v->spans};
-    uint64_t m = 200;
+    uint64_t m = cli->verify_runs;
     uint64_t start = afd_runs_now_ns(), start_runs = v->tier_runs;
     /* 1. the minimal failing token */
     int rc = afd_runs_batch_alone(after, 0, cli->replays, 0, make_same_token, afd_runs_take_none,

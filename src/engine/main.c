@@ -32,7 +32,7 @@ static const char usage[] =
     "                                   run one schedule again, n times (--events: print the first\n"
     "                                   run's steps and operations on stderr)\n"
     "  investigate NODEID [--natural 50] [--runs 3000] [--seconds 60] [--replays 10] [--slow-step 100]\n"
-    "              [--fix [--allow-src] [--apply]] [--trace-out FILE]\n"
+    "              [--fix [--allow-src] [--apply] [--verify-runs 200]] [--trace-out FILE]\n"
     "                                   sample, find a failing schedule, replay it, shrink it to the\n"
     "                                   collision window, and name the cause (--fix: propose a fix\n"
     "                                   -- LOCK, LOCK_CALLER, RECHECK, SINGLE_FLIGHT, AWAIT_TASK,\n"
@@ -40,7 +40,9 @@ static const char usage[] =
     "                                   HANDOFF_AT_WAKEUP or HANDOFF_CLEANUP --\n"
     "                                   gate it against band-aids and verify it in a mirror of the\n"
     "                                   project; the user's files are not written unless --apply,\n"
-    "                                   which writes a verified fix only, keeping FILE.orig); the\n"
+    "                                   which writes a verified fix only, keeping FILE.orig;\n"
+    "                                   --verify-runs: the verification's exploration schedules on\n"
+    "                                   each side of the fix, its systematic bound twice that); the\n"
     "                                   incident goes into .affidavit/incidents.db with an HTML\n"
     "                                   report in .affidavit/reports/ (--trace-out: the pipeline's\n"
     "                                   stages and batches as Chrome trace JSON, for Perfetto)\n"
@@ -170,8 +172,11 @@ static int parse_options(int argc, char **argv, afd_cli *cli, const cmd_kind *k,
             if (parse_u64(v, &cli->n) < 0 || cli->n == 0)
                 return bad("expected a positive number of runs after", a);
             i++;
-        } else if (k->investigate && (!strcmp(a, "--natural") || !strcmp(a, "--replays"))) {
-            uint64_t *dst = !strcmp(a, "--natural") ? &cli->natural : &cli->replays;
+        } else if (k->investigate &&
+                   (!strcmp(a, "--natural") || !strcmp(a, "--replays") || !strcmp(a, "--verify-runs"))) {
+            uint64_t *dst = !strcmp(a, "--natural")   ? &cli->natural
+                            : !strcmp(a, "--replays") ? &cli->replays
+                                                      : &cli->verify_runs;
             if (parse_u64(v, dst) < 0 || *dst == 0 || *dst > 1000000)
                 return bad("expected a positive number of runs after", a);
             i++;
@@ -320,6 +325,7 @@ int main(int argc, char **argv)
     cli.n = is_sample ? 50 : is_explore ? 500 : is_investigate ? 3000 : 10;
     cli.natural = 50;
     cli.replays = 10;
+    cli.verify_runs = AFD_VERIFY_RUNS;
     cli.slow_step_ms = 100;
     cli.check_calls = 50;
     if (is_investigate)
