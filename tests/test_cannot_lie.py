@@ -292,6 +292,13 @@ def test_threads_investigate_does_not_say_reproduced(name: str) -> None:
         f"before the coroutine looks: {data.get('failure')}\n{err}"
     if data["verdict"] == "timing_sensitive":  # the sleep's threshold, never a race's cause
         assert data.get("cause") is None and data.get("timing"), data
+        # the job's thread was still working when the sleep's timer fired: its speed decides each
+        # replay (a token that failed 3/3 here replayed 4/5 on a loaded machine), so, as in explore,
+        # no token is printed and the thread is named
+        assert data.get("token") is None, f"a token whose replays a thread's speed decides: {data}"
+        rows = [row["measured"] for row in data["evidence"] if "no token is printed" in row["claim"]]
+        assert len(rows) == 1 and "with the thread " in rows[0], data["evidence"]
+        assert rows[0].endswith("still working when a timer fired or a stall passed"), rows
 
 
 def test_threads_plugin_leaves_the_tests_green(tmp_path: Path) -> None:

@@ -489,11 +489,17 @@ int inv_reproduce(inv *v, outcome *o)
     v->fail_run = v->keep;
     memset(&v->keep, 0, sizeof v->keep);
     uint32_t flags = t.flags_union;
-    if (flags & AFD_TRACE_THREAD_RACE)
+    char thread_replays[300] = "";
+    if (flags & AFD_TRACE_THREAD_RACE) {
         snprintf(o->abstain_buf, sizeof o->abstain_buf,
                  "a thread (%s) was still working when a timer fired or a delay passed in the failing "
                  "runs: what it had done by then depends on its speed, which no schedule decides",
                  t.thread ? t.thread : "unnamed");
+        snprintf(thread_replays, sizeof thread_replays,
+                 "replayed alone it failed %" PRIu64 "/%" PRIu64 " times, with %s%s still working when a "
+                 "timer fired or a stall passed",
+                 t.failed, t.runs, t.thread ? "the thread " : "a thread", t.thread ? t.thread : "");
+    }
     afd_tally_finish(&t);
     if (v->timing.crossed) {
         rc = check_timing(v, &o->timing);
@@ -510,11 +516,17 @@ int inv_reproduce(inv *v, outcome *o)
     }
     if (o->timing.sensitive) {
         o->verdict = "timing_sensitive";
-        o->token = strdup(v->found_token);
-        if (!o->token)
-            return AFD_ENOMEM;
         v->exit = AFD_EXIT_FAILURE;
-        return INV_STOP;
+        /* A threshold whose replays had a thread still working when a timer fired or a stall
+         * passed: whether the next replay fails is that thread's speed, however many failed here,
+         * so its token is no failing schedule and is not printed (as explore's). */
+        if (flags & AFD_TRACE_THREAD_RACE)
+            return afd_evidence_add(&o->ev, "a thread's speed decides each replay, so no token is printed",
+                                    thread_replays, "observed") < 0
+                       ? AFD_ENOMEM
+                       : INV_STOP;
+        o->token = strdup(v->found_token);
+        return o->token ? INV_STOP : AFD_ENOMEM;
     }
     /* A thread working in real time decides such a run, failing every replay or not (as explore's
      * confirmation says); a failure that needs a step stalled past a threshold is that, thread or not. */
