@@ -138,7 +138,8 @@ def test_trace_out_writes_one_span_per_stage_with_batches_inside(tmp_path: Path)
 
 def test_trace_out_holds_the_verification_tiers(tmp_path: Path) -> None:
     out = tmp_path / "fix.json"
-    data = investigate_json(tmp_path, "--fix", "--trace-out", str(out))
+    # the spans are the subject, not verification's strength: 20 exploration schedules a side
+    data = investigate_json(tmp_path, "--fix", "--verify-runs", "20", "--trace-out", str(out))
     stages = {s["name"]: s for s in check_stages(data)}
     assert stages["repair"]["seconds"] > 0 and stages["verify"]["runs"] > 0, stages
     events = spans_of(out)
@@ -146,6 +147,12 @@ def test_trace_out_holds_the_verification_tiers(tmp_path: Path) -> None:
     tiers = [e for e in events if e["cat"] == "verify"]
     names = [e["name"] for e in tiers]
     assert {"verify: replay", "verify: explore", "verify: natural"} <= set(names), names
+    # each tier's span counts what it ran: --verify-runs 20 before and after the fix, the
+    # systematic tier at most 40 a side
+    explore = [t["args"]["runs"] for t in tiers if t["name"] == "verify: explore"]
+    systematic = [t["args"]["runs"] for t in tiers if t["name"] == "verify: systematic"]
+    assert explore == [40] * len(explore) and explore, tiers
+    assert systematic and all(0 < n <= 80 for n in systematic), tiers
     for t in tiers:
         assert inside(t, by["verify"]), (t, by["verify"])
     # the verification's runs are the tiers', beside the incident's runs
