@@ -306,6 +306,7 @@ _NOT_FOR_WORKERS = {"numprocesses", "maxprocesses", "dist", "tx", "rsyncdir", "l
 # directory pytest was started from.
 _PATH_OPTIONS = {"rootdir", "inifilename", "confcutdir"}
 _FOREIGN_LOOP = re.compile(r"ran its own event loop \((.+)\), which affidavit does not control")
+_OUR_POLICY = "affidavit.loop.ControlledPolicy"
 
 
 def _worker_args(config: pytest.Config) -> List[str]:
@@ -757,7 +758,12 @@ def _reason(error: str, nodeid: str) -> str:
     if m and " in the thread '" in m.group(1):  # one name per thread: the reason groups tests without it
         return "the test's coroutines run on a loop in another thread (a library's or its own), on real time"
     if m:
-        return f"the test brings its own loop class {m.group(1)}"
+        # the policy in force is named only when it is not the one this plugin installed
+        what = m.group(1).replace(f" under the event loop policy {_OUR_POLICY}", "")
+        if what.startswith("asyncio."):  # asyncio's own class, made and run by the test or a library
+            return f"the test makes a loop of asyncio's own class {what} itself, not through the event loop " \
+                   "policy, whose loops are the ones affidavit controls"
+        return f"the test brings its own loop class {what}"
     return error.replace(nodeid, "the test")
 
 
