@@ -290,6 +290,9 @@ def test_threads_investigate_does_not_say_reproduced(name: str) -> None:
     assert data.get("verdict") in ("no_failure", "abstained", "timing_sensitive") and rc in (0, 1, 4), \
         f"investigate said {data.get('verdict')!r} (exit {rc}) of a test whose thread is done in real time long " \
         f"before the coroutine looks: {data.get('failure')}\n{err}"
+    if data["verdict"] == "abstained":  # whatever its replays did, a thread decides them: no token
+        assert data.get("token") is None, f"a token whose replays a thread's speed decides: {data}"
+        assert any("so no token is printed" in row["claim"] for row in data["evidence"]), data["evidence"]
     if data["verdict"] == "timing_sensitive":  # the sleep's threshold, never a race's cause
         assert data.get("cause") is None and data.get("timing"), data
         # the job's thread was still working when the sleep's timer fired: its speed decides each

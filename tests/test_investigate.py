@@ -170,11 +170,17 @@ def test_uncontrolled_entropy_abstains_and_says_why() -> None:
     assert data["verdict"] == "abstained"
     assert data["cause"] is None
     assert 0 < data["replay"]["failed"] < data["replay"]["runs"] == 10
+    # a schedule that fails some replays and not others is no failing schedule: no token, and why
+    assert data["token"] is None, data
+    rows = [r for r in data["evidence"] if "so no token is printed" in r["claim"]]
+    assert len(rows) == 1 and rows[0]["measured"] == \
+        f"replayed alone it failed {data['replay']['failed']}/10 times", data["evidence"]
     proc = subprocess.run([str(AFFIDAVIT), "investigate", "tests/cases/case_entropy.py::test_coin", "--workers", "2"],
                           cwd=REPO, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 4
     assert "ABSTAINED" in proc.stdout
     assert "unseeded entropy" in proc.stdout or "os.urandom" in proc.stdout
+    assert "affidavit replay" not in proc.stdout and "token:" not in proc.stdout, proc.stdout
 
 
 def test_interrupt_stops_cleanly() -> None:

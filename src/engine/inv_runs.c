@@ -479,12 +479,20 @@ int inv_reproduce(inv *v, outcome *o)
     if (t.failed == t.runs && t.digests_differ)
         inv_note_traces_differ(o, &t, t.flags_union | v->failing_flags);
     if (t.failed != t.runs) {
+        /* A token is a failing schedule only when every replay of it fails: this one is not printed
+         * (as explore's unconfirmed ones), and what its replays did is said instead. */
         o->verdict = "abstained";
         o->abstain_reason = inv_nondeterministic_reason(t.flags_union | v->failing_flags);
-        o->token = strdup(v->found_token);
+        char replays[120];
+        snprintf(replays, sizeof replays, "replayed alone it failed %" PRIu64 "/%" PRIu64 " times", t.failed,
+                 t.runs);
         v->exit = AFD_EXIT_ABSTAIN;
         afd_tally_finish(&t);
-        return INV_STOP;
+        return afd_evidence_add(&o->ev,
+                                "not every replay of the failing schedule fails, so no token is printed",
+                                replays, "observed") < 0
+                   ? AFD_ENOMEM
+                   : INV_STOP;
     }
     v->fail_run = v->keep;
     memset(&v->keep, 0, sizeof v->keep);
@@ -514,28 +522,27 @@ int inv_reproduce(inv *v, outcome *o)
         if (tm.sensitive)
             o->timing = tm;
     }
+    /* A failure whose replays had a thread still working when a timer fired or a stall passed:
+     * whether the next replay fails is that thread's speed, however many failed here, so its token
+     * is no failing schedule and is not printed (as explore's). A threshold is that, thread or not;
+     * otherwise the thread decides and the run is abstained. */
+    if ((flags & AFD_TRACE_THREAD_RACE) &&
+        afd_evidence_add(&o->ev, "a thread's speed decides each replay, so no token is printed",
+                         thread_replays, "observed") < 0)
+        return AFD_ENOMEM;
     if (o->timing.sensitive) {
         o->verdict = "timing_sensitive";
         v->exit = AFD_EXIT_FAILURE;
-        /* A threshold whose replays had a thread still working when a timer fired or a stall
-         * passed: whether the next replay fails is that thread's speed, however many failed here,
-         * so its token is no failing schedule and is not printed (as explore's). */
         if (flags & AFD_TRACE_THREAD_RACE)
-            return afd_evidence_add(&o->ev, "a thread's speed decides each replay, so no token is printed",
-                                    thread_replays, "observed") < 0
-                       ? AFD_ENOMEM
-                       : INV_STOP;
+            return INV_STOP;
         o->token = strdup(v->found_token);
         return o->token ? INV_STOP : AFD_ENOMEM;
     }
-    /* A thread working in real time decides such a run, failing every replay or not (as explore's
-     * confirmation says); a failure that needs a step stalled past a threshold is that, thread or not. */
     if (flags & AFD_TRACE_THREAD_RACE) {
         o->verdict = "abstained";
         o->abstain_reason = o->abstain_buf;
-        o->token = strdup(v->found_token);
         v->exit = AFD_EXIT_ABSTAIN;
-        return o->token ? INV_STOP : AFD_ENOMEM;
+        return INV_STOP;
     }
     return 0;
 }
