@@ -478,14 +478,15 @@ int inv_reproduce(inv *v, outcome *o)
     o->replay_failed = t.failed;
     if (t.failed == t.runs && t.digests_differ)
         inv_note_traces_differ(o, &t, t.flags_union | v->failing_flags);
+    /* what the replays did, said where no token is printed (with the thread, if one was working) */
+    char replays[300];
+    int len = snprintf(replays, sizeof replays, "replayed alone it failed %" PRIu64 "/%" PRIu64 " times",
+                       t.failed, t.runs);
     if (t.failed != t.runs) {
         /* A token is a failing schedule only when every replay of it fails: this one is not printed
          * (as explore's unconfirmed ones), and what its replays did is said instead. */
         o->verdict = "abstained";
         o->abstain_reason = inv_nondeterministic_reason(t.flags_union | v->failing_flags);
-        char replays[120];
-        snprintf(replays, sizeof replays, "replayed alone it failed %" PRIu64 "/%" PRIu64 " times", t.failed,
-                 t.runs);
         v->exit = AFD_EXIT_ABSTAIN;
         afd_tally_finish(&t);
         return afd_evidence_add(&o->ev,
@@ -497,16 +498,14 @@ int inv_reproduce(inv *v, outcome *o)
     v->fail_run = v->keep;
     memset(&v->keep, 0, sizeof v->keep);
     uint32_t flags = t.flags_union;
-    char thread_replays[300] = "";
     if (flags & AFD_TRACE_THREAD_RACE) {
         snprintf(o->abstain_buf, sizeof o->abstain_buf,
                  "a thread (%s) was still working when a timer fired or a delay passed in the failing "
                  "runs: what it had done by then depends on its speed, which no schedule decides",
                  t.thread ? t.thread : "unnamed");
-        snprintf(thread_replays, sizeof thread_replays,
-                 "replayed alone it failed %" PRIu64 "/%" PRIu64 " times, with %s%s still working when a "
-                 "timer fired or a stall passed",
-                 t.failed, t.runs, t.thread ? "the thread " : "a thread", t.thread ? t.thread : "");
+        snprintf(replays + len, sizeof replays - (size_t)len,
+                 ", with %s%s still working when a timer fired or a stall passed",
+                 t.thread ? "the thread " : "a thread", t.thread ? t.thread : "");
     }
     afd_tally_finish(&t);
     if (v->timing.crossed) {
@@ -527,8 +526,8 @@ int inv_reproduce(inv *v, outcome *o)
      * is no failing schedule and is not printed (as explore's). A threshold is that, thread or not;
      * otherwise the thread decides and the run is abstained. */
     if ((flags & AFD_TRACE_THREAD_RACE) &&
-        afd_evidence_add(&o->ev, "a thread's speed decides each replay, so no token is printed",
-                         thread_replays, "observed") < 0)
+        afd_evidence_add(&o->ev, "a thread's speed decides each replay, so no token is printed", replays,
+                         "observed") < 0)
         return AFD_ENOMEM;
     if (o->timing.sensitive) {
         o->verdict = "timing_sensitive";
