@@ -87,6 +87,7 @@ USER_PROJECT = f"{CASES}/user_project"
 UNMARKED = f"{CASES}/case_unmarked_fresh_token.py"
 MODULE_DIR = f"{CASES}/case_module_dir.py"
 SIGNALS = f"{CASES}/case_signals.py"
+UNWOKEN = f"{CASES}/case_unwoken_loop.py"
 ADDRESS_IDS = f"{CASES}/case_address_ids.py"
 ORDER_DEPENDENT = f"{CASES}/case_order_dependent.py"
 # a racy case (found failing), and one that is not but whose runs depend on threads in real time
@@ -288,6 +289,40 @@ def test_a_stall_before_a_thread_starts_is_the_sleeps_threshold_in_every_session
             assert "a real wait" in doc["timing"]["summary"], doc
             sessions.append((doc["verdict"], doc.get("failing_run")))
     assert len(set(sessions)) <= 1, f"two sessions of one explore command met the threshold differently: {sessions}"
+
+
+def test_a_callback_a_thread_queues_with_call_soon_waits_for_the_loops_timer() -> None:
+    # A thread sets an asyncio.Event 50 ms in (call_soon from the thread: the loop is not woken) and
+    # the loop's only timer is 0.5 s away: on stock asyncio the waiter runs at the timer. The
+    # controlled loop, waiting in slices because the thread worked, ran it after the slice in which it
+    # was queued (woke after 0.058 s: red under the zero schedule, a failure stock never makes) --
+    # and, by the same token, hid every bug of the kind ("the loop sleeps through Event.set() from a
+    # thread"). The callback is named in what explore prints of a failing run.
+    nodeid = f"{UNWOKEN}::test_the_waiter_runs_when_the_loop_wakes_for_its_timer"
+    assert_passes_plainly(REPO, nodeid, passed=1)
+    proc = engine("replay", ZERO_TOKEN, nodeid, "-n", "3", "--json")
+    data = json.loads(proc.stdout)
+    assert proc.returncode == 0 and data["outcomes"]["pass"] == 3, describe(proc)
+
+
+def test_a_steps_own_time_moves_the_clock_while_a_thread_works() -> None:
+    # A step that computes 50 ms while a thread works: loop.time() moved 0.0000 s (its cost was the
+    # schedule's alone), so every timer it armed fired that much later, against the thread, than on
+    # any machine (fc15's Event set from a driver thread 0.3 ms after a 20 ms sleep: 13/20 natural
+    # runs failed, 0/10 zero-schedule runs).
+    nodeid = f"{UNWOKEN}::test_a_steps_own_time_moves_the_clock_while_a_thread_works"
+    assert_passes_plainly(REPO, nodeid, passed=1)
+    proc = engine("replay", ZERO_TOKEN, nodeid, "-n", "3", "--json")
+    data = json.loads(proc.stdout)
+    assert proc.returncode == 0 and data["outcomes"]["pass"] == 3, describe(proc)
+
+
+def test_a_callback_queued_with_call_soon_and_nothing_to_wake_the_loop_is_a_hang() -> None:
+    # Stock asyncio blocks in select() forever here (no timer, no descriptor): the controlled loop ran
+    # the callback and passed. Now a hang that says why, under the zero schedule.
+    _, docs = engine_docs("explore", f"{UNWOKEN}::test_nothing_wakes_the_loop", "--strategy", "zero", "--runs", "1")
+    doc = docs[0]
+    assert doc["outcomes"]["hang"] == 1 and "call_soon, not call_soon_threadsafe" in doc["failure"], doc
 
 
 @pytest.mark.parametrize("name", THREAD_TESTS)

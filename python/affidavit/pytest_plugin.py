@@ -538,12 +538,15 @@ class ExploreHooks:
         if found.get("error"):
             return "not explored: " + _reason(str(found["error"]), item.nodeid)
         confirm = found.get("confirm") or {}
+        unwoken = confirm.get("unwoken")
+        misuse = ("" if unwoken is None else f"; the thread {unwoken or '(unnamed)'} queued a callback with call_soon, "
+                  "not call_soon_threadsafe, while the loop waited, which asyncio's loop is not woken by")
         if found.get("verdict") == "unconfirmed":
             return (f"unconfirmed: a schedule failed once, then {confirm.get('failed')}/{confirm.get('runs')} "
-                    f"when replayed alone (the test depends on something no schedule controls)")
+                    f"when replayed alone (the test depends on something no schedule controls){misuse}")
         if found.get("verdict") == "abstained":
             return (f"unconfirmed: abstained: it fails only with the thread {confirm.get('thread') or '(unnamed)'} "
-                    f"working in real time, whose progress no schedule controls")
+                    f"working in real time, whose progress no schedule controls{misuse}")
         if not found.get("found"):
             closure = found.get("closure") or {}
             return "explored, closed" if closure.get("closed") else "explored"
@@ -554,7 +557,7 @@ class ExploreHooks:
         # fails whenever it runs without the tests before it does not (and a plain pytest process per
         # listed test cost a suite of 28 thresholds 30 s).
         if verdict == "timing_sensitive" and not self.settings.strict_timing:
-            return "timing_sensitive: " + str(timing.get("summary") or "fails only when a step outlasts a timer")
+            return "timing_sensitive: " + str(timing.get("summary") or "fails only when a step outlasts a timer") + misuse
         if self._fails_alone(item.nodeid, str(found.get("failure") or "")):
             return "not explored: " + _ALONE
         cause = (str(timing.get("summary")) if verdict == "timing_sensitive" and timing.get("summary")

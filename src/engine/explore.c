@@ -286,6 +286,20 @@ static int run_beyond(const afd_cli *cli, afd_pool *pool, explore_ctx *c, afd_pr
 }
 
 /* The lines every failing explore result ends with: the failure, its token, the replay command. */
+/* What a replay saw a thread do that asyncio does not allow: hand the loop a callback with call_soon
+ * while it waited (a future resolved or an Event set from the thread), which stock asyncio's
+ * select does not wake for. */
+static void unwoken_line(afd_buf *o, const afd_confirm *c, const tally *t)
+{
+    const char *who = c->has_unwoken ? c->unwoken : t->unwoken;
+    if (who)
+        afd_buf_printf(o,
+                       "  %s%s queued a callback with call_soon, not call_soon_threadsafe, while the loop "
+                       "waited: asyncio's loop is not woken by it and runs it only when a timer or a "
+                       "descriptor wakes it (loop.call_soon_threadsafe does)\n",
+                       who[0] ? "the thread " : "a thread", who);
+}
+
 static void failing_lines(afd_buf *o, const explore_ctx *c, const char *nodeid)
 {
     afd_buf_printf(o, "  %s: ", afd_outcome_name(c->best_outcome));
@@ -484,6 +498,11 @@ static void explore_json(afd_buf *o, const afd_cli *cli, explore_ctx *c, const t
             afd_json_str(o, c->confirm.thread);
         else
             afd_buf_printf(o, "null");
+        afd_buf_printf(o, ", \"unwoken\": ");
+        if (c->confirm.has_unwoken || t->unwoken)
+            afd_json_str(o, c->confirm.has_unwoken ? c->confirm.unwoken : t->unwoken);
+        else
+            afd_buf_printf(o, "null");
         afd_buf_printf(o, "}");
     } else
         afd_buf_printf(o, "null");
@@ -658,6 +677,8 @@ int afd_cmd_explore(const afd_cli *cli)
     } else {
         afd_buf_printf(&o, "%s: no failing schedule in %" PRIu64 " runs\n", cli->nodeid, t.runs);
     }
+    if (!cli->json && c.best_index != UINT64_MAX) /* a schedule failed, whatever the verdict */
+        unwoken_line(&o, &c.confirm, &t);
     if (!cli->json && sys_ran) {
         afd_buf_printf(&o, "  after %" PRIu64 " random schedules, the systematic search:\n", c.sys_base);
         afd_sys_coverage_text(&sr, &so, &o, "    ");

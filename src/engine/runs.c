@@ -84,6 +84,7 @@ void afd_tally_finish(tally *t)
     free(t->first_failure);
     free(t->foreign_loop);
     free(t->thread);
+    free(t->unwoken);
     free(t->shared);
 }
 
@@ -149,6 +150,9 @@ int afd_tally_add(tally *t, const afd_run_result *res, const afd_trace *tr)
             return AFD_ENOMEM;
         if (e->kind == AFD_EV_UNCONTROLLED && e->a == AFD_TRACE_THREADS && e->b != AFD_NOSTR && !t->thread &&
             !(t->thread = strdup(afd_trace_string(tr, e->b))))
+            return AFD_ENOMEM;
+        if (e->kind == AFD_EV_UNCONTROLLED && e->a == AFD_TRACE_UNWOKEN && !t->unwoken &&
+            !(t->unwoken = strdup(e->b != AFD_NOSTR ? afd_trace_string(tr, e->b) : "")))
             return AFD_ENOMEM;
     }
     t->steps[t->runs] = tr ? tr->steps : 0;

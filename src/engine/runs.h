@@ -34,6 +34,8 @@ typedef struct tally {
     int first_failure_outcome;
     char *foreign_loop; /* Owned: the first run's description of a loop not affidavit's, or NULL. */
     char *thread;       /* Owned: the name of the first thread seen working while the loop waited, or NULL. */
+    char *unwoken;      /* Owned: the first thread that queued a callback with call_soon while the loop waited
+                           (AFD_TRACE_UNWOKEN), or NULL. */
     char *shared; /* Owned: what the first run that touched a shared resource did (AFD_TRACE_SHARED), or NULL.
                    */
     /* Set by the caller after zeroing the tally: afd_tally_add records each run in log (an

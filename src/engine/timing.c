@@ -277,6 +277,8 @@ int afd_timing_confirm(afd_pool *pool, const char *token, const afd_fired_sites 
     out->failed = t.failed;
     out->flags = t.flags_union;
     snprintf(out->thread, sizeof out->thread, "%s", t.thread ? t.thread : "");
+    snprintf(out->unwoken, sizeof out->unwoken, "%s", t.unwoken ? t.unwoken : "");
+    out->has_unwoken = t.unwoken != NULL;
     afd_tally_finish(&t);
     return rc;
 }

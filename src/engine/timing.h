@@ -104,6 +104,8 @@ typedef struct afd_confirm {
     uint64_t runs, failed;
     uint32_t flags;      /* the AFD_TRACE_* flags of the replays, together */
     char thread[128];    /* the first thread the replays saw working, "" for none */
+    char unwoken[128];   /* the first thread that queued a callback with call_soon while the loop waited */
+    int has_unwoken;     /* a replay recorded AFD_TRACE_UNWOKEN (unwoken may still be "": unnamed) */
     afd_timing crossing; /* the first crossing a failing replay showed (crossed 0: none) */
 } afd_confirm;
 /* Replays token AFD_CONFIRM_RUNS times on pool into *out, reading each failing replay's trace for a

@@ -60,10 +60,14 @@ enum afd_trace_flags {
                                          (its state at the end of the run is not the seeded one) */
     AFD_TRACE_THREAD_RACE = 1u << 11, /* a timer fired, or a step's delay passed, while another thread
                                          was working: what the thread had done by then is its speed's */
-    AFD_TRACE_SHARED = 1u << 12       /* the run wrote a file, took a fixed port, locked a file or
+    AFD_TRACE_SHARED = 1u << 12,      /* the run wrote a file, took a fixed port, locked a file or
                                          started a process outside its private places: another copy of
                                          the test would share it (sharing.c); one UNCONTROLLED event,
                                          b = what it did */
+    AFD_TRACE_UNWOKEN = 1u << 13      /* another thread queued a callback with call_soon, not
+                                         call_soon_threadsafe, while the loop waited: stock asyncio's
+                                         select does not see it (loop_wait.c); one UNCONTROLLED event,
+                                         b = the thread's name */
 };
 #define AFD_TRACE_UNCONTROLLED                                                                               \
     (AFD_TRACE_THREADS | AFD_TRACE_REAL_IO | AFD_TRACE_REAL_WAIT | AFD_TRACE_FOREIGN_LOOP)

@@ -46,6 +46,8 @@ static const char *uncontrolled_source(uint32_t bit)
         return "an event loop affidavit does not control ran";
     case AFD_TRACE_SHARED:
         return "the run touched what another copy of the test would share";
+    case AFD_TRACE_UNWOKEN:
+        return "a thread queued a callback with call_soon, not call_soon_threadsafe, while the loop waited";
     default:
         return NULL;
     }

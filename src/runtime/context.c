@@ -207,9 +207,7 @@ static PyObject *policy_name(void)
     return r;
 }
 
-/* The name of the thread that runs this (threading.current_thread().name), or NULL with no
- * exception set. */
-static PyObject *thread_name(void)
+PyObject *afd_rt_thread_name(void)
 {
     PyObject *threading = PyImport_ImportModule("threading");
     PyObject *t = threading ? PyObject_CallMethod(threading, "current_thread", NULL) : NULL;
@@ -232,7 +230,7 @@ void afd_rt_note_running_loop(PyObject *loop)
     PyObject *lname = type_name(loop);
     PyObject *pname = policy_name();
     PyObject *text = NULL;
-    PyObject *thread = afd_clock_off_run_thread() ? thread_name() : NULL;
+    PyObject *thread = afd_clock_off_run_thread() ? afd_rt_thread_name() : NULL;
     if (lname && thread) /* asyncio's stock loop, say, that a library's thread runs (a portal) */
         text = PyUnicode_FromFormat("%U in the thread '%U', not the test's%s%s", lname, thread,
                                     loop_note[0] ? "; " : "", loop_note);

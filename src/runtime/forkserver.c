@@ -358,7 +358,11 @@ static int run_one(PyObject *run_child, void *shm, const afd_run_req *req, int i
             outcome = AFD_OUT_STEP_LIMIT;
         if (tr.flags & AFD_TRACE_DEADLOCK) {
             outcome = AFD_OUT_HANG;
-            afd_buf_printf(&fail, "hang: deadlock: every task is blocked and nothing can wake one");
+            afd_buf_printf(&fail, "hang: deadlock: %s",
+                           tr.flags & AFD_TRACE_UNWOKEN
+                               ? "a thread queued a callback with call_soon, not call_soon_threadsafe, "
+                                 "and nothing wakes the loop to run it"
+                               : "every task is blocked and nothing can wake one");
             describe_waits(&tr, &fail);
         } else {
             afd_buf_put(&fail, tr.failure, tr.failure_len); /* NUL bytes included */

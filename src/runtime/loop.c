@@ -131,6 +131,21 @@ static PyObject *schedule_at(afd_loop *self, double when, PyObject *cb, PyObject
     return (PyObject *)h;
 }
 
+/* Another thread calls call_soon while the loop's thread waits in select (a future resolved or an
+ * Event set from a thread): the callback is queued and the loop is not woken, as on stock asyncio,
+ * where only a descriptor or the next timer ends the wait. Recorded once a run, with the thread. */
+static void unwoken(afd_loop *self)
+{
+    if (afd_rec_flags() & AFD_TRACE_UNWOKEN)
+        return;
+    PyObject *name = afd_rt_thread_name();
+    afd_rec_flag(AFD_TRACE_UNWOKEN);
+    afd_rec_event(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_UNWOKEN, name ? afd_rec_intern(name, NULL) : AFD_NOSTR,
+                  self->clock_ns, 0);
+    Py_XDECREF(name);
+    PyErr_Clear();
+}
+
 static PyObject *loop_call_soon(afd_loop *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kw)
 {
     PyObject *cb, *cbargs, *ctx;
@@ -140,6 +155,8 @@ static PyObject *loop_call_soon(afd_loop *self, PyObject *const *args, Py_ssize_
                       ? NULL
                       : schedule_soon(self, cb, cbargs, ctx);
     Py_XDECREF(cbargs);
+    if (r && self->waiting && PyThread_get_thread_ident() != self->thread_id)
+        unwoken(self);
     return r;
 }
 
@@ -518,6 +535,9 @@ static PyObject *run_once(afd_loop *self)
                 afd_deadline_step_end(id, vstart, cost, &hz, earliest);
             if (cost > wall + REAL_DELAY_MIN_NS && afd_hooks_threads_working())
                 realize_delay(cost - wall);
+            else if (wall > cost + REAL_DELAY_MIN_NS && afd_hooks_thread_states() &&
+                     afd_hooks_threads_working())
+                cost = wall; /* the step's real time passed for the working thread: the clock keeps up */
             self->clock_ns += cost;
             afd_clock_advance_to(self->clock_ns);
             if (self->slots)

@@ -37,6 +37,7 @@ typedef struct afd_loop {
     uint8_t announced; /* its first iteration has begun (the LOOP event is recorded then) */
     uint8_t debug;     /* asyncio's debug mode (set_debug): loop_debug.c's checks and warnings */
     uint8_t own_time;  /* its class tells its own time(): a natural loop schedules by it (loop_sched_now) */
+    uint8_t waiting;   /* controlled: its thread is in a real wait's select (loop_wait.c) */
 } afd_loop;
 
 static inline afd_rt_state *loop_state(afd_loop *self)

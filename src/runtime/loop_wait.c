@@ -79,6 +79,129 @@ static int handles_signals(afd_loop *self)
     return yes;
 }
 
+/* Nothing real can wake the loop before its next timer: its clock jumps to the timer, with the
+ * lateness the schedule gives the wake-up. */
+static void idle_jump(afd_loop *self)
+{
+    uint64_t deadline = afd_rt_ceil_ns(afd_lq_when(&self->q, 0));
+    if (deadline < self->clock_ns)
+        deadline = self->clock_ns;
+    uint64_t late =
+        afd_schedule_lateness(&afd_rt_config.schedule, self->idle_wakes++, self->clock_ns, deadline);
+    if (late < AFD_WAKE_FLOOR_NS)
+        late = AFD_WAKE_FLOOR_NS;
+    late = afd_deadline_cap_lateness(self->q.heap, self->q.hn, deadline, late);
+    late = scaled(late, AFD_WAKE_FLOOR_NS);
+    afd_deadline_wake_late(self->q.heap, self->q.hn, deadline, late, 0);
+    if (late > AFD_WAKE_FLOOR_NS)
+        afd_injected_ns += late - AFD_WAKE_FLOOR_NS;
+    if (self->slots_live)
+        self->clock_mask = afd_slots_idle(self->clock_ns, self->clock_mask, self->q.heap[0],
+                                          afd_rt_ceil_ns(afd_lq_when(&self->q, 0)));
+    uint64_t jump = deadline - self->clock_ns + late;
+    afd_rec_event(AFD_EV_IDLE, 0, 0, late > UINT32_MAX ? UINT32_MAX : (uint32_t)late, 0, self->clock_ns,
+                  jump);
+    self->clock_ns += jump;
+}
+
+/* The loop waits with no timer, no descriptor and no thread at work, while a callback another thread
+ * queued with call_soon waits in its ready queue: stock asyncio blocks in select() forever here. The
+ * run ends as a hang, with who waits for whom. */
+static int unwoken_hang(afd_loop *self)
+{
+    if (afd_hooks_record_deadlock(loop_state(self), (PyObject *)self) < 0)
+        return -1;
+    PyErr_SetString(PyExc_RuntimeError, "affidavit: deadlock: a thread queued a callback with call_soon, not "
+                                        "call_soon_threadsafe, and nothing wakes the loop to run it");
+    return -1;
+}
+
+/* Real waiting: I/O or threads are pending. Virtual time follows real time while the loop waits.
+ * A wait sliced only because a thread works is one select() of stock asyncio's: it ends when a
+ * descriptor wakes the loop (call_soon_threadsafe writes to its self-pipe) or its timer comes due,
+ * never because another thread queued a callback with plain call_soon -- a future resolved or an
+ * Event set from a thread -- which stock asyncio's select does not see (such a callback runs when
+ * the loop wakes for something else, or never). Once every thread waits, what is left of the wait
+ * passes on the virtual clock, as with no thread. */
+static int real_wait(afd_loop *self, int io, int quiet)
+{
+    for (;;) {
+        int had = 0;
+        double timeout = -1.0;
+        if (self->q.hn) {
+            timeout = afd_lq_when(&self->q, 0) - loop_now(self);
+            if (timeout < 0)
+                timeout = 0;
+            if (timeout > MAX_SELECT_TIMEOUT)
+                timeout = MAX_SELECT_TIMEOUT;
+        }
+        /* Waiting only because a thread works: in slices (the first short, then doubling), so that once
+         * every thread waits on the loop the rest passes on the virtual clock, as with no thread. */
+        int sliced = 0;
+        if (io && (quiet || !fds_active(self))) {
+            self->thread_slice_ns = self->thread_slice_ns ? self->thread_slice_ns * 2 : REAL_SLICE_MIN_NS;
+            if (self->thread_slice_ns > REAL_SLICE_MAX_NS)
+                self->thread_slice_ns = REAL_SLICE_MAX_NS;
+            double slice = (double)self->thread_slice_ns / 1e9;
+            if (timeout < 0 || timeout > slice) {
+                timeout = slice;
+                sliced = 1;
+            }
+        }
+        afd_rec_flag(AFD_TRACE_REAL_WAIT);
+        uint64_t t0 = mono_ns();
+        self->waiting = 1;
+        int rc = poll_selector(self, timeout, &had);
+        self->waiting = 0;
+        if (rc < 0)
+            return -1;
+        uint64_t waited = mono_ns() - t0, before = self->clock_ns;
+        afd_slots_real_wait();
+        if (had) {
+            afd_rec_flag(AFD_TRACE_REAL_IO);
+            afd_rec_event(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_REAL_IO, AFD_NOSTR, self->clock_ns, waited);
+            self->clock_ns += waited;
+        } else if (sliced) {
+            self->clock_ns += waited;
+        } else if (self->q.hn) {
+            uint64_t deadline = afd_rt_ceil_ns(afd_lq_when(&self->q, 0));
+            if (deadline > self->clock_ns)
+                self->clock_ns = deadline;
+        } else {
+            self->clock_ns += waited;
+        }
+        /* the wait, whole or a slice of it, brought a timer due while a thread still works: the timer
+         * raced the thread, and what the thread had done by then is its speed's */
+        if (self->q.hn && self->clock_ns >= afd_rt_ceil_ns(afd_lq_when(&self->q, 0)) &&
+            afd_hooks_threads_working())
+            afd_rec_flag(AFD_TRACE_THREAD_RACE);
+        if (self->q.hn && self->clock_ns > before)
+            afd_deadline_wake_late(self->q.heap, self->q.hn, before, self->clock_ns - before, 1);
+        if (had || !sliced || !self->q.rcount)
+            return 0;
+        /* only another thread can have queued what is ready now: the wait goes on */
+        if (self->q.hn && self->clock_ns >= afd_rt_ceil_ns(afd_lq_when(&self->q, 0)))
+            return 0; /* its timer is due: stock's select returns, and runs the queued callback first */
+        if (afd_hooks_threads_working())
+            continue;
+        self->thread_slice_ns = 0;
+        if (fds_active(self)) { /* what came since the last slice, and whether more can come */
+            if (poll_selector(self, 0.0, &had) < 0)
+                return -1;
+            if (had)
+                return 0;
+            if (!self->q.hn || !afd_fds_quiet(self->fd_to_key)) {
+                quiet = 0; /* the rest of the wait is real, whole, as stock's select */
+                continue;
+            }
+        }
+        if (!self->q.hn)
+            return unwoken_hang(self);
+        idle_jump(self);
+        return 0;
+    }
+}
+
 int afd_loop_controlled_wait(afd_loop *self, int stopping)
 {
     int had = 0;
@@ -106,25 +229,7 @@ int afd_loop_controlled_wait(afd_loop *self, int stopping)
             return 0;
     }
     if (self->q.hn && !io) {
-        uint64_t deadline = afd_rt_ceil_ns(afd_lq_when(&self->q, 0));
-        if (deadline < self->clock_ns)
-            deadline = self->clock_ns;
-        uint64_t late =
-            afd_schedule_lateness(&afd_rt_config.schedule, self->idle_wakes++, self->clock_ns, deadline);
-        if (late < AFD_WAKE_FLOOR_NS)
-            late = AFD_WAKE_FLOOR_NS;
-        late = afd_deadline_cap_lateness(self->q.heap, self->q.hn, deadline, late);
-        late = scaled(late, AFD_WAKE_FLOOR_NS);
-        afd_deadline_wake_late(self->q.heap, self->q.hn, deadline, late, 0);
-        if (late > AFD_WAKE_FLOOR_NS)
-            afd_injected_ns += late - AFD_WAKE_FLOOR_NS;
-        if (self->slots_live)
-            self->clock_mask = afd_slots_idle(self->clock_ns, self->clock_mask, self->q.heap[0],
-                                              afd_rt_ceil_ns(afd_lq_when(&self->q, 0)));
-        uint64_t jump = deadline - self->clock_ns + late;
-        afd_rec_event(AFD_EV_IDLE, 0, 0, late > UINT32_MAX ? UINT32_MAX : (uint32_t)late, 0, self->clock_ns,
-                      jump);
-        self->clock_ns += jump;
+        idle_jump(self);
         return 0;
     }
     /* Nothing is ready, no timer is pending, no descriptor or thread can wake the loop: the tasks
@@ -132,55 +237,7 @@ int afd_loop_controlled_wait(afd_loop *self, int stopping)
      * a hang, with who waits for whom. */
     if (!self->q.hn && !io && !afd_hooks_other_threads())
         return deadlock(self);
-    /* Real waiting: I/O or threads are pending. Virtual time follows real time while we wait. */
-    double timeout = -1.0;
-    if (self->q.hn) {
-        timeout = afd_lq_when(&self->q, 0) - loop_now(self);
-        if (timeout < 0)
-            timeout = 0;
-        if (timeout > MAX_SELECT_TIMEOUT)
-            timeout = MAX_SELECT_TIMEOUT;
-    }
-    /* Waiting only because a thread works: in slices (the first short, then doubling), so that once
-     * every thread waits on the loop the rest passes on the virtual clock, as with no thread. */
-    int sliced = 0;
-    if (io && (quiet || !fds_active(self))) {
-        self->thread_slice_ns = self->thread_slice_ns ? self->thread_slice_ns * 2 : REAL_SLICE_MIN_NS;
-        if (self->thread_slice_ns > REAL_SLICE_MAX_NS)
-            self->thread_slice_ns = REAL_SLICE_MAX_NS;
-        double slice = (double)self->thread_slice_ns / 1e9;
-        if (timeout < 0 || timeout > slice) {
-            timeout = slice;
-            sliced = 1;
-        }
-    }
-    afd_rec_flag(AFD_TRACE_REAL_WAIT);
-    uint64_t t0 = mono_ns();
-    if (poll_selector(self, timeout, &had) < 0)
-        return -1;
-    uint64_t waited = mono_ns() - t0, before = self->clock_ns;
-    afd_slots_real_wait();
-    if (had) {
-        afd_rec_flag(AFD_TRACE_REAL_IO);
-        afd_rec_event(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_REAL_IO, AFD_NOSTR, self->clock_ns, waited);
-        self->clock_ns += waited;
-    } else if (sliced) {
-        self->clock_ns += waited;
-    } else if (self->q.hn) {
-        uint64_t deadline = afd_rt_ceil_ns(afd_lq_when(&self->q, 0));
-        if (deadline > self->clock_ns)
-            self->clock_ns = deadline;
-    } else {
-        self->clock_ns += waited;
-    }
-    /* the wait, whole or a slice of it, brought a timer due while a thread still works: the timer
-     * raced the thread, and what the thread had done by then is its speed's */
-    if (self->q.hn && self->clock_ns >= afd_rt_ceil_ns(afd_lq_when(&self->q, 0)) &&
-        afd_hooks_threads_working())
-        afd_rec_flag(AFD_TRACE_THREAD_RACE);
-    if (self->q.hn && self->clock_ns > before)
-        afd_deadline_wake_late(self->q.heap, self->q.hn, before, self->clock_ns - before, 1);
-    return 0;
+    return real_wait(self, io, quiet);
 }
 
 /* Whether what an endless wait does is the project's to say: its class tells its own time or runs

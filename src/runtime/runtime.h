@@ -506,6 +506,9 @@ PyObject *afd_rt_set_context(PyObject *self, PyObject *args);
 /* Called with every loop asyncio makes the running loop: one that is not a ControlledLoop marks
  * the run (AFD_TRACE_FOREIGN_LOOP) once, with its description. Keeps any pending exception. */
 void afd_rt_note_running_loop(PyObject *loop);
+/* The name of the thread that runs this (threading.current_thread().name), or NULL with no
+ * exception set. */
+PyObject *afd_rt_thread_name(void);
 /* Whether a loop of the core's type keeps the core's clock and iteration (its class overrides
  * neither time() nor _run_once()): only such a loop is controlled (context.c). */
 int afd_rt_loop_keeps_core(PyObject *loop);
@@ -537,6 +540,9 @@ PyObject *afd_rt_call_with_self(PyObject *fn, PyObject *self, PyObject *const *a
 int afd_hooks_record_deadlock(afd_rt_state *st, PyObject *loop);
 /* 1 when threads other than the main one are alive (a real wait could then be woken). */
 int afd_hooks_other_threads(void);
+/* Whether the interpreter holds another thread state than this one: cheap, no Python called (a
+ * thread that never ran Python has none; afd_hooks_threads_working tells which work). */
+int afd_hooks_thread_states(void);
 /* Whether a thread other than the caller is alive and working: anything but an executor's worker
  * waiting for work with none queued (threads progress in real time; the loop must not outrun
  * them). */
