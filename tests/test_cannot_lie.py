@@ -230,6 +230,18 @@ def test_a_long_delay_passes_in_real_time_only_while_a_thread_works() -> None:
     assert docs[0]["outcomes"]["hang"] == 0 and docs[0]["verdict"] == "no_failure", docs[0]
 
 
+def test_a_delay_beside_a_thread_that_works_throughout_passes_in_real_time_for_at_most_a_second() -> None:
+    # A poller thread works until the test ends; the search stalls a step close to the test's 20 s
+    # wait_for guard, and such a stall passed in real time whole: 2 of 30 runs outlasted the hang
+    # limit, the verdict was abstained, the explore took 41 s (fc15's bridge suite: 250 s explored,
+    # 2.8 s plain). Cut at 1 s, the stall never reaches the guard and the test is what it is.
+    nodeid = f"{CASES}/case_thread_works_throughout.py::test_a_poller_works_beside_a_guarded_wait"
+    assert_passes_plainly(REPO, nodeid, passed=1)
+    proc, docs = engine_docs("explore", nodeid, "--runs", EXPLORE_RUNS)
+    assert len(docs) == 1 and proc.returncode == 0, describe(proc)
+    assert docs[0]["outcomes"]["hang"] == 0 and docs[0]["verdict"] == "no_failure", docs[0]
+
+
 @pytest.mark.parametrize("name", IDLE_THREAD_TESTS)
 def test_a_thread_that_waits_for_the_loop_leaves_its_clock_virtual(name: str) -> None:
     # Each case sleeps 10 s after its thread went idle (anyio's worker, an executor's, a thread
@@ -299,18 +311,6 @@ def test_a_callback_a_thread_queues_with_call_soon_waits_for_the_loops_timer() -
     # and, by the same token, hid every bug of the kind ("the loop sleeps through Event.set() from a
     # thread"). The callback is named in what explore prints of a failing run.
     nodeid = f"{UNWOKEN}::test_the_waiter_runs_when_the_loop_wakes_for_its_timer"
-    assert_passes_plainly(REPO, nodeid, passed=1)
-    proc = engine("replay", ZERO_TOKEN, nodeid, "-n", "3", "--json")
-    data = json.loads(proc.stdout)
-    assert proc.returncode == 0 and data["outcomes"]["pass"] == 3, describe(proc)
-
-
-def test_a_steps_own_time_moves_the_clock_while_a_thread_works() -> None:
-    # A step that computes 50 ms while a thread works: loop.time() moved 0.0000 s (its cost was the
-    # schedule's alone), so every timer it armed fired that much later, against the thread, than on
-    # any machine (fc15's Event set from a driver thread 0.3 ms after a 20 ms sleep: 13/20 natural
-    # runs failed, 0/10 zero-schedule runs).
-    nodeid = f"{UNWOKEN}::test_a_steps_own_time_moves_the_clock_while_a_thread_works"
     assert_passes_plainly(REPO, nodeid, passed=1)
     proc = engine("replay", ZERO_TOKEN, nodeid, "-n", "3", "--json")
     data = json.loads(proc.stdout)

@@ -64,10 +64,12 @@ enum afd_trace_flags {
                                          started a process outside its private places: another copy of
                                          the test would share it (sharing.c); one UNCONTROLLED event,
                                          b = what it did */
-    AFD_TRACE_UNWOKEN = 1u << 13      /* another thread queued a callback with call_soon, not
+    AFD_TRACE_UNWOKEN = 1u << 13,     /* another thread queued a callback with call_soon, not
                                          call_soon_threadsafe, while the loop waited: stock asyncio's
                                          select does not see it (loop_wait.c); one UNCONTROLLED event,
                                          b = the thread's name */
+    AFD_TRACE_STALL_CUT = 1u << 14    /* a step's delay, passing in real time beside a working thread,
+                                         was cut at the most a delay passes so (loop.c) */
 };
 #define AFD_TRACE_UNCONTROLLED                                                                               \
     (AFD_TRACE_THREADS | AFD_TRACE_REAL_IO | AFD_TRACE_REAL_WAIT | AFD_TRACE_FOREIGN_LOOP)

@@ -335,29 +335,42 @@ static void mark_step_end(afd_loop *self, uint64_t index, uint32_t id, uint32_t 
 
 /* A delay shorter than this is not waited for in real time (a step's own bookkeeping is longer). */
 #define REAL_DELAY_MIN_NS 20000ULL
+/* The longest a delay passes in real time while a thread works (realize_delay). */
+#define REAL_STALL_MAX_NS 1000000000ULL
 
 /* The schedule delays a step while another thread works: the delay passes in real time, GIL
  * released, so the thread progresses as much as it would on a machine where the step took that
  * long (a virtual delay would carry the clock past a thread that has not moved). Only while one
  * works: once every other thread is idle (an executor's waiting for work) or gone, nothing real is
  * left to overtake, and the rest of the delay passes on the virtual clock as any delay does (a
- * 60 s delay is not 60 s of real sleep because a thread was finishing when the step began). */
-static void realize_delay(uint64_t ns)
+ * 60 s delay is not 60 s of real sleep because a thread was finishing when the step began).
+ * A delay still unfinished after REAL_STALL_MAX_NS of real time with a thread still working ends
+ * there: the step is delayed that long and no longer (a schedule that stalls a step close to a
+ * 20 s guard while a thread works cost 20 s of real time a run, for a threshold no machine is
+ * slow enough to cross; the delay is cut the same way in each replay of the schedule). Returns the
+ * part of ns the step is not delayed by: 0, or what was cut. */
+static uint64_t realize_delay(uint64_t ns)
 {
     afd_rec_flag(AFD_TRACE_THREADS);
     afd_rec_flag(AFD_TRACE_THREAD_RACE);
     afd_rec_flag(AFD_TRACE_REAL_WAIT);
-    uint64_t slice = REAL_SLICE_MIN_NS;
+    uint64_t slice = REAL_SLICE_MIN_NS, done = 0;
     while (ns > 0) {
         uint64_t d = ns < slice ? ns : slice;
         struct timespec ts = {.tv_sec = (time_t)(d / 1000000000ULL), .tv_nsec = (long)(d % 1000000000ULL)};
         Py_BEGIN_ALLOW_THREADS while (nanosleep(&ts, &ts) < 0 && errno == EINTR);
         Py_END_ALLOW_THREADS ns -= d;
+        done += d;
         if (slice < REAL_SLICE_MAX_NS)
             slice *= 2;
         if (ns && !afd_hooks_threads_working())
-            break;
+            return 0; /* the rest passes on the virtual clock */
+        if (ns && done >= REAL_STALL_MAX_NS) {
+            afd_rec_flag(AFD_TRACE_STALL_CUT);
+            return ns;
+        }
     }
+    return 0;
 }
 
 static PyObject *step_limit_error(void)
@@ -531,13 +544,16 @@ static PyObject *run_once(afd_loop *self)
             afd_injected_ns += cost - AFD_STEP_FLOOR_NS;
             uint64_t scheduled = cost;
             cost += afd_rec_extra_cost;
+            if (cost > wall + REAL_DELAY_MIN_NS && afd_hooks_threads_working()) {
+                uint64_t cut = realize_delay(cost - wall);
+                if (cut >
+                    scheduled) /* never more than the schedule's part (a blocking call took real time) */
+                    cut = scheduled;
+                cost -= cut;
+                scheduled -= cut;
+            }
             if (timed)
                 afd_deadline_step_end(id, vstart, cost, &hz, earliest);
-            if (cost > wall + REAL_DELAY_MIN_NS && afd_hooks_threads_working())
-                realize_delay(cost - wall);
-            else if (wall > cost + REAL_DELAY_MIN_NS && afd_hooks_thread_states() &&
-                     afd_hooks_threads_working())
-                cost = wall; /* the step's real time passed for the working thread: the clock keeps up */
             self->clock_ns += cost;
             afd_clock_advance_to(self->clock_ns);
             if (self->slots)

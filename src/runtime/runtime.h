@@ -540,9 +540,6 @@ PyObject *afd_rt_call_with_self(PyObject *fn, PyObject *self, PyObject *const *a
 int afd_hooks_record_deadlock(afd_rt_state *st, PyObject *loop);
 /* 1 when threads other than the main one are alive (a real wait could then be woken). */
 int afd_hooks_other_threads(void);
-/* Whether the interpreter holds another thread state than this one: cheap, no Python called (a
- * thread that never ran Python has none; afd_hooks_threads_working tells which work). */
-int afd_hooks_thread_states(void);
 /* Whether a thread other than the caller is alive and working: anything but an executor's worker
  * waiting for work with none queued (threads progress in real time; the loop must not outrun
  * them). */

@@ -21,16 +21,6 @@
 #include <sys/syscall.h>
 #endif
 
-int afd_hooks_thread_states(void)
-{
-    PyThreadState *me = PyThreadState_Get();
-    PyThreadState *t = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me));
-    for (; t; t = PyThreadState_Next(t))
-        if (t != me)
-            return 1;
-    return 0;
-}
-
 int afd_hooks_other_threads(void)
 {
     PyObject *threading = PyImport_ImportModule("threading");
