@@ -323,6 +323,9 @@ def test_a_callback_queued_with_call_soon_and_nothing_to_wake_the_loop_is_a_hang
     _, docs = engine_docs("explore", f"{UNWOKEN}::test_nothing_wakes_the_loop", "--strategy", "zero", "--runs", "1")
     doc = docs[0]
     assert doc["outcomes"]["hang"] == 1 and "call_soon, not call_soon_threadsafe" in doc["failure"], doc
+    # the thread, and the user's line that called into the loop (Event.set in the driver)
+    line = next(i for i, text in enumerate(Path(REPO / UNWOKEN).read_text().splitlines(), 1) if "event.set()" in text)
+    assert (doc.get("confirm") or {}).get("unwoken") == f"driver (at {UNWOKEN}:{line})", doc
 
 
 @pytest.mark.parametrize("name", THREAD_TESTS)

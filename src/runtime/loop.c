@@ -139,9 +139,14 @@ static void unwoken(afd_loop *self)
     if (afd_rec_flags() & AFD_TRACE_UNWOKEN)
         return;
     PyObject *name = afd_rt_thread_name();
+    PyObject *site = afd_rec_caller_text(loop_state(self));
+    PyErr_Clear();
+    PyObject *text = name && site ? PyUnicode_FromFormat("%U (at %U)", name, site) : Py_XNewRef(name);
     afd_rec_flag(AFD_TRACE_UNWOKEN);
-    afd_rec_event(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_UNWOKEN, name ? afd_rec_intern(name, NULL) : AFD_NOSTR,
+    afd_rec_event(AFD_EV_UNCONTROLLED, 0, 0, AFD_TRACE_UNWOKEN, text ? afd_rec_intern(text, NULL) : AFD_NOSTR,
                   self->clock_ns, 0);
+    Py_XDECREF(text);
+    Py_XDECREF(site);
     Py_XDECREF(name);
     PyErr_Clear();
 }

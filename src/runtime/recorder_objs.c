@@ -53,6 +53,18 @@ uint32_t afd_rec_caller_site(afd_rt_state *st)
     return id;
 }
 
+PyObject *afd_rec_caller_text(afd_rt_state *st)
+{
+    PyCodeObject *code = NULL;
+    PyFrameObject *f = user_caller(st, &code);
+    if (!f)
+        return NULL;
+    PyObject *s = afd_rec_site_text(code, f);
+    Py_DECREF(code);
+    Py_DECREF(f);
+    return s;
+}
+
 afd_sync_obj *afd_rec_sync_obj(uint32_t number)
 {
     return (number && number <= rec->n_objs) ? &rec->objs[number] : NULL;

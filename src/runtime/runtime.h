@@ -359,6 +359,8 @@ uint32_t afd_rec_sync_count(void);
 uint32_t afd_rec_sync_number(afd_rt_state *st, PyObject *obj);
 /* The string id of the innermost user frame's "file:line", or AFD_NOSTR. */
 uint32_t afd_rec_caller_site(afd_rt_state *st);
+/* The innermost user frame's "file:line" as a new string, or NULL (an exception may be set). */
+PyObject *afd_rec_caller_text(afd_rt_state *st);
 /* Records AFD_EV_CHAIN for the running task right after an access event, when the innermost run
  * of user frames on the Python stack, from `start` (NULL: the current frame) outward, has two or
  * more frames. start is Borrowed. Keeps any pending exception. */
