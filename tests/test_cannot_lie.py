@@ -326,6 +326,11 @@ def test_a_callback_queued_with_call_soon_and_nothing_to_wake_the_loop_is_a_hang
     # the thread, and the user's line that called into the loop (Event.set in the driver)
     line = next(i for i, text in enumerate(Path(REPO / UNWOKEN).read_text().splitlines(), 1) if "event.set()" in text)
     assert (doc.get("confirm") or {}).get("unwoken") == f"driver (at {UNWOKEN}:{line})", doc
+    # investigate says the same among its evidence (the natural run hangs until its 10 s limit, as
+    # stock asyncio hangs)
+    rc, data, err = investigate(f"{UNWOKEN}::test_nothing_wakes_the_loop", "--natural", "1", "--replays", "3")
+    rows = [e for e in data.get("evidence", []) if "call_soon, not call_soon_threadsafe" in e.get("claim", "")]
+    assert rows and f"the thread driver (at {UNWOKEN}:{line})" in rows[0]["measured"], f"exit {rc}: {data}\n{err}"
 
 
 @pytest.mark.parametrize("name", THREAD_TESTS)

@@ -463,6 +463,26 @@ int inv_search(inv *v, outcome *o)
     return 0;
 }
 
+/* What a replay saw a thread do that asyncio does not allow: queue a callback with call_soon while
+ * the loop waited (an Event set or a future resolved from the thread), which stock asyncio's
+ * select() does not wake for. An evidence row naming the thread and the user's line, or nothing. */
+static int unwoken_evidence(outcome *o, const tally *t)
+{
+    if (!t->unwoken)
+        return 0;
+    char measured[400];
+    snprintf(measured, sizeof measured,
+             "%s%s did so in a replay; the callback runs only when a timer or a descriptor wakes the loop "
+             "(loop.call_soon_threadsafe wakes it)",
+             t->unwoken[0] ? "the thread " : "a thread", t->unwoken);
+    return afd_evidence_add(&o->ev,
+                            "a thread queued a callback with call_soon, not call_soon_threadsafe, while the "
+                            "loop waited: asyncio's loop is not woken by it",
+                            measured, "observed") < 0
+               ? AFD_ENOMEM
+               : 0;
+}
+
 /* 3. that schedule replayed R times: R/R must fail alike, or we abstain and name the likely
  * uncontrolled source. A failure that needs one step to outlast a deadline has no race to
  * explain and no fix to make: it is checked below the deadline and reported as such. */
@@ -476,6 +496,10 @@ int inv_reproduce(inv *v, outcome *o)
     }
     o->replay_runs = t.runs;
     o->replay_failed = t.failed;
+    if (unwoken_evidence(o, &t) < 0) {
+        afd_tally_finish(&t);
+        return AFD_ENOMEM;
+    }
     if (t.failed == t.runs && t.digests_differ)
         inv_note_traces_differ(o, &t, t.flags_union | v->failing_flags);
     /* what the replays did, said where no token is printed (with the thread, if one was working) */
