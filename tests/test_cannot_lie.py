@@ -751,9 +751,12 @@ def test_the_same_explore_twice_gives_the_same_verdicts(target: str) -> None:
         # The token of a threshold crossed through a real wait is printed only if every replay alone
         # failed (README: "its token is printed ... only if every replay failed"), and those replays
         # go as the thread's real speed goes: the verdict and the run must agree, the token may be
-        # withheld in one session and not the other.
-        first, second = ([(n, f, "green" if v in ("abstained", "no_failure") else v, r) for n, f, v, r, t in vs]
-                         for vs in (first, second))
+        # withheld in one session and not the other. A schedule that failed once and passed its
+        # replays alone (unconfirmed: the thread was slow that once, on a loaded machine) is the
+        # same not-red answer as abstained (make test at 57f919b: the executor job's test was
+        # unconfirmed in one session, green in the other).
+        first, second = ([(n, f, "green" if v in ("abstained", "no_failure", "unconfirmed") else v, r)
+                          for n, f, v, r, t in vs] for vs in (first, second))
     assert first and first == second, f"the same explore command said two different things:\n{first}\n{second}"
 
 
