@@ -55,6 +55,7 @@ def assert_threshold_not_race(nodeid: str, duration_us: int, armed_at: str) -> D
     assert data.get("verdict") in ("timing_sensitive", "no_failure"), describe(proc)
     if data["verdict"] == "no_failure":
         assert proc.returncode == 0 and data["found"] is False and data["timing"] is None, data
+        assert data["threshold_check"] is None, data
         return data
     assert proc.returncode == 1 and data["found"] is True, data
     assert data["token"].startswith(TOKEN_PREFIX), data
@@ -65,6 +66,7 @@ def assert_threshold_not_race(nodeid: str, duration_us: int, armed_at: str) -> D
     assert timing["summary"].startswith("fails only when one step takes longer than the "), timing
     assert f"timer armed at {site}: a slow machine, not a race" in timing["summary"], timing
     assert timing["check_runs"] == 3 and timing["check_passed"] == 3, timing
+    assert data["threshold_check"] == {"runs": 3, "passed": 3}, data
     return data
 
 

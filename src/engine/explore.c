@@ -507,6 +507,13 @@ static void explore_json(afd_buf *o, const afd_cli *cli, explore_ctx *c, const t
     } else
         afd_buf_printf(o, "null");
     /* copies of the test side by side, or one at a time because a run touched something shared */
+    /* the failing schedule run with its delays kept below the deadline it crossed, whatever it gave */
+    afd_buf_printf(o, ", \"threshold_check\": ");
+    if (c->timing.check_runs)
+        afd_buf_printf(o, "{\"runs\": %" PRIu64 ", \"passed\": %" PRIu64 "}", c->timing.check_runs,
+                       c->timing.check_passed);
+    else
+        afd_buf_printf(o, "null");
     afd_buf_printf(o, ", \"copies\": {\"most_alive\": %d, \"shared\": ", c->most_alive);
     if (t->shared)
         afd_json_str(o, t->shared);
