@@ -136,6 +136,7 @@ static PyObject *schedule_at(afd_loop *self, double when, PyObject *cb, PyObject
  * where only a descriptor or the next timer ends the wait. Recorded once a run, with the thread. */
 static void unwoken(afd_loop *self)
 {
+    self->unwoken = 1;
     if (afd_rec_flags() & AFD_TRACE_UNWOKEN)
         return;
     PyObject *name = afd_rt_thread_name();

@@ -38,6 +38,7 @@ typedef struct afd_loop {
     uint8_t debug;     /* asyncio's debug mode (set_debug): loop_debug.c's checks and warnings */
     uint8_t own_time;  /* its class tells its own time(): a natural loop schedules by it (loop_sched_now) */
     uint8_t waiting;   /* controlled: its thread is in a real wait's select (loop_wait.c) */
+    uint8_t unwoken;   /* another thread called call_soon during the current real wait */
 } afd_loop;
 
 static inline afd_rt_state *loop_state(afd_loop *self)

@@ -125,6 +125,7 @@ static int unwoken_hang(afd_loop *self)
  * passes on the virtual clock, as with no thread. */
 static int real_wait(afd_loop *self, int io, int quiet)
 {
+    self->unwoken = 0;
     for (;;) {
         int had = 0;
         double timeout = -1.0;
@@ -177,23 +178,24 @@ static int real_wait(afd_loop *self, int io, int quiet)
             afd_rec_flag(AFD_TRACE_THREAD_RACE);
         if (self->q.hn && self->clock_ns > before)
             afd_deadline_wake_late(self->q.heap, self->q.hn, before, self->clock_ns - before, 1);
-        if (had || !sliced || !self->q.rcount)
+        /* what is ready now another thread queued: with call_soon_threadsafe (its byte, written
+         * after it queued, ends the wait) or, seen by loop.c, with plain call_soon */
+        if (had || !sliced || !self->q.rcount || !self->unwoken)
             return 0;
-        /* only another thread can have queued what is ready now: the wait goes on */
         if (self->q.hn && self->clock_ns >= afd_rt_ceil_ns(afd_lq_when(&self->q, 0)))
             return 0; /* its timer is due: stock's select returns, and runs the queued callback first */
         if (afd_hooks_threads_working())
             continue;
         self->thread_slice_ns = 0;
-        if (fds_active(self)) { /* what came since the last slice, and whether more can come */
-            if (poll_selector(self, 0.0, &had) < 0)
-                return -1;
-            if (had)
-                return 0;
-            if (!self->q.hn || !afd_fds_quiet(self->fd_to_key)) {
-                quiet = 0; /* the rest of the wait is real, whole, as stock's select */
-                continue;
-            }
+        /* what a descriptor or the self-pipe got since the last slice (a thread may have written its
+         * byte and stopped working since), and whether more can come */
+        if (poll_selector(self, 0.0, &had) < 0)
+            return -1;
+        if (had)
+            return 0;
+        if (fds_active(self) && (!self->q.hn || !afd_fds_quiet(self->fd_to_key))) {
+            quiet = 0; /* the rest of the wait is real, whole, as stock's select */
+            continue;
         }
         if (!self->q.hn)
             return unwoken_hang(self);
