@@ -289,9 +289,15 @@ static int run_beyond(const afd_cli *cli, afd_pool *pool, explore_ctx *c, afd_pr
 /* What a replay saw a thread do that asyncio does not allow: hand the loop a callback with call_soon
  * while it waited (a future resolved or an Event set from the thread), which stock asyncio's
  * select does not wake for. */
+/* The thread named for it: a replay's, else the search's; NULL when no run saw one. */
+static const char *unwoken_thread(const afd_confirm *c, const tally *t)
+{
+    return c->has_unwoken ? c->unwoken : t->unwoken;
+}
+
 static void unwoken_line(afd_buf *o, const afd_confirm *c, const tally *t)
 {
-    const char *who = c->has_unwoken ? c->unwoken : t->unwoken;
+    const char *who = unwoken_thread(c, t);
     if (who)
         afd_buf_printf(o,
                        "  %s%s queued a callback with call_soon, not call_soon_threadsafe, while the loop "
@@ -499,8 +505,8 @@ static void explore_json(afd_buf *o, const afd_cli *cli, explore_ctx *c, const t
         else
             afd_buf_printf(o, "null");
         afd_buf_printf(o, ", \"unwoken\": ");
-        if (c->confirm.has_unwoken || t->unwoken)
-            afd_json_str(o, c->confirm.has_unwoken ? c->confirm.unwoken : t->unwoken);
+        if (unwoken_thread(&c->confirm, t))
+            afd_json_str(o, unwoken_thread(&c->confirm, t));
         else
             afd_buf_printf(o, "null");
         afd_buf_printf(o, "}");

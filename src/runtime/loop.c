@@ -552,8 +552,8 @@ static PyObject *run_once(afd_loop *self)
             cost += afd_rec_extra_cost;
             if (cost > wall + REAL_DELAY_MIN_NS && afd_hooks_threads_working()) {
                 uint64_t cut = realize_delay(cost - wall);
-                if (cut >
-                    scheduled) /* never more than the schedule's part (a blocking call took real time) */
+                /* never more than the schedule's part (a blocking call took real time) */
+                if (cut > scheduled)
                     cut = scheduled;
                 cost -= cut;
                 scheduled -= cut;
