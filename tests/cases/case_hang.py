@@ -1,6 +1,7 @@
 """Input for tests/test_cli.py: tests that never finish."""
 
 import asyncio
+import os
 
 import pytest
 
@@ -13,6 +14,8 @@ async def test_hang() -> None:
 
 @pytest.mark.asyncio
 async def test_sleep_forever() -> None:
+    if os.environ.get("AFD_HANG_STARTED"):  # a run has begun: the interrupt tests wait for it
+        open(os.path.join(os.environ["AFD_HANG_STARTED"], f"run-{os.getpid()}"), "w").close()
     await asyncio.sleep(0)
     await asyncio.sleep(3600)  # a timer far away: in natural runs, a hang the time budget ends
 
