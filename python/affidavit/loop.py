@@ -9,6 +9,7 @@ so ``asyncio.run``, pytest-asyncio and anyio's asyncio backend all create it.
 from __future__ import annotations
 
 import asyncio
+import collections
 import selectors
 import threading
 from typing import Optional
@@ -26,6 +27,26 @@ class ControlledLoop(_runtime.LoopCore, asyncio.SelectorEventLoop):  # type: ign
     def close(self) -> None:
         super().close()
         self._core_clear()
+
+    # asyncio's _ready (a deque) and _scheduled (a heapq list): the C core keeps the queues, so these
+    # are copies of them, read when asked for (what is ready, in the order it will run; the timers,
+    # the earliest first). asyncio's own code only assigns and clears them (__init__, close), which
+    # the core does for itself; a change made to a copy is not seen by the loop.
+    @property
+    def _ready(self) -> "collections.deque[asyncio.Handle]":
+        return collections.deque(self._core_queues()[0])
+
+    @_ready.setter
+    def _ready(self, value: object) -> None:
+        pass
+
+    @property
+    def _scheduled(self) -> "list[asyncio.TimerHandle]":
+        return self._core_queues()[1]
+
+    @_scheduled.setter
+    def _scheduled(self, value: object) -> None:
+        pass
 
     def set_debug(self, enabled: bool) -> None:
         # asyncio's debug mode: the C core checks, records and warns as BaseEventLoop does
@@ -48,23 +69,6 @@ class ControlledPolicy(asyncio.DefaultEventLoopPolicy):  # type: ignore[misc,val
         if threading.get_ident() != self._home:
             return asyncio.SelectorEventLoop()
         return ControlledLoop()
-
-
-class _TaskSet(set):  # type: ignore[type-arg]
-    """What asyncio.all_tasks() returns under affidavit: the same set, iterated in the order the
-    tasks were created in the run. A plain set iterates in address order, so code that walks it --
-    asyncio.Runner cancelling the tasks left at the end, in that order -- would differ between two
-    processes replaying one schedule."""
-
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(sorted(set.__iter__(self), key=_runtime.task_order))
-
-
-_stock_all_tasks = asyncio.tasks.all_tasks
-
-
-def _all_tasks(loop: Optional[asyncio.AbstractEventLoop] = None) -> "set[asyncio.Task]":  # type: ignore[type-arg]
-    return _TaskSet(_stock_all_tasks(loop))
 
 
 def foreign_policy() -> str:
@@ -122,8 +126,6 @@ def install() -> None:
     recorder see asyncio's locks, events, semaphores and queues change hands. A policy the project
     set (foreign_policy) stays: its loops run, and each run says so."""
     _runtime.install_hooks()
-    asyncio.tasks.all_tasks = _all_tasks
-    asyncio.all_tasks = _all_tasks
     policy = getattr(asyncio.events, "_event_loop_policy", None)
     if not foreign_policy() and getattr(policy, "_loop_factory", None) is not _adopted_factory:
         asyncio.set_event_loop_policy(ControlledPolicy())

@@ -473,7 +473,8 @@ PyObject *afd_rt_install_hooks(PyObject *module, PyObject *unused)
         set_attr_hook(module, "asyncio.locks", "Event", "_value", HOOK_EVENT) < 0 ||
         set_attr_hook(module, "asyncio.locks", "Semaphore", "_value", HOOK_SEM) < 0 ||
         set_queue_hooks() < 0 || afd_loop_install_running() < 0 || afd_cancel_install(st) < 0 ||
-        afd_clock_install() < 0 || afd_sharing_install() < 0 || afd_waits_install() < 0)
+        afd_taskhash_install(st) < 0 || afd_clock_install() < 0 || afd_sharing_install() < 0 ||
+        afd_waits_install() < 0)
         return NULL;
     PyObject *time = PyImport_ImportModule("time");
     PyObject *orig = time ? PyObject_GetAttrString(time, "sleep") : NULL;

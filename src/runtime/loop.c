@@ -639,6 +639,13 @@ static PyObject *loop_core_stats(afd_loop *self, PyObject *unused)
                          self->controlled ? Py_True : Py_False);
 }
 
+/* _core_queues(): what asyncio's _ready and _scheduled would hold, copied (loop.py reads them). */
+static PyObject *loop_core_queues(afd_loop *self, PyObject *unused)
+{
+    (void)unused;
+    return afd_lq_lists(&self->q);
+}
+
 static int loop_traverse(afd_loop *self, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(self));
@@ -718,6 +725,7 @@ static PyMethodDef loop_methods[] = {
     {"_core_clear", (PyCFunction)loop_core_clear, METH_NOARGS, NULL},
     {"_core_set_debug", (PyCFunction)loop_core_set_debug, METH_O, NULL},
     {"_core_stats", (PyCFunction)loop_core_stats, METH_NOARGS, NULL},
+    {"_core_queues", (PyCFunction)loop_core_queues, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -158,3 +158,23 @@ void afd_lq_free(afd_loop_queues *q)
     q->heap = NULL;
     q->rcap = q->hcap = 0;
 }
+
+/* The two queues as asyncio keeps them: (the ready handles in the order they will run, the timer
+ * heap in its array order, which keeps heapq's invariant: the earliest timer first). New lists. */
+PyObject *afd_lq_lists(afd_loop_queues *q)
+{
+    PyObject *ready = PyList_New((Py_ssize_t)q->rcount);
+    PyObject *heap = ready ? PyList_New((Py_ssize_t)q->hn) : NULL;
+    if (!heap) {
+        Py_XDECREF(ready);
+        return NULL;
+    }
+    for (size_t i = 0; i < q->rcount; i++)
+        PyList_SET_ITEM(ready, (Py_ssize_t)i, Py_NewRef(q->ready[(q->rhead + i) % q->rcap]));
+    for (size_t i = 0; i < q->hn; i++)
+        PyList_SET_ITEM(heap, (Py_ssize_t)i, Py_NewRef((PyObject *)q->heap[i]));
+    PyObject *r = PyTuple_Pack(2, ready, heap);
+    Py_DECREF(ready);
+    Py_DECREF(heap);
+    return r;
+}

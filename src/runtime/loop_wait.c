@@ -4,6 +4,10 @@
  * the run as a hang when nothing can. The natural loop's wait is the stock loop's select. */
 #include "loop_impl.h"
 
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+
 /* Polls the selector with a timeout in seconds (negative: block), then dispatches its events. */
 static int poll_selector(afd_loop *self, double timeout, int *had_events)
 {
@@ -33,13 +37,37 @@ static int fds_active(afd_loop *self)
     return self->fd_to_key && PyDict_Check(self->fd_to_key) && PyDict_GET_SIZE(self->fd_to_key) > 1;
 }
 
-/* Whether an idle loop must wait in real time: a real file descriptor is registered, or another
+/* Whether the loop handles signals (add_signal_handler): a signal sent before the loop went idle
+ * is already in its self-pipe, as the stock loop's next select would see. */
+static int handles_signals(afd_loop *self)
+{
+    PyObject *h = PyObject_GetAttr((PyObject *)self, loop_state(self)->str_signal_handlers);
+    int yes = h && PyDict_Check(h) && PyDict_GET_SIZE(h) > 0;
+    Py_XDECREF(h);
+    PyErr_Clear();
+    return yes;
+}
+
+/* Whether a child process of this one is alive or exited unreaped: its exit is a SIGCHLD to come
+ * (waitid with WNOWAIT reaps nothing). */
+static int child_exists(void)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
+}
+
+/* Whether an idle loop must wait in real time: a real file descriptor is registered, the loop
+ * handles signals while a child process lives (SafeChildWatcher's SIGCHLD: stock asyncio's select
+ * wakes on the byte the signal writes to its self-pipe, at the child's real exit), or another
  * thread is working (threads progress in real time: a loop that jumped its clock past them would
  * see a run no machine makes; threads.c says which work). Only asked when nothing is ready. The
  * natural loop, which asks only to tell a hang, counts an executor as a thread that may call back. */
 static int io_active(afd_loop *self, int fds)
 {
     if (fds && fds_active(self))
+        return 1;
+    if (child_exists() && handles_signals(self))
         return 1;
     if (self->controlled) { /* an executor's threads call back only while they work */
         if (!afd_hooks_threads_working())
@@ -66,17 +94,6 @@ static int deadlock(afd_loop *self)
     PyErr_SetString(PyExc_RuntimeError,
                     "affidavit: deadlock: every task is blocked and nothing can wake one");
     return -1;
-}
-
-/* Whether the loop handles signals (add_signal_handler): a signal sent before the loop went idle
- * is already in its self-pipe, as the stock loop's next select would see. */
-static int handles_signals(afd_loop *self)
-{
-    PyObject *h = PyObject_GetAttr((PyObject *)self, loop_state(self)->str_signal_handlers);
-    int yes = h && PyDict_Check(h) && PyDict_GET_SIZE(h) > 0;
-    Py_XDECREF(h);
-    PyErr_Clear();
-    return yes;
 }
 
 /* Nothing real can wake the loop before its next timer: its clock jumps to the timer, with the

@@ -144,15 +144,6 @@ static PyObject *rt_token_describe(PyObject *m, PyObject *arg)
     return r;
 }
 
-/* task_order(task): the task's number in this run (creation order), 0 outside a recording. */
-static PyObject *rt_task_order(PyObject *m, PyObject *task)
-{
-    if (!afd_rec_active())
-        return PyLong_FromLong(0);
-    afd_rt_state *st = PyModule_GetState(m);
-    return PyLong_FromUnsignedLong(afd_rec_task_id(st, task));
-}
-
 /* token_delays(token): the token's explicit delays as [(task label, step ordinal, cost ns)]. */
 static PyObject *rt_token_delays(PyObject *m, PyObject *arg)
 {
@@ -368,8 +359,6 @@ static PyMethodDef rt_methods[] = {
      "Ready the worker's memory for forking; returns the kilobytes moved onto huge pages."},
     {"token_describe", rt_token_describe, METH_O, "Describe a token's schedule."},
     {"send_hello", afd_rt_send_hello, METH_VARARGS, "send_hello(out_fd, python, hash_seed, error, nodeid)"},
-    {"task_order", rt_task_order, METH_O,
-     "task_order(task): the task's number in this run (creation order)."},
     {"token_delays", rt_token_delays, METH_O, "token_delays(token): [(task label, step ordinal, cost ns)]."},
     {"private_root", rt_private_root, METH_O,
      "private_root(path): the worker's pytest base temporary directory, private to its runs."},

@@ -181,6 +181,7 @@ void afd_lq_prune(afd_loop_queues *q, size_t *cancelled, size_t min_heap);
 /* Releases every handle of both queues; their memory stays for reuse (afd_lq_free frees it). */
 void afd_lq_drop(afd_loop_queues *q);
 int afd_lq_traverse(afd_loop_queues *q, visitproc visit, void *arg);
+PyObject *afd_lq_lists(afd_loop_queues *q); /* (ready handles in order, the heap): new lists */
 void afd_lq_free(afd_loop_queues *q);
 
 /* ---- Deadlines (deadlines.c) ------------------------------------------------------------ */
@@ -230,6 +231,9 @@ uint32_t afd_deadline_site(uint32_t number);
 /* Puts the recording Task.cancel and Task.uncancel in place and learns asyncio's timeout and
  * primitive functions (idempotent). Returns 0, or -1 with an exception set. */
 int afd_cancel_install(afd_rt_state *st);
+/* Numbers asyncio Tasks' hashes in a controlled run, so sets of tasks iterate alike in every
+ * process replaying one schedule (taskhash.c). Idempotent; 0, or -1 with an exception set. */
+int afd_taskhash_install(afd_rt_state *st);
 /* Forgets every task's cancellation state: a new recording starts. */
 void afd_cancel_reset(void);
 /* Called by call_soon with the handle it made: when the callback is a task's wake-up carrying the

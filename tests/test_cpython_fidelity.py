@@ -1,0 +1,73 @@
+"""Faithful to CPython's asyncio, judged by CPython's own tests (issue 31).
+
+The divergences CPython's test_asyncio showed, each in tests/cases/case_cpython_divergences.py and
+compared with plain pytest (the reference): a SIGCHLD handler that wakes a waiting task, with and
+without a pending timer; the type of asyncio.all_tasks(); the loop's _ready and _scheduled. Then the
+fast subset of bench/cpython_asyncio.py (which `make bench` runs on every module): the interpreter's
+own test_locks, test_queues, test_waitfor and test_timeouts, run in place for every Python 3.10-3.13
+this machine has, under zero delays: no test that passes plainly fails, and each one either passes
+or is named as not explored with the reason (a test that builds its own loop).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import CASES, REPO, engine_json
+from test_cannot_lie import ZERO_TOKEN, assert_passes_plainly, engine_docs
+from test_versions import INTERPRETERS
+
+sys.path.insert(0, str(REPO / "bench"))
+import cpython_asyncio  # noqa: E402  (the bench's own rows: one way to run and count them)
+
+DIVERGENCES = f"{CASES}/case_cpython_divergences.py"
+SUBSET = ["test_locks", "test_queues", "test_waitfor", "test_timeouts"]
+HERE = f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def test_the_divergences_pass_plainly_under_zero_delays_and_explored() -> None:
+    assert_passes_plainly(REPO, DIVERGENCES, passed=5)
+    _, docs = engine_docs("explore", DIVERGENCES, "--strategy", "zero", "--runs", "1")
+    assert {d["nodeid"].split("::")[-1]: d["outcome"] for d in docs} == {
+        "test_a_child_exit_wakes_its_waiter_through_sigchld": "pass",
+        "test_a_child_exit_wakes_its_waiter_through_sigchld_under_a_timeout": "pass",
+        "test_all_tasks_is_a_set": "pass",
+        "test_ready_and_scheduled_show_what_is_queued": "pass",
+        "test_background_tasks_cancelled_by_walking_their_set": "pass",
+    }, docs
+    _, docs = engine_docs("explore", DIVERGENCES, "--runs", "10")
+    assert [(d["nodeid"], d["found"]) for d in docs if d["found"]] == [], docs
+
+
+@pytest.mark.parametrize("name", ["test_all_tasks_is_a_set", "test_background_tasks_cancelled_by_walking_their_set"])
+def test_a_set_of_tasks_walks_alike_in_every_replay(name: str) -> None:
+    """A set of tasks iterates by the tasks' hashes, which were their addresses: different in two
+    workers, so a replay in each walked a program's set of tasks (all_tasks(), its own) in another
+    order, step for step another trace. In a controlled run a task hashes by its number in the run:
+    every replay of the zero schedule, in either worker, runs the same steps."""
+    _, data = engine_json("replay", ZERO_TOKEN, f"{DIVERGENCES}::{name}", "-n", "8", expect=0)
+    assert data["outcomes"]["pass"] == 8 and data["identical_traces"] is True, data
+
+
+def _rows(minor: str, tmp_path: Path) -> None:
+    rows = [cpython_asyncio.row(minor, module, 0, cwd=str(tmp_path)) for module in SUBSET]
+    present = [r for r in rows if "absent" not in r]
+    # some modules' tests all build their own loop (3.10's test_queues): not all of them can
+    assert present and sum(r["zero_pass"] for r in present) > 0, rows
+    for r in present:
+        assert r["zero_red"] == [] and r["missing"] == [], r
+        # every test that passes plainly passed under zero delays or was named as not explored
+        assert r["zero_pass"] + r["zero_skip"] + sum(r["not_explored"].values()) == r["passed_plain"], r
+
+
+def test_cpython_asyncio_subset_under_zero_delays_here(tmp_path: Path) -> None:
+    _rows(HERE, tmp_path)
+
+
+@pytest.mark.plain_build
+@pytest.mark.parametrize("minor", sorted(m for m in INTERPRETERS if m != HERE))
+def test_cpython_asyncio_subset_under_zero_delays(minor: str, tmp_path: Path) -> None:
+    _rows(minor, tmp_path)
