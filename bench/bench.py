@@ -24,10 +24,13 @@
 5. Real suites (bench/suites.py, in build/bench-env/suites): the asyncio libraries it lists: their own test
    suites from their PyPI sdists, plain, with the plugin inactive and under --affidavit-explore=30:
    tests explored, not explored (why), red by verdict, wall time as ratios to plain.
+6. CPython's own asyncio tests (bench/cpython_asyncio.py): every Python 3.10-3.13 the machine has, each
+   module of its test.test_asyncio plain, under zero delays and under explore=30, every red listed
+   (bench/cpython_asyncio_results.json).
 
 Writes bench/results.json (with the machine it ran on), bench/corpus_results.json,
 bench/systematic_results.json and bench/realbugs_results.json. Nothing here asserts: goals are compared and printed, not enforced.
-`--skip-corpus`, `--skip-systematic`, `--skip-realbugs`, `--skip-peers` and `--skip-suites` leave those parts out (their
+`--skip-corpus`, `--skip-systematic`, `--skip-realbugs`, `--skip-peers`, `--skip-suites` and `--skip-cpython` leave those parts out (their
 keys then say so).
 """
 
@@ -249,12 +252,30 @@ def suites() -> Dict[str, Any]:
                        for k, v in data["suites"].items()}}
 
 
+def cpython_asyncio() -> Dict[str, Any]:
+    """bench/cpython_asyncio.py (it prints its own table): CPython's test_asyncio under the loop."""
+    print("affidavit bench: CPython's own asyncio tests (bench/cpython_asyncio.py)", file=sys.stderr)
+    rc = subprocess.run([sys.executable, os.path.join(ROOT, "bench", "cpython_asyncio.py")], cwd=ROOT).returncode
+    if rc != 0:
+        return {"measured": False, "why": f"bench/cpython_asyncio.py exited {rc}"}
+    with open(os.path.join(ROOT, "bench", "cpython_asyncio_results.json"), encoding="utf-8") as f:
+        rows = json.load(f)["rows"]
+    present = [r for r in rows if "absent" not in r]
+    return {"measured": True, "results": "bench/cpython_asyncio_results.json",
+            "passed_plain": sum(r["passed_plain"] for r in present),
+            "zero_pass": sum(r["zero_pass"] for r in present),
+            "zero_red": sum(len(r["zero_red"]) + len(r["missing"]) for r in present),
+            "not_explored": sum(sum(r["not_explored"].values()) for r in present),
+            "explore_red": sum(len(r.get("explore_red", [])) for r in present)}
+
+
 def main() -> None:
     skip_corpus = "--skip-corpus" in sys.argv[1:]
     skip_systematic = "--skip-systematic" in sys.argv[1:]
     skip_realbugs = "--skip-realbugs" in sys.argv[1:]
     skip_peers = "--skip-peers" in sys.argv[1:]
     skip_suites = "--skip-suites" in sys.argv[1:]
+    skip_cpython = "--skip-cpython" in sys.argv[1:]
     t_start = time.perf_counter()
     where = machine()
     print("affidavit bench: corpus", file=sys.stderr)
@@ -266,6 +287,7 @@ def main() -> None:
     print("affidavit bench: peers", file=sys.stderr)
     peer = {"peers_measured": False, "why": "--skip-peers"} if skip_peers else peers()
     suite = {"measured": False, "why": "--skip-suites"} if skip_suites else suites()
+    cpy = {"measured": False, "why": "--skip-cpython"} if skip_cpython else cpython_asyncio()
     print("affidavit bench: foundation", file=sys.stderr)
     inv = investigate_times()
     eng = engine_throughput(3000)
@@ -291,6 +313,7 @@ def main() -> None:
         "realbugs": real,
         "peers": peer,
         "suites": suite,
+        "cpython_asyncio": cpy,
         "engine": eng,
         "pytest_reinvocation_sequential": seq,
         "pytest_reinvocation_parallel": par,

@@ -77,7 +77,8 @@ THRESHOLD_TESTS = ["test_wait_for_well_within_its_timeout", "test_the_short_slee
                    "test_a_few_steps_finish_within_a_long_sleep",
                    "test_answered_within_its_budget_on_the_monotonic_clock", "test_an_entry_read_while_it_is_fresh",
                    "test_a_periodic_job_waits_its_interval", "test_a_shutdown_within_its_budget_over_a_loopback_socket",
-                   "test_a_wait_for_a_slower_job_times_out", "test_a_short_timer_beside_a_long_wait_for"]
+                   "test_a_wait_for_a_slower_job_times_out", "test_a_short_timer_beside_a_long_wait_for",
+                   "test_two_sleeps_at_one_line_of_different_lengths"]
 REAL_WAIT = f"{CASES}/case_real_wait_threshold.py"
 OWN_WAIT = f"{CASES}/case_stall_then_own_wait.py"
 CLOCK_UNDER_TIMEOUT = f"{CASES}/case_clock_read_under_library_timeout.py"

@@ -11,6 +11,8 @@ or is named as not explored with the reason (a test that builds its own loop).
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -50,6 +52,23 @@ def test_a_set_of_tasks_walks_alike_in_every_replay(name: str) -> None:
     every replay of the zero schedule, in either worker, runs the same steps."""
     _, data = engine_json("replay", ZERO_TOKEN, f"{DIVERGENCES}::{name}", "-n", "8", expect=0)
     assert data["outcomes"]["pass"] == 8 and data["identical_traces"] is True, data
+
+
+def test_cpythons_own_sleep_races_are_timing_sensitive(tmp_path: Path) -> None:
+    """CPython's own tests live in the standard library's directory, which is library code to the
+    recorder, so their sleeps had no site and a stall that made a 10 s sleep overtake a 0.1 s one
+    was a plain failure (test_taskgroup_14 and 19, test_uncancel_basic under explore=30). The
+    collected tests' directories are the user's code wherever they are: the same search now names
+    the 10 s sleep and calls it timing_sensitive (3.11, the baseline every machine here has)."""
+    bin_dir = Path(cpython_asyncio.venv_bin("3.11"))
+    path = cpython_asyncio.module_path("3.11", "test_taskgroups")
+    proc = subprocess.run([str(bin_dir / "affidavit"), "explore", f"{path}::TestTaskGroup::test_taskgroup_19",
+                           "--runs", "30", "--json"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env=cpython_asyncio.environment())
+    doc = json.loads(proc.stdout)
+    assert doc["found"] and doc["verdict"] == "timing_sensitive", doc
+    assert doc["timing"]["site"].startswith("test/test_asyncio/test_taskgroups.py:"), doc["timing"]
+    assert doc["timing"]["duration_us"] == 10_000_000, doc["timing"]
 
 
 def _rows(minor: str, tmp_path: Path) -> None:

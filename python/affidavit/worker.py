@@ -430,6 +430,9 @@ class _Server:
                 _runtime.private_root(str(factory.getbasetemp()))
             except Exception:  # a project without a usable temporary directory: nothing is private
                 pass
+        # the collected tests' directories are the user's code even under a library directory
+        # (CPython's own test.test_asyncio, a package's tests run from site-packages)
+        _runtime.user_roots(sorted({str(it.path.parent) for it in by_id.values() if getattr(it, "path", None)}))
         self.lesson = tempfile.TemporaryFile()
         known = _regex_keys()
 

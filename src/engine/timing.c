@@ -11,6 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* What identifies a time the program set that fired: a deadline's site, or a sleep's site with
+ * its duration to the microsecond (a sleep of another length at the same line is another time:
+ * crash_after(0.1) and crash_after(10) sleep at one line, and the zero run firing the first says
+ * nothing of the second). NULL when the site is unknown. */
+static const char *fired_key(const afd_trace *tr, const afd_event *e, char *buf, size_t n)
+{
+    const char *site = afd_trace_known(tr, e->b);
+    if (!site || e->a)
+        return site;
+    snprintf(buf, n, "%s@%" PRIu64 "us", site, e->cost / 1000);
+    return buf;
+}
+
 void afd_fired_sites_from_trace(afd_fired_sites *self, const afd_trace *tr)
 {
     afd_fired_sites_finish(self);
@@ -19,10 +32,11 @@ void afd_fired_sites_from_trace(afd_fired_sites *self, const afd_trace *tr)
     self->known = 1;
     for (uint32_t i = 0; i < tr->n_events; i++) {
         const afd_event *e = &tr->events[i];
-        if (e->kind != AFD_EV_DEADLINE_LATE || !(e->flags & AFD_LATE_FIRED) || !afd_trace_known(tr, e->b))
-            continue;
-        const char *site = afd_trace_string(tr, e->b);
-        if (afd_fired_sites_has(self, site))
+        char buf[1100];
+        const char *site = e->kind == AFD_EV_DEADLINE_LATE && (e->flags & AFD_LATE_FIRED)
+                               ? fired_key(tr, e, buf, sizeof buf)
+                               : NULL;
+        if (!site || afd_fired_sites_has(self, site))
             continue;
         char **grown = realloc(self->site, (self->n + 1) * sizeof *grown);
         char *copy = strdup(site);
@@ -62,8 +76,9 @@ int afd_timing_crossing(const afd_trace *tr, const afd_event *e, const afd_fired
         return 1;
     if (!(e->flags & AFD_LATE_BROUGHT_DUE))
         return 0;
-    return !(normal && normal->known && afd_trace_known(tr, e->b) &&
-             afd_fired_sites_has(normal, afd_trace_string(tr, e->b)));
+    char buf[1100];
+    const char *key = fired_key(tr, e, buf, sizeof buf);
+    return !(normal && normal->known && key && afd_fired_sites_has(normal, key));
 }
 
 int afd_timing_same_deadline(const afd_trace *x, const afd_event *a, const afd_trace *y, const afd_event *b)

@@ -82,19 +82,27 @@ static int is_sleep_wakeup(PyObject *callback)
     return wake;
 }
 
-/* The sites of sleeps whose firing this run has recorded: one FIRED event per site is enough for
- * the zero schedule's list, and keeps a poll of many sleeps from filling the trace. */
+/* The sleeps whose firing this run has recorded, by site and duration (to the microsecond): one
+ * FIRED event per pair is enough for the zero schedule's list, and keeps a poll of many sleeps
+ * from filling the trace. A sleep of another length at the same line is another time the program
+ * set (crash_after(0.1) and crash_after(10) sleep at one line). */
 #define MAX_SLEEP_SITES 256
-static uint32_t fired_sleep_sites[MAX_SLEEP_SITES], n_fired_sleep_sites;
+static struct {
+    uint32_t site;
+    uint64_t us;
+} fired_sleeps[MAX_SLEEP_SITES];
+static uint32_t n_fired_sleep_sites;
 
-static int first_firing(uint32_t site)
+static int first_firing(uint32_t site, uint64_t duration_ns)
 {
+    uint64_t us = duration_ns / 1000;
     for (uint32_t i = 0; i < n_fired_sleep_sites; i++)
-        if (fired_sleep_sites[i] == site)
+        if (fired_sleeps[i].site == site && fired_sleeps[i].us == us)
             return 0;
     if (n_fired_sleep_sites == MAX_SLEEP_SITES)
         return 0;
-    fired_sleep_sites[n_fired_sleep_sites++] = site;
+    fired_sleeps[n_fired_sleep_sites].site = site;
+    fired_sleeps[n_fired_sleep_sites++].us = us;
     return 1;
 }
 
@@ -287,7 +295,7 @@ void afd_deadline_fired(afd_handle *h, uint64_t now_ns)
         /* a sleep's wake-up: recorded as a deadline's firing is (number 0), the first time its site
          * fires, or whenever the stalls brought it due (then it may be a threshold: timing.c) */
         int brought = brought_due(x, now_ns);
-        if (brought || first_firing(x->sleep_site))
+        if (brought || first_firing(x->sleep_site, x->sleep_ns))
             afd_rec_event(AFD_EV_DEADLINE_LATE, AFD_LATE_FIRED | (brought ? AFD_LATE_BROUGHT_DUE : 0), 0, 0,
                           x->sleep_site, now_ns, x->sleep_ns);
         return;

@@ -303,6 +303,34 @@ static PyObject *rt_private_root(PyObject *m, PyObject *path)
     Py_RETURN_NONE;
 }
 
+/* user_roots(dirs): the directories the collected tests are in, the user's code even under a
+ * library directory (recorder.c, is_user_file). */
+static PyObject *rt_user_roots(PyObject *m, PyObject *dirs)
+{
+    afd_rt_state *st = PyModule_GetState(m);
+    PyObject *seq = PySequence_Fast(dirs, "user_roots: expected a sequence of str");
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *roots = PyTuple_New(n);
+    for (Py_ssize_t i = 0; roots && i < n; i++) {
+        PyObject *d = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *r = PyUnicode_Check(d) ? PyUnicode_FromFormat("%U/", d) : NULL;
+        if (!r) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_TypeError, "user_roots: expected a sequence of str");
+            Py_CLEAR(roots);
+            break;
+        }
+        PyTuple_SET_ITEM(roots, i, r);
+    }
+    Py_DECREF(seq);
+    if (!roots)
+        return NULL;
+    Py_XSETREF(st->user_roots, roots);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef assertion_methods[] = {
     {"__enter__", (PyCFunction)assertion_enter, METH_NOARGS, NULL},
     {"__exit__", (PyCFunction)(void (*)(void))assertion_exit, METH_FASTCALL, NULL},
@@ -360,6 +388,8 @@ static PyMethodDef rt_methods[] = {
     {"token_describe", rt_token_describe, METH_O, "Describe a token's schedule."},
     {"send_hello", afd_rt_send_hello, METH_VARARGS, "send_hello(out_fd, python, hash_seed, error, nodeid)"},
     {"token_delays", rt_token_delays, METH_O, "token_delays(token): [(task label, step ordinal, cost ns)]."},
+    {"user_roots", rt_user_roots, METH_O,
+     "user_roots(dirs): the directories of the collected tests, the user's code wherever they are."},
     {"private_root", rt_private_root, METH_O,
      "private_root(path): the worker's pytest base temporary directory, private to its runs."},
     {"install_hooks", afd_rt_install_hooks, METH_NOARGS,
@@ -530,6 +560,7 @@ static int rt_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(st->loopcore_type);
     Py_VISIT(st->assertion_type);
     Py_VISIT(st->task_types);
+    Py_VISIT(st->user_roots);
     Py_VISIT(st->c_task_type);
     Py_VISIT(st->step_wrapper_type);
     return 0;
@@ -546,6 +577,7 @@ static int rt_clear(PyObject *m)
     Py_CLEAR(st->c_task_type);
     Py_CLEAR(st->step_wrapper_type);
     Py_CLEAR(st->stdlib_prefix);
+    Py_CLEAR(st->user_roots);
     return 0;
 }
 

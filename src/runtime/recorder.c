@@ -429,20 +429,32 @@ uint32_t afd_rec_task_id(afd_rt_state *st, PyObject *task)
 
 /* ---- Suspension sites ---- */
 
+/* Whether a file is the user's: not under a library directory (the stdlib, site-packages,
+ * affidavit's own package), unless it is under a directory the collected tests are in that lies
+ * deeper than that library directory (the longest prefix decides): the tests pytest runs are the
+ * user's code wherever they live, CPython's own test.test_asyncio in the stdlib or a package's
+ * tests run from site-packages with --pyargs, while a virtual environment inside the project
+ * stays library code. */
 static int is_user_file(afd_rt_state *st, PyObject *filename)
 {
     if (!PyUnicode_Check(filename))
         return 0;
     if (PyUnicode_READ_CHAR(filename, 0) == '<')
         return 0;
-    Py_ssize_t n = PyTuple_GET_SIZE(st->stdlib_prefix);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t r =
-            PyUnicode_Tailmatch(filename, PyTuple_GET_ITEM(st->stdlib_prefix, i), 0, PY_SSIZE_T_MAX, -1);
-        if (r)
-            return 0;
+    Py_ssize_t lib = 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(st->stdlib_prefix); i++) {
+        PyObject *p = PyTuple_GET_ITEM(st->stdlib_prefix, i);
+        if (PyUnicode_GET_LENGTH(p) > lib && PyUnicode_Tailmatch(filename, p, 0, PY_SSIZE_T_MAX, -1) > 0)
+            lib = PyUnicode_GET_LENGTH(p);
     }
-    return 1;
+    if (!lib)
+        return 1;
+    for (Py_ssize_t i = 0; st->user_roots && i < PyTuple_GET_SIZE(st->user_roots); i++) {
+        PyObject *p = PyTuple_GET_ITEM(st->user_roots, i);
+        if (PyUnicode_GET_LENGTH(p) > lib && PyUnicode_Tailmatch(filename, p, 0, PY_SSIZE_T_MAX, -1) > 0)
+            return 1;
+    }
+    return 0;
 }
 
 /* Whether a code object belongs to the user's code, decided once per code object. */

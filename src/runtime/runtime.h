@@ -27,6 +27,8 @@ typedef struct afd_rt_state {
     PyObject *c_task_type;                /* Owned: _asyncio.Task, the common exact type. */
     PyObject *step_wrapper_type;          /* Owned or NULL: the type of C Task step callbacks, learned. */
     PyObject *stdlib_prefix;              /* Owned str: sysconfig's stdlib directory. */
+    PyObject *user_roots;                 /* Owned tuple of str (each ending in '/'), or NULL: the
+                                             directories of the collected tests (user_roots()). */
     PyObject *str_call_exception_handler; /* Owned interned names. */
     PyObject *str_get_coro;
     PyObject *str_cr_frame;

@@ -163,3 +163,21 @@ async def test_a_short_timer_beside_a_long_wait_for() -> None:
     assert await asyncio.wait_for(work(), 5) == 1
     await asyncio.sleep(0.02)
     assert fired == ["tick"]
+
+
+@pytest.mark.asyncio
+async def test_two_sleeps_at_one_line_of_different_lengths() -> None:
+    """One line sleeps 10 s in one task and 0.05 s in another (CPython's test_taskgroups does this):
+    only a step stalled for nearly 10 s lets the long one finish first. The zero run firing the
+    short sleep at that line says nothing of the long one."""
+    order = []
+
+    async def after(seconds: float, name: str) -> None:
+        await asyncio.sleep(seconds)
+        order.append(name)
+
+    slow = asyncio.create_task(after(10, "slow"))
+    fast = asyncio.create_task(after(0.05, "fast"))
+    await fast
+    slow.cancel()
+    assert order == ["fast"], order
