@@ -26,6 +26,7 @@ import collections
 import functools
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -185,6 +186,10 @@ def table(rows: List[Dict[str, Any]]) -> str:
 
 
 def main(argv: List[str]) -> int:
+    # CPython's tests interrupt themselves with SIGINT (test_runners): started in the background of a
+    # shell, which ignores SIGINT for it, their sessions would spin forever. Caught here, it is the
+    # default again in every session this starts.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     args = {"--pythons": ",".join(sorted(INTERPRETERS)), "--modules": ",".join(MODULES), "--explore": "30",
             "--out": OUT}
     if argv == ["--table"]:

@@ -6,6 +6,7 @@
 
 #include <signal.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 
 /* Polls the selector with a timeout in seconds (negative: block), then dispatches its events. */
@@ -48,18 +49,24 @@ static int handles_signals(afd_loop *self)
     return yes;
 }
 
-/* Whether a child process of this one is alive or exited unreaped: its exit is a SIGCHLD to come
- * (waitid with WNOWAIT reaps nothing). */
-static int child_exists(void)
+/* Whether a signal is on its way by the process's own doing: a child process of this one is alive
+ * or exited unreaped (its exit is a SIGCHLD; waitid with WNOWAIT reaps nothing), or the real-time
+ * interval timer is armed (setitimer, alarm: a SIGALRM to come; the CPU-time timers do not run
+ * while the loop waits). */
+static int signal_to_come(void)
 {
     siginfo_t si;
     memset(&si, 0, sizeof si);
-    return waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
+    if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) == 0)
+        return 1;
+    struct itimerval t;
+    return getitimer(ITIMER_REAL, &t) == 0 && (t.it_value.tv_sec || t.it_value.tv_usec);
 }
 
 /* Whether an idle loop must wait in real time: a real file descriptor is registered, the loop
- * handles signals while a child process lives (SafeChildWatcher's SIGCHLD: stock asyncio's select
- * wakes on the byte the signal writes to its self-pipe, at the child's real exit), or another
+ * handles signals while one is on its way (SafeChildWatcher's SIGCHLD at a child's exit, an
+ * interval timer's SIGALRM: stock asyncio's select wakes on the byte the signal writes to its
+ * self-pipe, in real time), or another
  * thread is working (threads progress in real time: a loop that jumped its clock past them would
  * see a run no machine makes; threads.c says which work). Only asked when nothing is ready. The
  * natural loop, which asks only to tell a hang, counts an executor as a thread that may call back. */
@@ -67,7 +74,7 @@ static int io_active(afd_loop *self, int fds)
 {
     if (fds && fds_active(self))
         return 1;
-    if (child_exists() && handles_signals(self))
+    if (handles_signals(self) && signal_to_come())
         return 1;
     if (self->controlled) { /* an executor's threads call back only while they work */
         if (!afd_hooks_threads_working())

@@ -4,10 +4,13 @@ loop doing differently from stock asyncio (issue 31). Plain pytest passes every 
 - A child process's exit reaches a SafeChildWatcher as SIGCHLD, whose handler the loop runs from
   the byte the signal writes to its self-pipe: stock asyncio's select() waits for it, with a timer
   pending or none.
+- An interval timer (setitimer, alarm) sends SIGALRM in real time; a handler the loop runs wakes
+  the waiter as the child's exit does.
 - asyncio.all_tasks() returns a set, and the loop's _ready and _scheduled show what is queued.
 """
 
 import asyncio
+import signal
 import sys
 import warnings
 
@@ -39,6 +42,19 @@ async def test_a_child_exit_wakes_its_waiter_through_sigchld() -> None:
 @pytest.mark.asyncio
 async def test_a_child_exit_wakes_its_waiter_through_sigchld_under_a_timeout() -> None:
     assert await _exit_code_through_sigchld(timeout=30) == 0
+
+
+@pytest.mark.asyncio
+async def test_an_interval_timer_signal_wakes_its_waiter() -> None:
+    loop = asyncio.get_running_loop()
+    got = loop.create_future()
+    loop.add_signal_handler(signal.SIGALRM, lambda: got.done() or got.set_result("alarm"))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        assert await got == "alarm"
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        loop.remove_signal_handler(signal.SIGALRM)
 
 
 @pytest.mark.asyncio
