@@ -615,6 +615,23 @@ def test_store_of_another_schema_version(tmp_path: Path) -> None:
 # ---- interrupts ----
 
 
+def test_a_greeting_that_fills_the_pipe_exactly_is_read_not_waited_for(tmp_path: Path) -> None:
+    """A worker whose message ends exactly where a read fills the engine's 64 KiB buffer: the engine
+    read again, blocking, for bytes the worker had no reason to send, and both waited forever (an
+    explore of 3.10's test_asyncio.test_waitfor hung so). Here the "worker" greets with one 64 KiB
+    frame (its payload is no greeting) and then sleeps: the engine must read it, refuse it and end."""
+    fake = tmp_path / "python"
+    fake.write_text("#!/usr/bin/env python3\n"
+                    "import os, struct, time\n"
+                    "payload = b'x' * (65536 - 5)\n"
+                    "os.write(1, struct.pack('<I', len(payload) + 1) + bytes([1]) + payload)\n"
+                    "time.sleep(120)\n")
+    fake.chmod(0o755)
+    proc = afd("sample", f"{HANG}::test_hang", "-n", "1", "--python", str(fake), timeout=60)
+    assert proc.returncode == 3, describe(proc)
+    assert proc.stderr.splitlines() == ["affidavit: error: the worker sent a malformed greeting"], describe(proc)
+
+
 def test_ctrl_c_during_sample(tmp_path: Path) -> None:
     """SIGINT while a run hangs: exit 130, the runs so far (none) said, everything gone."""
     # Ready once the run has begun: a count of processes also counts what a worker starts while

@@ -140,6 +140,15 @@ static int spawn(afd_pool *self, worker *w)
     w->pid = pid;
     w->req_fd = in[1];
     w->res_fd = out[0];
+    /* pump() reads until the pipe is empty: a read that filled its buffer is followed by another,
+     * which must say EAGAIN, not block, when the worker's message ended exactly there (a blocking
+     * read then waited for a result the worker had already sent: an explore of 3.10's
+     * test_waitfor hung so). Only this end: the worker's writes stay blocking. */
+    int fl = fcntl(w->res_fd, F_GETFL);
+    if (fl < 0 || fcntl(w->res_fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+        w->log_fd = log;
+        return AFD_EIO;
+    }
     w->log_fd = log;
     return 0;
 }
