@@ -12,15 +12,17 @@
 #include <string.h>
 
 /* What identifies a time the program set that fired: a deadline's site, or a sleep's site with
- * its duration to the microsecond (a sleep of another length at the same line is another time:
- * crash_after(0.1) and crash_after(10) sleep at one line, and the zero run firing the first says
- * nothing of the second). NULL when the site is unknown. */
+ * the task that armed it (another task's sleep at the same line is another time: crash_after(0.1)
+ * and crash_after(10) sleep at one line in two tasks, and the zero run firing the first says
+ * nothing of the second; the same task sleeping there again, however long, is the program's own
+ * operation). NULL when the site is unknown. */
 static const char *fired_key(const afd_trace *tr, const afd_event *e, char *buf, size_t n)
 {
     const char *site = afd_trace_known(tr, e->b);
-    if (!site || e->a)
+    const char *task = site && !e->a && e->task ? afd_trace_task_known(tr, e->task) : NULL;
+    if (!task)
         return site;
-    snprintf(buf, n, "%s@%" PRIu64 "us", site, e->cost / 1000);
+    snprintf(buf, n, "%s in %s", site, task);
     return buf;
 }
 

@@ -82,27 +82,26 @@ static int is_sleep_wakeup(PyObject *callback)
     return wake;
 }
 
-/* The sleeps whose firing this run has recorded, by site and duration (to the microsecond): one
- * FIRED event per pair is enough for the zero schedule's list, and keeps a poll of many sleeps
- * from filling the trace. A sleep of another length at the same line is another time the program
- * set (crash_after(0.1) and crash_after(10) sleep at one line). */
+/* The sleeps whose firing this run has recorded, by site and by the task that armed it: one FIRED
+ * event per pair is enough for the zero schedule's list, and keeps a poll of many sleeps from
+ * filling the trace. Another task's sleep at the same line is another time the program set:
+ * crash_after(0.1) and crash_after(10) sleep at one line in two tasks, and the zero run firing the
+ * first says nothing of the second. */
 #define MAX_SLEEP_SITES 256
 static struct {
-    uint32_t site;
-    uint64_t us;
+    uint32_t site, task;
 } fired_sleeps[MAX_SLEEP_SITES];
 static uint32_t n_fired_sleep_sites;
 
-static int first_firing(uint32_t site, uint64_t duration_ns)
+static int first_firing(uint32_t site, uint32_t task)
 {
-    uint64_t us = duration_ns / 1000;
     for (uint32_t i = 0; i < n_fired_sleep_sites; i++)
-        if (fired_sleeps[i].site == site && fired_sleeps[i].us == us)
+        if (fired_sleeps[i].site == site && fired_sleeps[i].task == task)
             return 0;
     if (n_fired_sleep_sites == MAX_SLEEP_SITES)
         return 0;
     fired_sleeps[n_fired_sleep_sites].site = site;
-    fired_sleeps[n_fired_sleep_sites++].us = us;
+    fired_sleeps[n_fired_sleep_sites++].task = task;
     return 1;
 }
 
@@ -126,6 +125,7 @@ static void note_sleep(afd_rt_state *st, afd_handle_ext *x, double now)
         return;
     x->sleep_site = afd_rec_caller_site(st);
     x->sleep_ns = duration;
+    x->sleep_task = afd_rec_current;
     PyErr_Clear();
 }
 
@@ -136,6 +136,7 @@ void afd_deadline_note(afd_rt_state *st, afd_handle *h, double now)
     x->deadline = 0;
     x->timeout = 0;
     x->sleep_site = AFD_NOSTR;
+    x->sleep_task = 0;
     if (!x->is_timer || !callback || callback == Py_None)
         return;
     if (is_sleep_wakeup(callback)) {
@@ -295,9 +296,9 @@ void afd_deadline_fired(afd_handle *h, uint64_t now_ns)
         /* a sleep's wake-up: recorded as a deadline's firing is (number 0), the first time its site
          * fires, or whenever the stalls brought it due (then it may be a threshold: timing.c) */
         int brought = brought_due(x, now_ns);
-        if (brought || first_firing(x->sleep_site, x->sleep_ns))
-            afd_rec_event(AFD_EV_DEADLINE_LATE, AFD_LATE_FIRED | (brought ? AFD_LATE_BROUGHT_DUE : 0), 0, 0,
-                          x->sleep_site, now_ns, x->sleep_ns);
+        if (brought || first_firing(x->sleep_site, x->sleep_task))
+            afd_rec_event(AFD_EV_DEADLINE_LATE, AFD_LATE_FIRED | (brought ? AFD_LATE_BROUGHT_DUE : 0),
+                          x->sleep_task, 0, x->sleep_site, now_ns, x->sleep_ns);
         return;
     }
     if (!number || number > n_deadlines || afd_handle_cancelled(h))

@@ -111,6 +111,7 @@ typedef struct afd_handle_ext {
     uint32_t sleep_site; /* Timers: a sleep's wake-up armed more than a batch ahead: the user's site
                             that armed it (string id), else AFD_NOSTR (deadlines.c) */
     uint64_t sleep_ns;   /* that sleep's duration */
+    uint32_t sleep_task; /* the task that armed it (the recorder's id, 0 outside a step) */
 } afd_handle_ext;
 
 #define AFD_HANDLE_MAX_SLOTS 16
