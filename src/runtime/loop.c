@@ -533,6 +533,8 @@ static PyObject *run_once(afd_loop *self)
         /* what the step took, less what the machine's other work kept it waiting for a CPU */
         uint64_t own = wall - afd_cpuwait_step_end(w0 + wall, wall);
         if (self->controlled) {
+            /* the step may have made tasks and so moved the recorder's table: t is looked up again */
+            t = afd_rec_task(id);
             afd_step_id sid = {
                 .label = t ? t->label : "",
                 .label_len = t ? t->label_len : 0,
